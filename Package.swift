@@ -1,0 +1,46 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Keepsake",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Keepsake", targets: ["Keepsake"]),
+        .library(name: "KeepsakeTesting", targets: ["KeepsakeTesting"]),
+        .library(name: "Migrations", targets: ["Migrations"]),
+        .executable(name: "migrate", targets: ["migrate"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // The engine: versioned models, chains, the record codec, the migrator,
+        // the store protocol, the in-memory and defaults-style JSON stores.
+        .target(name: "Keepsake"),
+        // The sample model chains (TrialInfo, Person), one frozen file per version.
+        .target(name: "Migrations", dependencies: ["Keepsake"], path: "Migrations"),
+        // Helpers apps reuse in their own tests: chain validation, the store
+        // contract suite, golden-fixture checks.
+        .target(name: "KeepsakeTesting", dependencies: ["Keepsake"]),
+        // The operator CLI: parsing and printing only.
+        .executableTarget(
+            name: "migrate",
+            dependencies: [
+                "Keepsake", "Migrations",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Release-mode benchmark: `swift run -c release keepsake-bench`.
+        .executableTarget(name: "keepsake-bench", dependencies: ["Keepsake", "Migrations"]),
+        .testTarget(
+            name: "KeepsakeTests",
+            dependencies: ["Keepsake", "Migrations", "KeepsakeTesting"],
+            exclude: ["Fixtures"]
+        ),
+        .testTarget(
+            name: "MigrateCLITests",
+            dependencies: ["migrate", "Keepsake", "Migrations"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

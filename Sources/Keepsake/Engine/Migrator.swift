@@ -1,0 +1,168 @@
+import Foundation
+
+/// Migrates every managed record of a store: what `migrate status`, `plan` and `run` use.
+///
+/// Records are matched to chains by the envelope's `schema`, else by an explicit key → model
+/// mapping, else by the chains' default keys; other keys are *unmanaged* and never touched.
+///
+/// ```swift
+/// let migrator = Migrator(store: store, chains: [Person.chain.erased, TrialInfo.chain.erased],
+///                         context: .live(deviceIdentity: device))
+/// for report in try migrator.run(backup: .timestamped(in: backupsPath)) {
+///     print(report.key, report.state)
+/// }
+/// ```
+public struct Migrator: Sendable {
+    public let store: any RecordStore
+    public let chains: [AnyModelChain]
+    public let context: MigrationContext
+    /// Key → model name, for records whose key is not a default key of their model.
+    public let keyModels: [String: String]
+
+    /// - Precondition: Chain names are unique.
+    public init(
+        store: any RecordStore, chains: [AnyModelChain], context: MigrationContext, keyModels: [String: String] = [:]
+    ) {
+        precondition(Set(chains.map(\.name)).count == chains.count, "Migrator: two chains share a name")
+        self.store = store
+        self.chains = chains
+        self.context = context
+        self.keyModels = keyModels
+    }
+
+    /// Every key of the store with its state; nothing is written. Outdated records are migrated
+    /// in memory (and verified) so that a failing step shows as `unreadable` here, not in `run`.
+    ///
+    /// - Throws: Only when the store itself cannot be read; a bad record is a report.
+    public func plan() throws(KeepsakeError) -> [RecordReport] {
+        try store.allData().map { evaluate(key: $0.key, bytes: $0.data, encodeCurrent: false).report }
+    }
+
+    /// The record under `key` migrated in memory, and its latest envelope bytes; nothing written.
+    ///
+    /// - Returns: `nil` when nothing is stored under `key`.
+    public func preview(key: String) throws(KeepsakeError) -> (report: RecordReport, latest: Data?)? {
+        guard let bytes = try store.data(forKey: key) else { return nil }
+        let evaluation = evaluate(key: key, bytes: bytes, encodeCurrent: true)
+        return (evaluation.report, evaluation.encoded)
+    }
+
+    /// Migrates every outdated managed record and writes each back once.
+    ///
+    /// Writes go to the store as one batch (for the defaults store, one durable document write),
+    /// each applied only if its record still holds the bytes that were read. A record that is
+    /// newer, unreadable, fails its step, fails its backup or changed meanwhile keeps its bytes
+    /// and is reported; the others still migrate.
+    ///
+    /// - Parameters:
+    ///   - backup: When set, each record's original bytes are saved there before the batch.
+    ///   - progress: Called after each record is evaluated and once the batch is written.
+    /// - Throws: Only when the store itself cannot be read or written; then nothing was written.
+    public func run(
+        backup: BackupDirectory? = nil,
+        progress: (@Sendable (MigrationProgress) -> Void)? = nil
+    ) throws(KeepsakeError) -> [RecordReport] {
+        let entries = try store.allData()
+        var reports: [RecordReport] = []
+        var writes: [StoreWrite] = []
+        var writeIndex: [Int] = []  // report index for each write
+        reports.reserveCapacity(entries.count)
+        for (offset, entry) in entries.enumerated() {
+            var evaluation = evaluate(key: entry.key, bytes: entry.data, encodeCurrent: false)
+            if let encoded = evaluation.encoded {
+                do throws(KeepsakeError) {
+                    if let backup {
+                        evaluation.report.backupPath = try backup.save(entry.data, forKey: entry.key, store: store.uri)
+                    }
+                    writes.append(StoreWrite(key: entry.key, value: encoded, expectation: .unchanged(entry.data)))
+                    writeIndex.append(reports.count)
+                } catch {
+                    evaluation.report.error = error
+                }
+            }
+            reports.append(evaluation.report)
+            progress?(MigrationProgress(evaluated: offset + 1, total: entries.count, written: false))
+        }
+        guard !writes.isEmpty else { return reports }
+        let results = try store.commit(writes)
+        for (index, result) in zip(writeIndex, results) {
+            switch result {
+            case .applied:
+                reports[index].state = .migrated
+            case .conflict:
+                reports[index].error = KeepsakeError(.conflict, store: store.uri, key: reports[index].key,
+                    "the record changed while it was being migrated; it was left as the other writer stored it")
+            case let .failed(error):
+                reports[index].error = error
+            }
+        }
+        progress?(MigrationProgress(evaluated: entries.count, total: entries.count, written: true))
+        return reports
+    }
+
+    // MARK: Evaluation
+
+    private struct Evaluation {
+        var report: RecordReport
+        var encoded: Data?
+    }
+
+    private func chain(named name: String) -> AnyModelChain? {
+        chains.first { $0.name == name }
+    }
+
+    private func evaluate(key: String, bytes: Data, encodeCurrent: Bool) -> Evaluation {
+        let parsed: ParsedRecord
+        do throws(KeepsakeError) {
+            parsed = try ParsedRecord.parse(bytes)
+        } catch {
+            guard let chain = chainByKey(key) else {
+                return Evaluation(report: RecordReport(key: key, state: .unmanaged))
+            }
+            return Evaluation(report: RecordReport(
+                key: key, schema: chain.name, latestVersion: chain.latestVersion, state: .unreadable,
+                error: error.located(store: store.uri, key: key)))
+        }
+        let chain: AnyModelChain
+        if let schema = parsed.envelopeSchema {
+            guard let named = self.chain(named: schema) else {
+                return Evaluation(report: RecordReport(key: key, schema: schema, state: .unmanaged, form: .envelope))
+            }
+            chain = named
+        } else if let byKey = chainByKey(key) {
+            chain = byKey
+        } else {
+            return Evaluation(report: RecordReport(key: key, state: .unmanaged))
+        }
+        var report = RecordReport(key: key, schema: chain.name, latestVersion: chain.latestVersion,
+                                  state: .unreadable, stringWrapped: parsed.stringWrapped)
+        do throws(KeepsakeError) {
+            let detected = try chain.detect(parsed)
+            report.storedVersion = detected.version
+            report.form = detected.form
+            if detected.version > chain.latestVersion { report.state = .newer }
+            let encoded = try chain.process(detected, context, encodeCurrent)
+            report.state = detected.version < chain.latestVersion ? .outdated : .current
+            if detected.version < chain.latestVersion {
+                report.steps = Array((detected.version + 1)...chain.latestVersion)
+            }
+            return Evaluation(report: report, encoded: encoded)
+        } catch {
+            report.error = error.located(store: store.uri, key: key)
+            return Evaluation(report: report)
+        }
+    }
+
+    private func chainByKey(_ key: String) -> AnyModelChain? {
+        if let name = keyModels[key] { return chain(named: name) }
+        return chains.first { $0.defaultKeys.contains(key) }
+    }
+}
+
+/// How far a ``Migrator/run(backup:progress:)`` has come.
+public struct MigrationProgress: Sendable, Equatable {
+    public let evaluated: Int
+    public let total: Int
+    /// Whether the batch of writes has been committed.
+    public let written: Bool
+}

@@ -1,0 +1,52 @@
+/// What the ``Migrator`` found, or did, for one key of a store.
+public struct RecordReport: Sendable, Equatable {
+    /// A record's state, as `migrate status`, `plan` and `run` print it.
+    public enum State: String, Sendable, Codable, CaseIterable {
+        /// At the latest version.
+        case current
+        /// At an older version; `run` would migrate it.
+        case outdated
+        /// Migrated and written back by this run.
+        case migrated
+        /// Written by a newer release; left untouched.
+        case newer
+        /// Cannot be read or migrated (corrupt, unrecognised, ambiguous, a failing step); left untouched.
+        case unreadable
+        /// Not matched to any model: a plain value or another app's data; left alone.
+        case unmanaged
+    }
+
+    public var key: String
+    /// The model the record was matched to (or the schema an unknown envelope names).
+    public var schema: String?
+    public var storedVersion: Int?
+    public var latestVersion: Int?
+    public var state: State
+    /// How the record was laid out, when it was recognised.
+    public var form: RecordForm?
+    /// Whether the record was a JSON string holding JSON.
+    public var stringWrapped: Bool
+    /// The versions the record passes through to reach the latest (`[1, 2, 3]` from version 0).
+    public var steps: [Int]
+    /// Why the record is unreadable or newer, or why its write failed.
+    public var error: KeepsakeError?
+    /// Where its original bytes were backed up by this run.
+    public var backupPath: String?
+
+    public init(
+        key: String, schema: String? = nil, storedVersion: Int? = nil, latestVersion: Int? = nil,
+        state: State, form: RecordForm? = nil, stringWrapped: Bool = false, steps: [Int] = [],
+        error: KeepsakeError? = nil, backupPath: String? = nil
+    ) {
+        self.key = key
+        self.schema = schema
+        self.storedVersion = storedVersion
+        self.latestVersion = latestVersion
+        self.state = state
+        self.form = form
+        self.stringWrapped = stringWrapped
+        self.steps = steps
+        self.error = error
+        self.backupPath = backupPath
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+
+/// The one error type Keepsake throws.
+///
+/// Every error carries a ``Code`` you can match, the store and the record key it is about
+/// (when there is one), a message written for a person, and the underlying cause
+/// (an `errno`, a parse position, a C library status) when there was one.
+///
+/// ```swift
+/// do {
+///     let state = try store.loadRecord(Person.chain)
+/// } catch where error.code == .newerVersion {
+///     // written by a newer release: leave it alone
+/// }
+/// ```
+///
+/// Messages never contain a secret value: record contents are not quoted, only their shape.
+public struct KeepsakeError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, as a value you can match. New codes may be added.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        // MARK: Records
+        /// The stored bytes are not valid JSON, or a field has the wrong type or is missing.
+        public static let corruptRecord = Code(rawValue: "corruptRecord")
+        /// The record is JSON but its layout matches no version of the chain.
+        public static let unrecognisedRecord = Code(rawValue: "unrecognisedRecord")
+        /// A bare record's key set matches more than one version of the chain.
+        public static let ambiguousRecord = Code(rawValue: "ambiguousRecord")
+        /// The record was written by a newer release: its version is above the chain's latest.
+        public static let newerVersion = Code(rawValue: "newerVersion")
+        /// An envelope names another schema than the chain it was read with.
+        public static let schemaMismatch = Code(rawValue: "schemaMismatch")
+        /// A migration step threw.
+        public static let migrationFailed = Code(rawValue: "migrationFailed")
+        /// The migrated record did not survive encode → decode → encode unchanged.
+        public static let verificationFailed = Code(rawValue: "verificationFailed")
+        /// A value could not be encoded for storage.
+        public static let encodingFailed = Code(rawValue: "encodingFailed")
+        /// The record changed in the store between read and write; nothing was written.
+        public static let conflict = Code(rawValue: "conflict")
+        /// No record is stored under the key (only for calls that require one).
+        public static let notFound = Code(rawValue: "notFound")
+
+        // MARK: Stores
+        /// The store's own data (a defaults document, a store header) is damaged.
+        public static let corruptStore = Code(rawValue: "corruptStore")
+        /// A file system call failed; `errno` is kept in ``KeepsakeError/cause``.
+        public static let io = Code(rawValue: "io")
+        /// The file system refused access (EACCES, EPERM, EROFS).
+        public static let permissionDenied = Code(rawValue: "permissionDenied")
+        /// Another process held the store's lock for longer than the lock timeout.
+        public static let lockTimeout = Code(rawValue: "lockTimeout")
+        /// The backend is present but locked (a locked keyring collection).
+        public static let locked = Code(rawValue: "locked")
+        /// The backend cannot be reached at all (no session bus, no provider, no directory).
+        public static let unavailable = Code(rawValue: "unavailable")
+        /// A call did not finish before its deadline.
+        public static let timeout = Code(rawValue: "timeout")
+        /// A caller passed something the store cannot accept (an empty key, a bad location).
+        public static let invalidArgument = Code(rawValue: "invalidArgument")
+        /// Writing a backup copy of a record failed; the record itself was not written.
+        public static let backupFailed = Code(rawValue: "backupFailed")
+    }
+
+    /// The underlying cause, kept for diagnostics and matching.
+    public enum Cause: Sendable, Equatable, CustomStringConvertible {
+        /// A failed system call and its `errno`.
+        case posix(call: String, errno: Int32)
+        /// A JSON syntax error at a byte offset.
+        case json(offset: Int, reason: String)
+        /// A decoding error, with the coding path that failed.
+        case decoding(path: String, reason: String)
+        /// A C library status (domain, code, message), for the libsodium and libsecret stores.
+        case library(domain: String, code: Int, message: String)
+        /// Any other error, described.
+        case other(String)
+
+        public var description: String {
+            switch self {
+            case let .posix(call, errno):
+                return "\(call): \(String(cString: strerror(errno))) (errno \(errno))"
+            case let .json(offset, reason):
+                return "JSON syntax error at byte \(offset): \(reason)"
+            case let .decoding(path, reason):
+                return path.isEmpty ? reason : "at \(path): \(reason)"
+            case let .library(domain, code, message):
+                return "\(domain) \(code): \(message)"
+            case let .other(text):
+                return text
+            }
+        }
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// The store, as its URI (`defaults:/path/suite.json`, `memory:name`).
+    public var store: String?
+    /// The record key, when the error is about one record.
+    public var key: String?
+    /// A sentence for a person: what happened and, where it helps, what to do.
+    public var message: String
+    /// The underlying cause, when there is one.
+    public var cause: Cause?
+
+    public init(_ code: Code, store: String? = nil, key: String? = nil, _ message: String, cause: Cause? = nil) {
+        self.code = code
+        self.store = store
+        self.key = key
+        self.message = message
+        self.cause = cause
+    }
+
+    /// `store`, `key: message (cause)` on one line.
+    public var description: String {
+        var text = ""
+        if let store { text += store }
+        if let key { text += (text.isEmpty ? "" : ", ") + "key '\(key)'" }
+        if !text.isEmpty { text += ": " }
+        text += message
+        if let cause { text += " (\(cause))" }
+        return text
+    }
+
+    /// The `errno` of the underlying system call, if the cause was one.
+    public var errno: Int32? {
+        if case let .posix(_, value) = cause { return value }
+        return nil
+    }
+
+    /// A copy naming `store` and `key` where they were not yet set.
+    func located(store: String?, key: String?) -> KeepsakeError {
+        var copy = self
+        if copy.store == nil { copy.store = store }
+        if copy.key == nil { copy.key = key }
+        return copy
+    }
+}
+
+extension KeepsakeError: LocalizedError {
+    public var errorDescription: String? { description }
+}

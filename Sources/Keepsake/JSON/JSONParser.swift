@@ -1,0 +1,314 @@
+import Foundation
+
+/// A JSON syntax error: where, and what was expected.
+struct JSONSyntaxError: Error, Sendable {
+    var offset: Int
+    var reason: String
+
+    var cause: KeepsakeError.Cause { .json(offset: offset, reason: reason) }
+}
+
+/// A strict RFC 8259 parser over UTF-8 bytes.
+///
+/// Strict where it matters for stored records: invalid UTF-8, control characters in strings,
+/// duplicate member names, trailing data and nesting deeper than 256 levels are errors.
+/// Besides building a ``JSONValue`` tree it can validate a value without building it
+/// (``skipValue()``), which the defaults store uses to slice a document into raw records.
+struct JSONParser: ~Copyable {
+    private let bytes: UnsafeRawBufferPointer
+    private(set) var offset: Int = 0
+    private static let maxDepth = 256
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    /// Runs `body` with a parser over `data`'s bytes.
+    static func withParser<T>(
+        _ data: Data, _ body: (inout JSONParser) throws(JSONSyntaxError) -> T
+    ) throws(JSONSyntaxError) -> T {
+        let result: Result<T, JSONSyntaxError> = data.withUnsafeBytes { raw in
+            var parser = JSONParser(raw)
+            do throws(JSONSyntaxError) {
+                return .success(try body(&parser))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Parses `data` as exactly one JSON value (surrounding whitespace allowed).
+    static func parse(_ data: Data) throws(JSONSyntaxError) -> JSONValue {
+        try withParser(data) { parser throws(JSONSyntaxError) in
+            let value = try parser.parseValue(depth: 0)
+            try parser.expectEnd()
+            return value
+        }
+    }
+
+    /// Parses a UTF-8 string as exactly one JSON value.
+    static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
+        var text = text
+        let result: Result<JSONValue, JSONSyntaxError> = text.withUTF8 { utf8 in
+            var parser = JSONParser(UnsafeRawBufferPointer(utf8))
+            do throws(JSONSyntaxError) {
+                let value = try parser.parseValue(depth: 0)
+                try parser.expectEnd()
+                return .success(value)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    // MARK: Cursor
+
+    private func fail(_ reason: String) -> JSONSyntaxError {
+        JSONSyntaxError(offset: offset, reason: reason)
+    }
+
+    mutating func skipWhitespace() {
+        while offset < bytes.count {
+            switch bytes[offset] {
+            case 0x20, 0x0A, 0x0D, 0x09: offset += 1
+            default: return
+            }
+        }
+    }
+
+    /// The next non-whitespace byte, not consumed.
+    mutating func peek() throws(JSONSyntaxError) -> UInt8 {
+        skipWhitespace()
+        guard offset < bytes.count else { throw fail("unexpected end of input") }
+        return bytes[offset]
+    }
+
+    mutating func expect(_ byte: UInt8, _ what: String) throws(JSONSyntaxError) {
+        guard try peek() == byte else { throw fail("expected \(what)") }
+        offset += 1
+    }
+
+    mutating func expectEnd() throws(JSONSyntaxError) {
+        skipWhitespace()
+        guard offset == bytes.count else { throw fail("unexpected data after the JSON value") }
+    }
+
+    // MARK: Values
+
+    mutating func parseValue(depth: Int) throws(JSONSyntaxError) -> JSONValue {
+        switch try peek() {
+        case UInt8(ascii: "{"): return .object(try parseObject(depth: depth + 1))
+        case UInt8(ascii: "["): return .array(try parseArray(depth: depth + 1))
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
+        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+        case UInt8(ascii: "n"): try literal("null"); return .null
+        default:
+            let range = try scanNumber()
+            return .number(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self))
+        }
+    }
+
+    /// Validates one value and returns the byte range it spans, building nothing.
+    mutating func skipValue(depth: Int = 0) throws(JSONSyntaxError) -> Range<Int> {
+        let first = try peek()
+        let start = offset
+        guard depth < Self.maxDepth else { throw fail("nesting deeper than \(Self.maxDepth) levels") }
+        switch first {
+        case UInt8(ascii: "{"):
+            offset += 1
+            if try peek() == UInt8(ascii: "}") { offset += 1; return start..<offset }
+            var seen = Set<String>()
+            while true {
+                guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+                let name = try parseString()
+                guard seen.insert(name).inserted else { throw fail("duplicate member name") }
+                try expect(UInt8(ascii: ":"), "':'")
+                _ = try skipValue(depth: depth + 1)
+                if try peek() == UInt8(ascii: ",") { offset += 1; continue }
+                try expect(UInt8(ascii: "}"), "',' or '}'")
+                return start..<offset
+            }
+        case UInt8(ascii: "["):
+            offset += 1
+            if try peek() == UInt8(ascii: "]") { offset += 1; return start..<offset }
+            while true {
+                _ = try skipValue(depth: depth + 1)
+                if try peek() == UInt8(ascii: ",") { offset += 1; continue }
+                try expect(UInt8(ascii: "]"), "',' or ']'")
+                return start..<offset
+            }
+        case UInt8(ascii: "\""):
+            _ = try parseString()
+        case UInt8(ascii: "t"): try literal("true")
+        case UInt8(ascii: "f"): try literal("false")
+        case UInt8(ascii: "n"): try literal("null")
+        default: _ = try scanNumber()
+        }
+        return start..<offset
+    }
+
+    private mutating func literal(_ word: StaticString) throws(JSONSyntaxError) {
+        let count = word.utf8CodeUnitCount
+        guard offset + count <= bytes.count else { throw fail("invalid literal") }
+        let expected = UnsafeRawBufferPointer(start: word.utf8Start, count: count)
+        for index in 0..<count where bytes[offset + index] != expected[index] {
+            throw fail("invalid literal")
+        }
+        offset += count
+    }
+
+    private mutating func parseObject(depth: Int) throws(JSONSyntaxError) -> JSONObject {
+        guard depth < Self.maxDepth else { throw fail("nesting deeper than \(Self.maxDepth) levels") }
+        offset += 1  // {
+        var members: [(key: String, value: JSONValue)] = []
+        if try peek() == UInt8(ascii: "}") { offset += 1; return JSONObject(members: members) }
+        members.reserveCapacity(4)
+        while true {
+            guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+            let nameOffset = offset
+            let name = try parseString()
+            for member in members where member.key == name {
+                throw JSONSyntaxError(offset: nameOffset, reason: "duplicate member name")
+            }
+            try expect(UInt8(ascii: ":"), "':'")
+            members.append((name, try parseValue(depth: depth)))
+            if try peek() == UInt8(ascii: ",") { offset += 1; continue }
+            try expect(UInt8(ascii: "}"), "',' or '}'")
+            return JSONObject(members: members)
+        }
+    }
+
+    private mutating func parseArray(depth: Int) throws(JSONSyntaxError) -> [JSONValue] {
+        guard depth < Self.maxDepth else { throw fail("nesting deeper than \(Self.maxDepth) levels") }
+        offset += 1  // [
+        var elements: [JSONValue] = []
+        if try peek() == UInt8(ascii: "]") { offset += 1; return elements }
+        while true {
+            elements.append(try parseValue(depth: depth))
+            if try peek() == UInt8(ascii: ",") { offset += 1; continue }
+            try expect(UInt8(ascii: "]"), "',' or ']'")
+            return elements
+        }
+    }
+
+    /// Parses a string starting at the opening quote.
+    mutating func parseString() throws(JSONSyntaxError) -> String {
+        offset += 1  // "
+        let start = offset
+        // Fast path: no escapes.
+        while offset < bytes.count {
+            let byte = bytes[offset]
+            if byte == UInt8(ascii: "\"") {
+                let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
+                offset += 1
+                guard let text = String(validating: slice, as: UTF8.self) else {
+                    throw JSONSyntaxError(offset: start, reason: "invalid UTF-8 in string")
+                }
+                return text
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw fail("control character in string") }
+            offset += 1
+        }
+        // Slow path: unescape into a buffer.
+        var buffer = [UInt8](UnsafeRawBufferPointer(rebasing: bytes[start..<offset]))
+        while offset < bytes.count {
+            let byte = bytes[offset]
+            switch byte {
+            case UInt8(ascii: "\""):
+                offset += 1
+                guard let text = String(validating: buffer, as: UTF8.self) else {
+                    throw JSONSyntaxError(offset: start, reason: "invalid UTF-8 in string")
+                }
+                return text
+            case UInt8(ascii: "\\"):
+                offset += 1
+                guard offset < bytes.count else { throw fail("unterminated escape") }
+                let escaped = bytes[offset]
+                offset += 1
+                switch escaped {
+                case UInt8(ascii: "\""): buffer.append(0x22)
+                case UInt8(ascii: "\\"): buffer.append(0x5C)
+                case UInt8(ascii: "/"): buffer.append(0x2F)
+                case UInt8(ascii: "b"): buffer.append(0x08)
+                case UInt8(ascii: "f"): buffer.append(0x0C)
+                case UInt8(ascii: "n"): buffer.append(0x0A)
+                case UInt8(ascii: "r"): buffer.append(0x0D)
+                case UInt8(ascii: "t"): buffer.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4()
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        guard offset + 1 < bytes.count, bytes[offset] == UInt8(ascii: "\\"),
+                              bytes[offset + 1] == UInt8(ascii: "u") else {
+                            throw fail("unpaired surrogate")
+                        }
+                        offset += 2
+                        let low = try hex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw fail("unpaired surrogate") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00..<0xE000).contains(scalar) {
+                        throw fail("unpaired surrogate")
+                    }
+                    guard let unicode = Unicode.Scalar(scalar) else { throw fail("invalid \\u escape") }
+                    buffer.append(contentsOf: Array(String(Character(unicode)).utf8))
+                default:
+                    throw fail("invalid escape")
+                }
+            default:
+                if byte < 0x20 { throw fail("control character in string") }
+                buffer.append(byte)
+                offset += 1
+            }
+        }
+        throw fail("unterminated string")
+    }
+
+    private mutating func hex4() throws(JSONSyntaxError) -> UInt32 {
+        guard offset + 4 <= bytes.count else { throw fail("invalid \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[offset]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw fail("invalid \\u escape")
+            }
+            value = value << 4 | UInt32(digit)
+            offset += 1
+        }
+        return value
+    }
+
+    /// Validates a number literal and returns its byte range.
+    private mutating func scanNumber() throws(JSONSyntaxError) -> Range<Int> {
+        let start = offset
+        func digit(_ index: Int) -> Bool {
+            index < bytes.count && bytes[index] >= UInt8(ascii: "0") && bytes[index] <= UInt8(ascii: "9")
+        }
+        if offset < bytes.count, bytes[offset] == UInt8(ascii: "-") { offset += 1 }
+        guard digit(offset) else { throw fail("unexpected character") }
+        if bytes[offset] == UInt8(ascii: "0") {
+            offset += 1
+            if digit(offset) { throw fail("leading zero in number") }
+        } else {
+            while digit(offset) { offset += 1 }
+        }
+        if offset < bytes.count, bytes[offset] == UInt8(ascii: ".") {
+            offset += 1
+            guard digit(offset) else { throw fail("expected a digit after '.'") }
+            while digit(offset) { offset += 1 }
+        }
+        if offset < bytes.count, bytes[offset] == UInt8(ascii: "e") || bytes[offset] == UInt8(ascii: "E") {
+            offset += 1
+            if offset < bytes.count, bytes[offset] == UInt8(ascii: "+") || bytes[offset] == UInt8(ascii: "-") {
+                offset += 1
+            }
+            guard digit(offset) else { throw fail("expected a digit in exponent") }
+            while digit(offset) { offset += 1 }
+        }
+        return start..<offset
+    }
+}

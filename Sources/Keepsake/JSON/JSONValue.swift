@@ -1,0 +1,41 @@
+import Foundation
+
+/// A parsed JSON value: the one tree the record codec detects versions on and decodes from.
+///
+/// Numbers keep their literal text so that integers and doubles decode exactly as written.
+/// Objects keep their members in document order; duplicate member names are rejected by the
+/// parser, so a lookup has one answer.
+enum JSONValue: Sendable {
+    case null
+    case bool(Bool)
+    case number(String)
+    case string(String)
+    case array([JSONValue])
+    case object(JSONObject)
+
+    /// A short name of the value's kind, for error messages (never the value itself).
+    var kindName: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "a boolean"
+        case .number: return "a number"
+        case .string: return "a string"
+        case .array: return "an array"
+        case .object: return "an object"
+        }
+    }
+}
+
+/// A JSON object's members in document order. Records are small, so a linear scan over
+/// a contiguous array is faster than hashing.
+struct JSONObject: Sendable {
+    var members: [(key: String, value: JSONValue)]
+
+    subscript(key: String) -> JSONValue? {
+        for member in members where member.key == key { return member.value }
+        return nil
+    }
+
+    var keys: [String] { members.map(\.key) }
+    var count: Int { members.count }
+}

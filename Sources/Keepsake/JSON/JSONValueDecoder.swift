@@ -1,0 +1,262 @@
+import Foundation
+
+/// Decodes `Decodable` types straight from a parsed ``JSONValue`` tree, so that a record is
+/// parsed once (to detect its version) and decoded once (into that version).
+///
+/// Dates are read in both forms stored records use: a number (seconds since 2001-01-01,
+/// Foundation's default) or an ISO 8601 string. `Data` is base64, `URL` a string.
+struct JSONValueDecoder: Decoder {
+    let value: JSONValue
+    let codingPath: [any CodingKey]
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    init(_ value: JSONValue, codingPath: [any CodingKey] = []) {
+        self.value = value
+        self.codingPath = codingPath
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
+        try decodeAny(type, from: value, path: [])
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        guard case let .object(object) = value else {
+            throw mismatch([String: Any].self, value, codingPath)
+        }
+        return KeyedDecodingContainer(KeyedContainer<Key>(object: object, codingPath: codingPath))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        guard case let .array(elements) = value else { throw mismatch([Any].self, value, codingPath) }
+        return UnkeyedContainer(elements: elements, codingPath: codingPath)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        SingleContainer(value: value, codingPath: codingPath)
+    }
+
+    // MARK: Leaves
+
+    static func decodeAny<T: Decodable>(_ type: T.Type, from value: JSONValue, path: [any CodingKey]) throws -> T {
+        if T.self == Date.self { return try decodeDate(value, path) as! T }
+        if T.self == Data.self {
+            guard case let .string(text) = value, let data = Data(base64Encoded: text) else {
+                throw mismatch(Data.self, value, path)
+            }
+            return data as! T
+        }
+        if T.self == URL.self {
+            guard case let .string(text) = value, let url = URL(string: text) else {
+                throw mismatch(URL.self, value, path)
+            }
+            return url as! T
+        }
+        return try T(from: JSONValueDecoder(value, codingPath: path))
+    }
+
+    private static func decodeDate(_ value: JSONValue, _ path: [any CodingKey]) throws -> Date {
+        switch value {
+        case let .number(text):
+            guard let seconds = Double(text) else { throw mismatch(Date.self, value, path) }
+            return Date(timeIntervalSinceReferenceDate: seconds)
+        case let .string(text):
+            guard let date = ISO8601.date(from: text) else {
+                throw DecodingError.dataCorrupted(.init(
+                    codingPath: path, debugDescription: "Expected an ISO 8601 date or a number of seconds."))
+            }
+            return date
+        default:
+            throw mismatch(Date.self, value, path)
+        }
+    }
+}
+
+private func mismatch(_ type: Any.Type, _ value: JSONValue, _ path: [any CodingKey]) -> DecodingError {
+    .typeMismatch(type, .init(codingPath: path, debugDescription: "Expected \(type) but found \(value.kindName)."))
+}
+
+private func decodeBool(_ value: JSONValue, _ path: [any CodingKey]) throws -> Bool {
+    guard case let .bool(flag) = value else { throw mismatch(Bool.self, value, path) }
+    return flag
+}
+
+private func decodeString(_ value: JSONValue, _ path: [any CodingKey]) throws -> String {
+    guard case let .string(text) = value else { throw mismatch(String.self, value, path) }
+    return text
+}
+
+private func decodeFloat<T: BinaryFloatingPoint & LosslessStringConvertible>(
+    _ type: T.Type, _ value: JSONValue, _ path: [any CodingKey]
+) throws -> T {
+    guard case let .number(text) = value, let number = T(text) else { throw mismatch(T.self, value, path) }
+    return number
+}
+
+private func decodeInteger<T: FixedWidthInteger>(_ type: T.Type, _ value: JSONValue, _ path: [any CodingKey]) throws -> T {
+    guard case let .number(text) = value else { throw mismatch(T.self, value, path) }
+    if let number = T(text) { return number }
+    // 1e3 or 2.0: accept when the value is integral and fits.
+    if let double = Double(text), double.rounded() == double, let number = T(exactly: double) { return number }
+    throw DecodingError.dataCorrupted(.init(
+        codingPath: path, debugDescription: "Number does not fit in \(T.self)."))
+}
+
+private struct IndexKey: CodingKey {
+    var intValue: Int?
+    var stringValue: String { "\(intValue ?? 0)" }
+    init(_ index: Int) { intValue = index }
+    init?(stringValue: String) { nil }
+    init?(intValue: Int) { self.intValue = intValue }
+}
+
+private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let object: JSONObject
+    let codingPath: [any CodingKey]
+
+    var allKeys: [Key] { object.members.compactMap { Key(stringValue: $0.key) } }
+
+    func contains(_ key: Key) -> Bool { object[key.stringValue] != nil }
+
+    private func value(_ key: Key) throws -> JSONValue {
+        guard let value = object[key.stringValue] else {
+            throw DecodingError.keyNotFound(key, .init(
+                codingPath: codingPath, debugDescription: "No value for key '\(key.stringValue)'."))
+        }
+        return value
+    }
+
+    func decodeNil(forKey key: Key) throws -> Bool {
+        if case .null = try value(key) { return true }
+        return false
+    }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decodeBool(value(key), codingPath + [key]) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try decodeString(value(key), codingPath + [key]) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try decodeFloat(type, value(key), codingPath + [key]) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try decodeFloat(type, value(key), codingPath + [key]) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decodeInteger(type, value(key), codingPath + [key]) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decodeInteger(type, value(key), codingPath + [key]) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decodeInteger(type, value(key), codingPath + [key]) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decodeInteger(type, value(key), codingPath + [key]) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try decodeInteger(type, value(key), codingPath + [key]) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decodeInteger(type, value(key), codingPath + [key]) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decodeInteger(type, value(key), codingPath + [key]) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try decodeInteger(type, value(key), codingPath + [key]) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decodeInteger(type, value(key), codingPath + [key]) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decodeInteger(type, value(key), codingPath + [key]) }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        try JSONValueDecoder.decodeAny(type, from: value(key), path: codingPath + [key])
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type, forKey key: Key
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        try JSONValueDecoder(value(key), codingPath: codingPath + [key]).container(keyedBy: type)
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        try JSONValueDecoder(value(key), codingPath: codingPath + [key]).unkeyedContainer()
+    }
+
+    func superDecoder() throws -> any Decoder {
+        JSONValueDecoder(object["super"] ?? .null, codingPath: codingPath)
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        JSONValueDecoder(object[key.stringValue] ?? .null, codingPath: codingPath + [key])
+    }
+}
+
+private struct UnkeyedContainer: UnkeyedDecodingContainer {
+    let elements: [JSONValue]
+    let codingPath: [any CodingKey]
+    var currentIndex = 0
+
+    init(elements: [JSONValue], codingPath: [any CodingKey]) {
+        self.elements = elements
+        self.codingPath = codingPath
+    }
+
+    var count: Int? { elements.count }
+    var isAtEnd: Bool { currentIndex >= elements.count }
+
+    private mutating func next<T>(_ type: T.Type) throws -> (JSONValue, [any CodingKey]) {
+        guard !isAtEnd else {
+            throw DecodingError.valueNotFound(type, .init(
+                codingPath: codingPath + [IndexKey(currentIndex)], debugDescription: "Unkeyed container is at end."))
+        }
+        defer { currentIndex += 1 }
+        return (elements[currentIndex], codingPath + [IndexKey(currentIndex)])
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard !isAtEnd else { return false }
+        if case .null = elements[currentIndex] { currentIndex += 1; return true }
+        return false
+    }
+
+    mutating func decode(_ type: Bool.Type) throws -> Bool { let (v, p) = try next(type); return try decodeBool(v, p) }
+    mutating func decode(_ type: String.Type) throws -> String { let (v, p) = try next(type); return try decodeString(v, p) }
+    mutating func decode(_ type: Double.Type) throws -> Double { let (v, p) = try next(type); return try decodeFloat(type, v, p) }
+    mutating func decode(_ type: Float.Type) throws -> Float { let (v, p) = try next(type); return try decodeFloat(type, v, p) }
+    mutating func decode(_ type: Int.Type) throws -> Int { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
+
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        let (v, p) = try next(type)
+        return try JSONValueDecoder.decodeAny(type, from: v, path: p)
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+        let (v, p) = try next([String: Any].self)
+        return try JSONValueDecoder(v, codingPath: p).container(keyedBy: type)
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        let (v, p) = try next([Any].self)
+        return try JSONValueDecoder(v, codingPath: p).unkeyedContainer()
+    }
+
+    mutating func superDecoder() throws -> any Decoder {
+        let (v, p) = try next(Any.self)
+        return JSONValueDecoder(v, codingPath: p)
+    }
+}
+
+private struct SingleContainer: SingleValueDecodingContainer {
+    let value: JSONValue
+    let codingPath: [any CodingKey]
+
+    func decodeNil() -> Bool {
+        if case .null = value { return true }
+        return false
+    }
+
+    func decode(_ type: Bool.Type) throws -> Bool { try decodeBool(value, codingPath) }
+    func decode(_ type: String.Type) throws -> String { try decodeString(value, codingPath) }
+    func decode(_ type: Double.Type) throws -> Double { try decodeFloat(type, value, codingPath) }
+    func decode(_ type: Float.Type) throws -> Float { try decodeFloat(type, value, codingPath) }
+    func decode(_ type: Int.Type) throws -> Int { try decodeInteger(type, value, codingPath) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try decodeInteger(type, value, codingPath) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try decodeInteger(type, value, codingPath) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try decodeInteger(type, value, codingPath) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try decodeInteger(type, value, codingPath) }
+    func decode(_ type: UInt.Type) throws -> UInt { try decodeInteger(type, value, codingPath) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try decodeInteger(type, value, codingPath) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try decodeInteger(type, value, codingPath) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try decodeInteger(type, value, codingPath) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try decodeInteger(type, value, codingPath) }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try JSONValueDecoder.decodeAny(type, from: value, path: codingPath)
+    }
+}

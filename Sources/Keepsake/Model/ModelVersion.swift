@@ -1,0 +1,112 @@
+import Foundation
+
+/// One frozen version of a stored model.
+///
+/// Each version is its own `Codable` type in its own file. It states its version number, its
+/// predecessor (the version just below it), and how to build itself from that predecessor.
+/// Once released, a version type never changes and never refers to app types: a change of
+/// shape is a new type, and the chain's "latest" moves to it.
+///
+/// ```swift
+/// public struct PersonV1: ModelVersion {
+///     public typealias Predecessor = PersonV0
+///     public static let version = 1
+///     public let name: String
+///     public let age: String
+///     public let email: String
+///
+///     public init(migrating previous: PersonV0, context: MigrationContext) {
+///         self.init(name: previous.name, age: previous.age, email: "---")
+///     }
+/// }
+/// ```
+///
+/// The first version of a chain keeps the default `Predecessor`, ``NoPredecessor``, and needs
+/// no migration initializer.
+public protocol ModelVersion: Codable, Sendable {
+    /// The version this one migrates from; ``NoPredecessor`` for version 0.
+    associatedtype Predecessor: ModelVersion = NoPredecessor
+
+    /// This version's number: 0 for the first, then exactly one above the predecessor.
+    static var version: Int { get }
+
+    /// Builds this version from its predecessor. A step that throws leaves the stored record
+    /// as it was.
+    init(migrating previous: Predecessor, context: MigrationContext) throws
+
+    /// The top-level keys this version stores, used to recognise a record saved without a
+    /// version number. By default they are read off the type's `Decodable` conformance
+    /// (keys it decodes are required, keys it decodes only if present are optional);
+    /// declare them when `init(from:)` cannot run on placeholder values (a `RawRepresentable`
+    /// enum field, a validating initializer).
+    static var storedKeys: StoredKeys { get }
+}
+
+extension ModelVersion {
+    public static var storedKeys: StoredKeys { StoredKeys.probing(Self.self) }
+}
+
+extension ModelVersion where Predecessor == NoPredecessor {
+    /// The first version has nothing to migrate from.
+    public init(migrating previous: NoPredecessor, context: MigrationContext) throws {
+        switch previous {}
+    }
+}
+
+/// The predecessor of a chain's first version: a type with no values.
+public enum NoPredecessor: ModelVersion {
+    public typealias Predecessor = NoPredecessor
+    public static var version: Int { -1 }
+    public static var storedKeys: StoredKeys { StoredKeys(required: []) }
+
+    public init(from decoder: any Decoder) throws {
+        throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                debugDescription: "NoPredecessor has no values."))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        switch self {}
+    }
+}
+
+/// The top-level keys a version stores: the ones every record has and the ones it may have.
+public struct StoredKeys: Sendable, Hashable, CustomStringConvertible {
+    /// Keys present in every record of this version.
+    public var required: Set<String>
+    /// Keys a record of this version may have.
+    public var optional: Set<String>
+
+    public init(required: Set<String>, optional: Set<String> = []) {
+        self.required = required
+        self.optional = optional.subtracting(required)
+    }
+
+    /// Whether an object with exactly `keys` is a record of this version: every required key
+    /// present and no key this version does not know.
+    public func matches<Keys: Sequence<String>>(_ keys: Keys) -> Bool {
+        var requiredSeen = 0
+        for key in keys {
+            if required.contains(key) { requiredSeen += 1 } else if !optional.contains(key) { return false }
+        }
+        return requiredSeen == required.count
+    }
+
+    public var description: String {
+        let parts = required.sorted() + optional.sorted().map { $0 + "?" }
+        return "{" + parts.joined(separator: ", ") + "}"
+    }
+
+    /// Reads the keys off `type`'s `Decodable` conformance by running it on placeholders.
+    static func probing<T: Decodable>(_ type: T.Type) -> StoredKeys {
+        let probe = KeyProbe(recording: true)
+        do {
+            _ = try T(from: probe)
+        } catch {
+            preconditionFailure("""
+                Keepsake cannot read the stored keys of \(T.self) from its Decodable conformance \
+                (\(error)). Declare them: `static let storedKeys = StoredKeys(required: [...])`.
+                """)
+        }
+        return StoredKeys(required: probe.log.required, optional: probe.log.optional)
+    }
+}

@@ -1,0 +1,262 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A defaults-style store: one JSON document per suite, `{ key: record-or-value }`, like
+/// UserDefaults. Plain values (strings, numbers, booleans, arrays, objects) live beside records.
+///
+/// ```swift
+/// let defaults = try DefaultsStore(suite: "settings", app: "com.example.notes")
+/// try defaults.set("dark", forKey: "theme")
+/// let theme = try defaults.value(String.self, forKey: "theme")      // "dark"
+/// let person = try defaults.loadRecord(Person.chain, context: context) // migrated, written back
+/// ```
+///
+/// On disk the document is `0600` in a directory created `0700`. Every change is a
+/// read-modify-write under an exclusive `flock` on `<file>.lock`, and the document is replaced
+/// durably (temporary file, fsync, rename, directory fsync), so a reader sees the old document or
+/// the new one and a crash leaves one of them. Values a change does not touch keep their exact
+/// bytes. A document that is not a JSON object is an error — it is never treated as empty and
+/// never overwritten.
+public final class DefaultsStore: RecordStore {
+    /// The suite file.
+    public let path: String
+    public let uri: String
+    /// Defaults-style data is app data: a reinstall wipes it.
+    public var capabilities: StoreCapabilities { [] }
+    /// How long a change waits for another process holding the lock.
+    public let lockTimeout: Duration
+
+    /// A store on the suite file at `path` (created on the first write).
+    public init(path: String, lockTimeout: Duration = .seconds(10)) {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        self.path = (absolute as NSString).standardizingPath
+        self.uri = "defaults:" + self.path
+        self.lockTimeout = lockTimeout
+    }
+
+    /// The suite `suite` of app `app` at its default place, `$XDG_CONFIG_HOME/<app>/<suite>.json`
+    /// (`~/.config` when `XDG_CONFIG_HOME` is unset).
+    ///
+    /// - Throws: ``KeepsakeError/Code/invalidArgument`` for names that are not plain file names,
+    ///   ``KeepsakeError/Code/unavailable`` when neither `XDG_CONFIG_HOME` nor `HOME` is set.
+    public convenience init(
+        suite: String, app: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(KeepsakeError) {
+        for name in [suite, app] where name.isEmpty || name.contains("/") || name.hasPrefix(".") {
+            throw KeepsakeError(.invalidArgument, "'\(name)' is not a valid suite or app name (no '/', no leading '.')")
+        }
+        let base: String
+        if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {
+            base = config
+        } else if let home = environment["HOME"], !home.isEmpty {
+            base = home + "/.config"
+        } else {
+            throw KeepsakeError(.unavailable, "neither XDG_CONFIG_HOME nor HOME is set; pass a path instead")
+        }
+        self.init(path: "\(base)/\(app)/\(suite).json")
+    }
+
+    private var lockPath: String { path + ".lock" }
+
+    // MARK: RecordStore
+
+    public func data(forKey key: String) throws(KeepsakeError) -> Data? {
+        try validateKey(key)
+        return try readDocument().value(forKey: key)
+    }
+
+    public func keys() throws(KeepsakeError) -> [String] {
+        try readDocument().entries.map(\.key)
+    }
+
+    public func allData() throws(KeepsakeError) -> [(key: String, data: Data)] {
+        let document = try readDocument()
+        return document.entries.map { ($0.key, document.bytes[$0.range]) }
+    }
+
+    public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
+        for write in writes {
+            try validateKey(write.key)
+            if let value = write.value { try Self.checkValue(value, store: uri, key: write.key) }
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        do throws(POSIX.Failure) {
+            try DurableFile.makeDirectory(directory)
+        } catch {
+            throw error.error(store: uri, "cannot create the suite's directory")
+        }
+        let acquired: FileLock?
+        do throws(POSIX.Failure) {
+            acquired = try FileLock.acquire(lockPath, timeout: lockTimeout)
+        } catch {
+            throw error.error(store: uri, "cannot open the lock file \(lockPath)")
+        }
+        guard let lock = acquired else {
+            throw KeepsakeError(.lockTimeout, store: uri, """
+                another process held the lock file \(lockPath) for more than \(lockTimeout); \
+                is another migrate or app writing this suite?
+                """)
+        }
+        defer { lock.unlock() }
+
+        var values = Dictionary(uniqueKeysWithValues: try readDocument().entriesWithBytes)
+        var results: [StoreWriteResult] = []
+        var changed = false
+        for write in writes {
+            guard write.expects(values[write.key]) else {
+                results.append(.conflict)
+                continue
+            }
+            if values[write.key] != write.value { changed = true }
+            values[write.key] = write.value
+            results.append(.applied)
+        }
+        guard changed else { return results }
+        DurableFile.removeLeftovers(beside: path)
+        do throws(POSIX.Failure) {
+            try DurableFile.replace(path, with: DefaultsDocument.serialize(values))
+        } catch {
+            throw error.error(store: uri, "cannot write the suite file; it was left as it was")
+        }
+        return results
+    }
+
+    // MARK: Plain values
+
+    /// The plain value under `key`, decoded as `T`, or `nil` when the key is absent.
+    ///
+    /// - Throws: ``KeepsakeError/Code/corruptRecord`` when the stored value is not a `T`.
+    public func value<T: Decodable>(_ type: T.Type = T.self, forKey key: String) throws(KeepsakeError) -> T? {
+        guard let bytes = try data(forKey: key) else { return nil }
+        do {
+            return try JSONValueDecoder.decode(T.self, from: JSONParser.parse(bytes))
+        } catch let error as DecodingError {
+            throw KeepsakeError(.corruptRecord, store: uri, key: key,
+                                "the stored value is not a \(T.self)", cause: error.keepsakeCause)
+        } catch {
+            throw KeepsakeError(.corruptRecord, store: uri, key: key, "the stored value is not valid JSON",
+                                cause: (error as? JSONSyntaxError)?.cause)
+        }
+    }
+
+    /// Stores a plain value under `key` (as JSON, dates ISO 8601), replacing what was there.
+    ///
+    /// - Important: If this throws, the suite file is as it was.
+    public func set<T: Encodable>(_ value: T, forKey key: String) throws(KeepsakeError) {
+        let bytes: Data
+        do {
+            bytes = try CanonicalJSON.encode(value)
+        } catch {
+            throw KeepsakeError(.encodingFailed, store: uri, key: key, "the value could not be encoded as JSON",
+                                cause: .other(String(describing: error)))
+        }
+        try setData(bytes, forKey: key)
+    }
+
+    // MARK: Document
+
+    private func readDocument() throws(KeepsakeError) -> DefaultsDocument {
+        let bytes: Data?
+        do throws(POSIX.Failure) {
+            bytes = try POSIX.readFile(path)
+        } catch {
+            if error.errno == ENOTDIR { return DefaultsDocument(bytes: Data(), entries: []) }
+            throw error.error(store: uri, "cannot read the suite file")
+        }
+        guard let bytes else { return DefaultsDocument(bytes: Data(), entries: []) }
+        do throws(JSONSyntaxError) {
+            return try DefaultsDocument.parse(bytes)
+        } catch {
+            throw KeepsakeError(.corruptStore, store: uri, """
+                the suite file is not a JSON object of key → value; it was left as it is — \
+                repair it or move it away
+                """, cause: error.cause)
+        }
+    }
+
+    /// A value must be exactly one JSON value: the document is spliced from values' bytes.
+    private static func checkValue(_ value: Data, store: String, key: String) throws(KeepsakeError) {
+        do throws(JSONSyntaxError) {
+            try JSONParser.withParser(value) { parser throws(JSONSyntaxError) in
+                _ = try parser.skipValue()
+                try parser.expectEnd()
+            }
+        } catch {
+            throw KeepsakeError(.invalidArgument, store: store, key: key, """
+                a defaults suite holds JSON values; these bytes are not one JSON value \
+                (store text as a JSON string)
+                """, cause: error.cause)
+        }
+    }
+}
+
+/// A suite file sliced into its top-level members, each kept as its exact bytes.
+struct DefaultsDocument {
+    let bytes: Data
+    /// Sorted by key.
+    let entries: [(key: String, range: Range<Int>)]
+
+    func value(forKey key: String) -> Data? {
+        entries.first { $0.key == key }.map { bytes[$0.range] }
+    }
+
+    var entriesWithBytes: [(String, Data)] { entries.map { ($0.key, bytes[$0.range]) } }
+
+    static func parse(_ bytes: Data) throws(JSONSyntaxError) -> DefaultsDocument {
+        let entries = try JSONParser.withParser(bytes) { parser throws(JSONSyntaxError) -> [(key: String, range: Range<Int>)] in
+            var entries: [(key: String, range: Range<Int>)] = []
+            var seen = Set<String>()
+            guard try parser.peek() == UInt8(ascii: "{") else {
+                throw JSONSyntaxError(offset: parser.offset, reason: "the document is not a JSON object")
+            }
+            try parser.expect(UInt8(ascii: "{"), "'{'")
+            if try parser.peek() == UInt8(ascii: "}") {
+                try parser.expect(UInt8(ascii: "}"), "'}'")
+            } else {
+                while true {
+                    guard try parser.peek() == UInt8(ascii: "\"") else {
+                        throw JSONSyntaxError(offset: parser.offset, reason: "expected a member name")
+                    }
+                    let keyOffset = parser.offset
+                    let key = try parser.parseString()
+                    guard seen.insert(key).inserted else {
+                        throw JSONSyntaxError(offset: keyOffset, reason: "duplicate key '\(key)'")
+                    }
+                    try parser.expect(UInt8(ascii: ":"), "':'")
+                    let range = try parser.skipValue(depth: 1)
+                    entries.append((key, range))
+                    if try parser.peek() == UInt8(ascii: ",") {
+                        try parser.expect(UInt8(ascii: ","), "','")
+                        continue
+                    }
+                    try parser.expect(UInt8(ascii: "}"), "',' or '}'")
+                    break
+                }
+            }
+            try parser.expectEnd()
+            return entries
+        }
+        // Data slices keep their parent's indices; shift ranges to the slice's own.
+        let base = bytes.startIndex
+        return DefaultsDocument(
+            bytes: bytes,
+            entries: entries.map { ($0.key, (base + $0.range.lowerBound)..<(base + $0.range.upperBound)) }
+                .sorted { $0.key < $1.key })
+    }
+
+    /// `{ "key": value, … }` with one member per line, keys sorted, values as given.
+    static func serialize(_ values: [String: Data]) -> Data {
+        var out = Data()
+        out.append(contentsOf: Array("{".utf8))
+        for (index, key) in values.keys.sorted().enumerated() {
+            out.append(contentsOf: Array((index == 0 ? "\n  " : ",\n  ").utf8))
+            CanonicalJSON.appendString(key, to: &out)
+            out.append(contentsOf: Array(": ".utf8))
+            out.append(values[key]!)
+        }
+        out.append(contentsOf: Array((values.isEmpty ? "}\n" : "\n}\n").utf8))
+        return out
+    }
+}

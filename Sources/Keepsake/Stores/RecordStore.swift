@@ -1,0 +1,146 @@
+import Foundation
+
+/// A place records are kept: the protocol every backend implements.
+///
+/// The protocol is small on purpose — read one key, list keys, apply a batch of writes — and
+/// everything else (typed records, migration, deletes) is built on it in extensions. Every
+/// backend runs the same contract suite (`KeepsakeTesting.StoreContract`).
+///
+/// Implementations must never turn a failure into "absent": `data(forKey:)` returns `nil` only
+/// when the backend positively reports that nothing is stored under the key; a locked, missing
+/// or unreadable backend throws.
+public protocol RecordStore: Sendable {
+    /// The store as a URI, used in every error and report: `defaults:/path/suite.json`.
+    var uri: String { get }
+
+    /// What a caller must know about this backend.
+    var capabilities: StoreCapabilities { get }
+
+    /// The bytes stored under `key`, exactly as stored, or `nil` when nothing is.
+    ///
+    /// - Throws: ``KeepsakeError`` when the backend cannot answer (never `nil` for that).
+    func data(forKey key: String) throws(KeepsakeError) -> Data?
+
+    /// Every key that holds a value, sorted.
+    func keys() throws(KeepsakeError) -> [String]
+
+    /// Every key with its bytes, sorted by key. Backends that read everything at once
+    /// (the defaults store) override this to read once.
+    func allData() throws(KeepsakeError) -> [(key: String, data: Data)]
+
+    /// Applies `writes` in order. A write whose ``StoreWrite/Expectation`` does not hold is
+    /// skipped and reported as ``StoreWriteResult/conflict``; the others are applied.
+    ///
+    /// - Important: If this throws, no write was applied. A backend that cannot apply a batch
+    ///   as one unit reports a failing write as ``StoreWriteResult/failed(_:)`` instead, after
+    ///   the writes before it were applied; each single write is atomic (old or new bytes,
+    ///   never none).
+    func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult]
+}
+
+extension RecordStore {
+    public func allData() throws(KeepsakeError) -> [(key: String, data: Data)] {
+        var result: [(key: String, data: Data)] = []
+        for key in try keys() {
+            if let data = try data(forKey: key) { result.append((key, data)) }
+        }
+        return result
+    }
+
+    /// Stores `data` under `key`, replacing what was there.
+    ///
+    /// - Important: If this throws, the store is as it was.
+    public func setData(_ data: Data, forKey key: String) throws(KeepsakeError) {
+        try commitOne(StoreWrite(key: key, value: data))
+    }
+
+    /// Removes the value under `key`, if any.
+    ///
+    /// - Important: If this throws, the store is as it was.
+    public func removeData(forKey key: String) throws(KeepsakeError) {
+        try commitOne(StoreWrite(key: key, value: nil))
+    }
+
+    func commitOne(_ write: StoreWrite) throws(KeepsakeError) {
+        let results = try commit([write])
+        switch results.first {
+        case .applied?: return
+        case let .failed(error)?: throw error
+        case .conflict?:
+            throw KeepsakeError(.conflict, store: uri, key: write.key,
+                                "the value changed while it was being written; nothing was written")
+        case nil:
+            throw KeepsakeError(.io, store: uri, key: write.key, "the store reported no result for the write")
+        }
+    }
+
+    /// Throws ``KeepsakeError/Code/invalidArgument`` for keys no backend can hold.
+    func validateKey(_ key: String) throws(KeepsakeError) {
+        guard !key.isEmpty else {
+            throw KeepsakeError(.invalidArgument, store: uri, key: key, "a record key must not be empty")
+        }
+        guard !key.utf8.contains(0) else {
+            throw KeepsakeError(.invalidArgument, store: uri, key: key, "a record key must not contain NUL")
+        }
+    }
+}
+
+/// What a caller must know about a backend.
+public struct StoreCapabilities: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// Records outlive an uninstall or reinstall of the app (the keyring does; app data does not).
+    public static let survivesReinstall = StoreCapabilities(rawValue: 1 << 0)
+    /// Records are encrypted at rest.
+    public static let encryptedAtRest = StoreCapabilities(rawValue: 1 << 1)
+    /// A call may show a prompt to the user (an unlock dialog).
+    public static let mayPrompt = StoreCapabilities(rawValue: 1 << 2)
+
+    public var description: String {
+        var names: [String] = []
+        if contains(.survivesReinstall) { names.append("survives reinstall") }
+        if contains(.encryptedAtRest) { names.append("encrypted at rest") }
+        if contains(.mayPrompt) { names.append("may prompt") }
+        return names.isEmpty ? "none" : names.joined(separator: ", ")
+    }
+}
+
+/// One change in a ``RecordStore/commit(_:)`` batch.
+public struct StoreWrite: Sendable {
+    /// What must be stored under the key for the write to apply.
+    public enum Expectation: Sendable, Equatable {
+        /// Apply whatever is stored.
+        case anything
+        /// Apply only if the key holds exactly these bytes (`nil`: holds nothing).
+        case unchanged(Data?)
+    }
+
+    public var key: String
+    /// The new bytes; `nil` removes the key.
+    public var value: Data?
+    public var expectation: Expectation
+
+    public init(key: String, value: Data?, expectation: Expectation = .anything) {
+        self.key = key
+        self.value = value
+        self.expectation = expectation
+    }
+
+    /// Whether the expectation holds for `current`.
+    public func expects(_ current: Data?) -> Bool {
+        switch expectation {
+        case .anything: return true
+        case let .unchanged(expected): return expected == current
+        }
+    }
+}
+
+/// The result of one write in a batch.
+public enum StoreWriteResult: Sendable, Equatable {
+    case applied
+    /// The key did not hold what the write expected; nothing was written for it.
+    case conflict
+    /// The write failed; the key holds what it held before.
+    case failed(KeepsakeError)
+}
