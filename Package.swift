@@ -8,6 +8,8 @@ let package = Package(
         .library(name: "Keepsake", targets: ["Keepsake"]),
         .library(name: "KeepsakeTesting", targets: ["KeepsakeTesting"]),
         .library(name: "Migrations", targets: ["Migrations"]),
+        .library(name: "KeepsakeSodium", targets: ["KeepsakeSodium"]),
+        .library(name: "KeepsakeKeyring", targets: ["KeepsakeKeyring"]),
         .executable(name: "migrate", targets: ["migrate"]),
     ],
     dependencies: [
@@ -17,6 +19,14 @@ let package = Package(
         // The engine: versioned models, chains, the record codec, the migrator,
         // the store protocol, the in-memory and defaults-style JSON stores.
         .target(name: "Keepsake"),
+        // libsodium, reached only from KeepsakeSodium.
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        // The libsodium-encrypted file store and secret buffers.
+        .target(name: "KeepsakeSodium", dependencies: ["Keepsake", "CSodium"]),
+        // libsecret, reached only from KeepsakeKeyring.
+        .systemLibrary(name: "CLibsecret", pkgConfig: "libsecret-1", providers: [.apt(["libsecret-1-dev"])]),
+        // The Secret Service (libsecret) keyring store.
+        .target(name: "KeepsakeKeyring", dependencies: ["Keepsake", "CLibsecret"]),
         // The sample model chains (TrialInfo, Person), one frozen file per version.
         .target(name: "Migrations", dependencies: ["Keepsake"], path: "Migrations"),
         // Helpers apps reuse in their own tests: chain validation, the store
@@ -36,6 +46,14 @@ let package = Package(
             name: "KeepsakeTests",
             dependencies: ["Keepsake", "Migrations", "KeepsakeTesting"],
             exclude: ["Fixtures"]
+        ),
+        .testTarget(
+            name: "KeepsakeSodiumTests",
+            dependencies: ["KeepsakeSodium", "Keepsake", "Migrations", "KeepsakeTesting"]
+        ),
+        .testTarget(
+            name: "KeepsakeKeyringTests",
+            dependencies: ["KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting"]
         ),
         .testTarget(
             name: "MigrateCLITests",

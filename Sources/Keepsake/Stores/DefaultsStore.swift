@@ -73,7 +73,7 @@ public final class DefaultsStore: RecordStore {
 
     public func allData() throws(KeepsakeError) -> [(key: String, data: Data)] {
         let document = try readDocument()
-        return document.entries.map { ($0.key, document.bytes[$0.range]) }
+        return document.entries.map { ($0.key, Data(document.bytes[$0.range])) }
     }
 
     public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
@@ -199,10 +199,10 @@ struct DefaultsDocument {
     let entries: [(key: String, range: Range<Int>)]
 
     func value(forKey key: String) -> Data? {
-        entries.first { $0.key == key }.map { bytes[$0.range] }
+        entries.first { $0.key == key }.map { Data(bytes[$0.range]) }
     }
 
-    var entriesWithBytes: [(String, Data)] { entries.map { ($0.key, bytes[$0.range]) } }
+    var entriesWithBytes: [(String, Data)] { entries.map { ($0.key, Data(bytes[$0.range])) } }
 
     static func parse(_ bytes: Data) throws(JSONSyntaxError) -> DefaultsDocument {
         let entries = try JSONParser.withParser(bytes) { parser throws(JSONSyntaxError) -> [(key: String, range: Range<Int>)] in

@@ -1,0 +1,4 @@
+internal import CLibsecret
+
+/// The libsecret keyring store (in progress).
+public enum KeepsakeKeyring {}

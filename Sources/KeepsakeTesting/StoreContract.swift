@@ -1,0 +1,191 @@
+import Foundation
+import Keepsake
+
+/// The contract every ``RecordStore`` keeps, as checks any test framework can run.
+///
+/// Run each check on a new, empty store of the backend under test:
+///
+/// ```swift
+/// import Testing
+/// import KeepsakeTesting
+///
+/// @Test("MyStore keeps the store contract", arguments: StoreContract.checks)
+/// func contract(_ check: StoreContract.Check) throws {
+///     try check.run(on: MyStore(temporary: true))
+/// }
+/// ```
+///
+/// A check throws ``ContractViolation`` naming what the store did wrong.
+public enum StoreContract {
+    /// One named check of the contract.
+    public struct Check: Sendable, CustomStringConvertible {
+        public let name: String
+        let body: @Sendable (any RecordStore) throws -> Void
+
+        /// Runs the check on `store`, which must be empty.
+        public func run(on store: any RecordStore) throws {
+            try body(store)
+        }
+
+        public var description: String { name }
+    }
+
+    /// Every check of the contract.
+    public static let checks: [Check] = [
+        Check(name: "a new store is empty and an absent key reads as nil") { store in
+            let keys = try store.keys()
+            try expect(keys.isEmpty, "a new store lists keys \(keys)")
+            try expect(try store.data(forKey: "missing") == nil, "an absent key did not read as nil")
+            try expect(try store.allData().isEmpty, "a new store's allData is not empty")
+        },
+        Check(name: "stored bytes read back exactly") { store in
+            let bytes = Data(#"{"text":"Grüße 👋","n":[1,2.5,-3e2],"ok":true,"nothing":null}"#.utf8)
+            try store.setData(bytes, forKey: "note")
+            try expectEqual(try store.data(forKey: "note"), bytes, "read-back bytes")
+            try expectEqual(try store.keys(), ["note"], "keys after one write")
+        },
+        Check(name: "a write replaces the previous value in place") { store in
+            try store.setData(Data(#""first""#.utf8), forKey: "k")
+            try store.setData(Data(#""second""#.utf8), forKey: "k")
+            try expectEqual(try store.data(forKey: "k"), Data(#""second""#.utf8), "value after replace")
+            try expectEqual(try store.keys(), ["k"], "keys after replace")
+        },
+        Check(name: "remove deletes exactly one key, and removing an absent key is not an error") { store in
+            try store.setData(Data("1".utf8), forKey: "a")
+            try store.setData(Data("2".utf8), forKey: "b")
+            try store.removeData(forKey: "a")
+            try expect(try store.data(forKey: "a") == nil, "removed key still reads")
+            try expectEqual(try store.data(forKey: "b"), Data("2".utf8), "other key after remove")
+            try store.removeData(forKey: "a")
+            try expectEqual(try store.keys(), ["b"], "keys after removes")
+        },
+        Check(name: "keys are listed sorted and allData matches them") { store in
+            let values = ["zeta": "1", "alpha": "2", "Mid.key-1": "3", "ünïcode": "4"]
+            for (key, value) in values { try store.setData(Data(value.utf8), forKey: key) }
+            try expectEqual(try store.keys(), values.keys.sorted(), "listed keys")
+            let all = try store.allData()
+            try expectEqual(all.map(\.key), values.keys.sorted(), "allData keys")
+            for entry in all {
+                try expectEqual(entry.data, Data(values[entry.key]!.utf8), "allData value of \(entry.key)")
+            }
+        },
+        Check(name: "a write expecting the current bytes applies; one expecting other bytes is a conflict") { store in
+            let old = Data(#"{"v":1}"#.utf8)
+            let new = Data(#"{"v":2}"#.utf8)
+            try store.setData(old, forKey: "k")
+            let results = try store.commit([
+                StoreWrite(key: "k", value: Data(#"{"v":3}"#.utf8), expectation: .unchanged(new)),
+                StoreWrite(key: "fresh", value: old, expectation: .unchanged(nil)),
+                StoreWrite(key: "k", value: new, expectation: .unchanged(old)),
+            ])
+            try expectEqual(results, [.conflict, .applied, .applied], "batch results")
+            try expectEqual(try store.data(forKey: "k"), new, "value after guarded write")
+            try expectEqual(try store.data(forKey: "fresh"), old, "value written when expected absent")
+            let again = try store.commit([StoreWrite(key: "fresh", value: new, expectation: .unchanged(nil))])
+            try expectEqual(again, [.conflict], "write expecting absence on a present key")
+            try expectEqual(try store.data(forKey: "fresh"), old, "value after refused write")
+        },
+        Check(name: "an empty key is rejected with an error naming the store") { store in
+            do {
+                _ = try store.data(forKey: "")
+                throw ContractViolation("reading an empty key did not throw")
+            } catch let error as KeepsakeError {
+                try expectEqual(error.code, .invalidArgument, "error code for an empty key")
+                try expectEqual(error.store, store.uri, "store named in the error")
+            }
+            do {
+                try store.setData(Data("1".utf8), forKey: "")
+                throw ContractViolation("writing an empty key did not throw")
+            } catch let error as KeepsakeError {
+                try expectEqual(error.code, .invalidArgument, "error code for writing an empty key")
+            }
+            try expect(try store.keys().isEmpty, "a refused write left a key behind")
+        },
+        Check(name: "a 64 KiB value round-trips") { store in
+            let text = String(repeating: "abcdefghijklmnopqrstuvwxyz012345", count: 2048)
+            let bytes = Data(("\"" + text + "\"").utf8)
+            try store.setData(bytes, forKey: "big")
+            try expectEqual(try store.data(forKey: "big"), bytes, "64 KiB value")
+        },
+        Check(name: "an old record is migrated, written back once, then read as current") { store in
+            let created = Date(timeIntervalSinceReferenceDate: 700_000_000.25)
+            try store.setData(Data(#"{"text":"hello","created":700000000.25}"#.utf8), forKey: "note")
+            let context = MigrationContext.fixed(now: created, deviceIdentity: "contract")
+            let first = try store.loadRecord(ContractNote.chain, context: context)
+            let expected = ContractNoteV1(text: "hello", created: created, tags: [])
+            try expectEqual(first, .migrated(expected, from: 0, to: 1), "first load")
+            let stored = try store.data(forKey: "note")
+            try expectEqual(stored, Data(
+                #"{"data":{"created":"2023-03-08T20:26:40.250Z","tags":[],"text":"hello"},"schema":"ContractNote","version":1}"#.utf8),
+                "written-back envelope")
+            try expectEqual(try store.loadRecord(ContractNote.chain, context: context), .current(expected), "second load")
+            try expectEqual(try store.data(forKey: "note"), stored, "bytes after a load of a current record")
+        },
+        Check(name: "a record from a newer release is reported and never overwritten") { store in
+            let newer = Data(#"{"data":{"text":"x","created":0,"tags":[],"color":"red"},"schema":"ContractNote","version":7}"#.utf8)
+            try store.setData(newer, forKey: "note")
+            let context = MigrationContext.fixed(now: Date(), deviceIdentity: "contract")
+            try expectError(.newerVersion, store: store, key: "note") {
+                _ = try store.loadRecord(ContractNote.chain, context: context)
+            }
+            try expectError(.newerVersion, store: store, key: "note") {
+                try store.saveRecord(ContractNoteV1(text: "y", created: Date(), tags: []), in: ContractNote.chain)
+            }
+            try expectEqual(try store.data(forKey: "note"), newer, "newer record after load and save")
+        },
+        Check(name: "a corrupt record is an error and stays as it was") { store in
+            let corrupt = Data(#"{"text": 12, "created": "yesterday"}"#.utf8)
+            try store.setData(corrupt, forKey: "note")
+            let context = MigrationContext.fixed(now: Date(), deviceIdentity: "contract")
+            try expectError(.corruptRecord, store: store, key: "note") {
+                _ = try store.loadRecord(ContractNote.chain, context: context)
+            }
+            try expectEqual(try store.data(forKey: "note"), corrupt, "corrupt record after a load")
+        },
+        Check(name: "saving a record stores the latest version in an envelope") { store in
+            let note = ContractNoteV1(text: "saved", created: Date(timeIntervalSince1970: 1_700_000_000), tags: ["a"])
+            try store.saveRecord(note, in: ContractNote.chain)
+            try expectEqual(try store.data(forKey: "note"), Data(
+                #"{"data":{"created":"2023-11-14T22:13:20.000Z","tags":["a"],"text":"saved"},"schema":"ContractNote","version":1}"#.utf8),
+                "saved envelope")
+            let context = MigrationContext.fixed(now: Date(), deviceIdentity: "contract")
+            try expectEqual(try store.loadRecord(ContractNote.chain, context: context), .current(note), "load after save")
+        },
+    ]
+}
+
+/// What a store did against the contract.
+public struct ContractViolation: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+func expect(_ condition: Bool, _ message: @autoclosure () -> String) throws {
+    if !condition { throw ContractViolation(message()) }
+}
+
+func expectEqual<T: Equatable>(_ actual: T, _ expected: T, _ what: String) throws {
+    guard actual == expected else {
+        throw ContractViolation("\(what): expected \(describe(expected)), got \(describe(actual))")
+    }
+}
+
+private func describe<T>(_ value: T) -> String {
+    if let data = value as? Data { return String(decoding: data, as: UTF8.self) }
+    if let data = value as? Data? { return data.map { String(decoding: $0, as: UTF8.self) } ?? "nil" }
+    return String(describing: value)
+}
+
+func expectError(
+    _ code: KeepsakeError.Code, store: any RecordStore, key: String, _ body: () throws -> Void
+) throws {
+    do {
+        try body()
+    } catch let error as KeepsakeError {
+        try expectEqual(error.code, code, "error code")
+        try expectEqual(error.store, store.uri, "store named in the error")
+        try expectEqual(error.key, key, "key named in the error")
+        return
+    }
+    throw ContractViolation("expected a \(code) error, but nothing was thrown")
+}
