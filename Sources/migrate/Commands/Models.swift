@@ -1,0 +1,46 @@
+import ArgumentParser
+import Keepsake
+import Migrations
+
+extension Migrate {
+    struct Models: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the models this migrate knows, with their versions and default keys.")
+
+        @OptionGroup var output: OutputOptions
+
+        struct ModelJSON: Encodable {
+            struct Version: Encodable {
+                let version: Int
+                let type: String
+                let keys: [String]
+                let optionalKeys: [String]
+            }
+            let name: String
+            let defaultKeys: [String]
+            let latestVersion: Int
+            let versions: [Version]
+        }
+
+        func run() throws {
+            let models = SampleModels.all
+            if output.json {
+                printJSON(models.map { chain in
+                    ModelJSON(name: chain.name, defaultKeys: chain.defaultKeys, latestVersion: chain.latestVersion,
+                              versions: chain.versions.map {
+                                  .init(version: $0.version, type: $0.typeName, keys: $0.storedKeys.required.sorted(),
+                                        optionalKeys: $0.storedKeys.optional.sorted())
+                              })
+                })
+                return
+            }
+            for (index, chain) in models.enumerated() {
+                if index > 0 { print() }
+                print("\(chain.name) — latest v\(chain.latestVersion), default keys: \(chain.defaultKeys.joined(separator: ", "))")
+                printTable(["VERSION", "TYPE", "STORED KEYS"], chain.versions.map {
+                    ["v\($0.version)", $0.typeName, $0.storedKeys.description]
+                })
+            }
+        }
+    }
+}

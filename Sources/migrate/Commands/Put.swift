@@ -1,0 +1,46 @@
+import ArgumentParser
+import Foundation
+import Keepsake
+
+extension Migrate {
+    struct Put: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Store standard input under a key, exactly as given (to seed or restore records).",
+            discussion: """
+                Nothing is migrated or checked beyond what the store needs (a defaults suite holds
+                JSON values). Use --string to store the input as a JSON string, the way
+                UserDefaults-era apps stored JSON records.
+
+                Example: echo '{"name":"Ada","age":"36"}' | migrate put person --store defaults:suite.json
+                """)
+
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var output: OutputOptions
+
+        @Argument(help: "The record's key.")
+        var key: String
+
+        @Flag(name: .long, help: "Store the input text as a JSON string value.")
+        var string = false
+
+        func run() throws {
+            try guarded {
+                let store = try storeOptions.openStore()
+                var bytes = FileHandle.standardInput.readDataToEndOfFile()
+                if string {
+                    var text = String(decoding: bytes, as: UTF8.self)
+                    while text.last == "\n" { text.removeLast() }
+                    bytes = try JSONEncoder().encode(text)
+                } else {
+                    while bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+                }
+                try store.setData(bytes, forKey: key)
+                if output.json {
+                    printJSON(["key": key, "bytes": "\(bytes.count)", "store": store.uri])
+                } else {
+                    print("Stored \(bytes.count) bytes under '\(key)' in \(store.uri)")
+                }
+            }
+        }
+    }
+}

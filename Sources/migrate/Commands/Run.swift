@@ -1,0 +1,96 @@
+import ArgumentParser
+import Foundation
+import Keepsake
+
+extension Migrate {
+    struct Run: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Migrate every outdated record to its latest version and write it back.",
+            discussion: """
+                Each record is migrated in memory, verified, and written back in one atomic write,
+                only if it still holds the bytes that were read. Current, newer, unreadable and
+                unmanaged records are never written. A record that fails is reported and left as it
+                was; the others still migrate.
+
+                With --backup, the original bytes of each migrated record are first saved to
+                <suite>.backups/<UTC time>/<key>.json beside a defaults suite (or --backup-dir).
+                Restore one with: migrate put KEY --store URI < BACKUP/KEY.json
+                """)
+
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var output: OutputOptions
+
+        @Flag(name: .long, help: "Show what would be migrated; write nothing.")
+        var dryRun = false
+
+        @Flag(name: .long, help: "Save each record's original bytes before replacing it.")
+        var backup = false
+
+        @Option(name: .long, help: ArgumentHelp(
+            "Where --backup puts its timestamped folder (default: beside the suite file).", valueName: "dir"))
+        var backupDir: String?
+
+        func validate() throws {
+            if backupDir != nil && !backup { throw ValidationError("--backup-dir needs --backup") }
+            if dryRun && backup { throw ValidationError("--dry-run writes nothing, so --backup has nothing to save") }
+        }
+
+        func run() throws {
+            try guarded { try perform() }
+        }
+
+        private func perform() throws {
+            let migrator = try storeOptions.migrator()
+            if dryRun {
+                let reports = try migrator.plan()
+                if output.json {
+                    printJSON(reports.map(ReportJSON.init))
+                } else {
+                    print("Dry run on \(migrator.store.uri): nothing is written")
+                    printPlan(reports)
+                }
+                let code = Exit.code(for: reports)
+                if code != .success { throw code }
+                return
+            }
+            let destination = backup ? BackupDirectory.timestamped(in: try backupParent(migrator.store)) : nil
+            let showProgress = standardErrorIsTerminal && !output.json
+            let reports = try migrator.run(backup: destination, progress: showProgress ? Self.showProgress : nil)
+            if output.json {
+                printJSON(reports.map(ReportJSON.init))
+            } else {
+                print("Run on \(migrator.store.uri)")
+                if !reports.isEmpty {
+                    printTable(["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"], reports.map {
+                        [$0.key, $0.schema ?? "-", $0.storedText, $0.latestText, $0.state.rawValue,
+                         $0.errorText ?? ($0.state == .migrated ? "steps " + $0.steps.map { "v\($0)" }.joined(separator: ", ") : "")]
+                    })
+                }
+                print(summary(reports))
+                if let destination, reports.contains(where: { $0.backupPath != nil }) {
+                    print("Backups in \(destination.path)")
+                }
+            }
+            let code = Exit.code(for: reports)
+            if code != .success { throw code }
+        }
+
+        /// Progress on standard error for long runs: a line rewritten every 100 records.
+        @Sendable private static func showProgress(_ progress: MigrationProgress) {
+            if progress.written {
+                if progress.total >= 100 { printError("\rwritten \(progress.total) records checked") }
+            } else if progress.total >= 100, progress.evaluated % 100 == 0 {
+                FileHandle.standardError.write(Data("\rchecked \(progress.evaluated)/\(progress.total) records".utf8))
+            }
+        }
+
+        private func backupParent(_ store: any RecordStore) throws -> String {
+            if let backupDir { return backupDir }
+            if let defaults = store as? DefaultsStore {
+                let suite = ((defaults.path as NSString).lastPathComponent as NSString).deletingPathExtension
+                return (defaults.path as NSString).deletingLastPathComponent + "/\(suite).backups"
+            }
+            throw ValidationError("this store has no default backup place; pass --backup-dir DIR")
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import ArgumentParser
+import Keepsake
+
+extension Migrate {
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show each key of the store with its model, stored and latest version, and state.",
+            discussion: """
+                States: current, outdated (run would migrate it), newer (written by a newer release),
+                unreadable (cannot be read or migrated), unmanaged (not a known model; left alone).
+                Outdated records are migrated in memory to check they can be; nothing is written.
+                """)
+
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() throws {
+            try guarded {
+                let migrator = try storeOptions.migrator()
+                let reports = try migrator.plan()
+                if output.json {
+                    printJSON(reports.map(ReportJSON.init))
+                } else {
+                    print("Store \(migrator.store.uri)")
+                    if !reports.isEmpty {
+                        printTable(["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"], reports.map {
+                            [$0.key, $0.schema ?? "-", $0.storedText, $0.latestText, $0.state.rawValue,
+                             $0.errorText ?? $0.formText]
+                        })
+                    }
+                    print(summary(reports))
+                }
+                let code = Exit.code(for: reports)
+                if code != .success { throw code }
+            }
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import ArgumentParser
+import Foundation
+
+@main
+struct Migrate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Inspect and migrate the versioned records of a Keepsake store.",
+        discussion: """
+            Every command takes --store URI:
+              defaults:PATH    a defaults-style JSON suite file (created on first write)
+
+            Records are matched to a model by the envelope's schema, else by --model KEY=NAME,
+            else by the model's default keys (see `migrate models`); other keys are unmanaged
+            and never touched.
+
+            EXIT CODES
+              0   success (outdated records are not an error for status and plan)
+              1   unexpected internal error
+              64  usage error
+              65  a managed record is unreadable: corrupt, unrecognised, ambiguous, or its
+                  migration step failed (it was left untouched)
+              66  no record under the given key
+              67  a managed record was written by a newer release (left untouched)
+              68  the store's own data is corrupt (e.g. a suite file that is not a JSON object)
+              69  the store is unavailable
+              70  the store is locked
+              73  a record changed while being migrated, or its backup failed (left untouched)
+              74  an I/O error
+              75  timed out waiting for the store's lock or an answer; try again
+              77  permission denied
+            When records are both unreadable and newer, 65 wins.
+            """,
+        version: "0.1.0",
+        subcommands: [Status.self, Plan.self, Run.self, Show.self, Get.self, Put.self, Delete.self, Models.self]
+    )
+}
