@@ -165,4 +165,10 @@ public struct MigrationProgress: Sendable, Equatable {
     public let total: Int
     /// Whether the batch of writes has been committed.
     public let written: Bool
+
+    public init(evaluated: Int, total: Int, written: Bool) {
+        self.evaluated = evaluated
+        self.total = total
+        self.written = written
+    }
 }

@@ -1,0 +1,89 @@
+import Foundation
+import Keepsake
+
+/// A frozen stored record and the latest record it must become, as committed files:
+/// `NAME.json` (the exact stored bytes) beside `NAME.expected.json` (the latest envelope).
+///
+/// ```swift
+/// @Test(arguments: try GoldenFixture.all(in: fixturesURL.appending(path: "Person")))
+/// func personFixture(_ fixture: GoldenFixture) throws {
+///     let result = try fixture.verify(Person.chain, context: .fixed(now: date, deviceIdentity: "d"))
+///     #expect(result.loaded.alias == result.expected.alias)
+/// }
+/// ```
+public struct GoldenFixture: Sendable, CustomStringConvertible {
+    public let name: String
+    /// The stored bytes, exactly as an old release wrote them.
+    public let stored: Data
+    /// The latest envelope the record must be written back as.
+    public let expected: Data
+
+    public var description: String { name }
+
+    public init(name: String, stored: Data, expected: Data) {
+        self.name = name
+        self.stored = stored
+        self.expected = expected
+    }
+
+    /// Every `NAME.json` with a `NAME.expected.json` beside it in `directory`, sorted by name.
+    public static func all(in directory: URL) throws -> [GoldenFixture] {
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        return try names.filter { $0.hasSuffix(".expected.json") }.sorted().map { expectedName in
+            let name = String(expectedName.dropLast(".expected.json".count))
+            return GoldenFixture(
+                name: name,
+                stored: try Data(contentsOf: directory.appendingPathComponent(name + ".json")),
+                expected: try Data(contentsOf: directory.appendingPathComponent(expectedName)))
+        }
+    }
+
+    /// The result of loading a fixture: the record as loaded, and the expected record.
+    public struct Result<Model: Sendable>: Sendable {
+        /// What loading the stored bytes produced.
+        public let state: RecordState<Model>
+        /// The record loaded from the stored bytes.
+        public let loaded: Model
+        /// The record decoded from the expected envelope.
+        public let expected: Model
+        /// The bytes in the store after the load.
+        public let written: Data
+    }
+
+    /// Loads the stored bytes through `chain` in an in-memory store and checks that an outdated
+    /// record is written back as exactly the expected bytes and a current one is not rewritten.
+    /// Compare the returned models field by field in the test.
+    ///
+    /// - Throws: ``GoldenFixtureMismatch`` when the bytes differ, or the ``KeepsakeError`` of the load.
+    public func verify<Model>(_ chain: ModelChain<Model>, context: MigrationContext) throws -> Result<Model> {
+        let store = InMemoryStore(name: name, contents: ["record": stored])
+        let state = try store.loadRecord(chain, forKey: "record", context: context)
+        guard let loaded = state.value else { throw GoldenFixtureMismatch("\(name): the record loaded as absent") }
+        let written = try store.data(forKey: "record") ?? Data()
+        switch state {
+        case .migrated:
+            guard written == expected else {
+                throw GoldenFixtureMismatch("""
+                    \(name): written back as \(String(decoding: written, as: UTF8.self)), \
+                    expected \(String(decoding: expected, as: UTF8.self))
+                    """)
+            }
+        case .current:
+            guard written == stored else { throw GoldenFixtureMismatch("\(name): a current record was rewritten") }
+        case .absent:
+            break
+        }
+        let expectedStore = InMemoryStore(name: name + ".expected", contents: ["record": expected])
+        guard case let .current(expectedValue) = try expectedStore.loadRecord(chain, forKey: "record", context: context)
+        else {
+            throw GoldenFixtureMismatch("\(name): the expected file is not a current \(chain.name) envelope")
+        }
+        return Result(state: state, loaded: loaded, expected: expectedValue, written: written)
+    }
+}
+
+/// A golden fixture that did not load as expected.
+public struct GoldenFixtureMismatch: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import Keepsake
+import KeepsakeTesting
+import Migrations
+import Synchronization
+import Testing
+
+/// A store that lets another writer change a key between the migrator's read and its write:
+/// the fault a real concurrent writer would cause, injected deterministically.
+private final class InterferingStore: RecordStore {
+    let base: InMemoryStore
+    let interference: (key: String, value: Data)
+    init(base: InMemoryStore, interference: (key: String, value: Data)) {
+        self.base = base
+        self.interference = interference
+    }
+    var uri: String { base.uri }
+    var capabilities: StoreCapabilities { base.capabilities }
+    func data(forKey key: String) throws(KeepsakeError) -> Data? { try base.data(forKey: key) }
+    func keys() throws(KeepsakeError) -> [String] { try base.keys() }
+    func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
+        try base.setData(interference.value, forKey: interference.key)
+        return try base.commit(writes)
+    }
+}
+
+@Suite("Migrator")
+struct MigratorTests {
+    let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "dev", identifierPrefix: "u")
+
+    func seededStore() -> InMemoryStore {
+        InMemoryStore(name: "batch", contents: [
+            "person": bytes(#"{"name":"Ada","age":"36"}"#),
+            "trialInfo": bytes(#"{"version":1,"startDate":700000000,"deviceId":"old","userId":"u0"}"#),
+            "theme": bytes(#""dark""#),
+            "broken": bytes(#"{"name":1}"#),
+            "future": bytes(#"{"schema":"Person","version":8,"data":{}}"#),
+            "other": bytes(#"{"schema":"Invoice","version":1,"data":{}}"#),
+        ])
+    }
+
+    func migrator(_ store: any RecordStore) -> Migrator {
+        Migrator(store: store, chains: SampleModels.all, context: context, keyModels: ["broken": "Person"])
+    }
+
+    @Test("plan reports every key's model, versions and state without writing")
+    func plan() throws {
+        let store = seededStore()
+        let before = try store.allData().map(\.data)
+        let reports = try migrator(store).plan()
+        let byKey = Dictionary(uniqueKeysWithValues: reports.map { ($0.key, $0) })
+        #expect(reports.map(\.key) == ["broken", "future", "other", "person", "theme", "trialInfo"])
+        #expect(byKey["person"] == RecordReport(key: "person", schema: "Person", storedVersion: 0, latestVersion: 3,
+                                                state: .outdated, form: .bare, steps: [1, 2, 3]))
+        #expect(byKey["trialInfo"]?.state == .outdated)
+        #expect(byKey["trialInfo"]?.form == .inlineVersion)
+        #expect(byKey["trialInfo"]?.steps == [2])
+        #expect(byKey["theme"]?.state == .unmanaged)
+        #expect(byKey["other"]?.state == .unmanaged)
+        #expect(byKey["other"]?.schema == "Invoice")
+        #expect(byKey["future"]?.state == .newer)
+        #expect(byKey["future"]?.storedVersion == 8)
+        #expect(byKey["future"]?.error?.code == .newerVersion)
+        #expect(byKey["broken"]?.state == .unreadable)
+        #expect(byKey["broken"]?.error?.code == .unrecognisedRecord)
+        #expect(try store.allData().map(\.data) == before)
+    }
+
+    @Test("run migrates what it can, leaves the rest byte for byte, and a second run writes nothing")
+    func runThenRunAgain() throws {
+        let store = seededStore()
+        let untouched = ["broken", "future", "other", "theme"]
+        let before = try untouched.map { try store.data(forKey: $0) }
+        let reports = try migrator(store).run()
+        let states = Dictionary(uniqueKeysWithValues: reports.map { ($0.key, $0.state) })
+        #expect(states == ["broken": .unreadable, "future": .newer, "other": .unmanaged, "person": .migrated,
+                           "theme": .unmanaged, "trialInfo": .migrated])
+        #expect(try untouched.map { try store.data(forKey: $0) } == before)
+        #expect(try store.data(forKey: "person") == bytes(
+            #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#))
+        #expect(try store.data(forKey: "trialInfo") == bytes(
+            #"{"data":{"deviceId":"old","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#))
+
+        let snapshot = try store.allData().map(\.data)
+        let again = try migrator(store).run()
+        #expect(again.filter { $0.state == .migrated }.isEmpty)
+        #expect(again.first { $0.key == "person" }?.state == .current)
+        #expect(try store.allData().map(\.data) == snapshot)
+    }
+
+    @Test("run with a backup saves each migrated record's original bytes, private, before writing")
+    func backup() throws {
+        let store = seededStore()
+        let directory = try temporaryDirectory()
+        let destination = BackupDirectory.timestamped(in: directory + "/backups", at: Date(timeIntervalSince1970: 1_763_700_000))
+        #expect(destination.path.hasSuffix("/backups/20251121T044000Z"))
+        let reports = try migrator(store).run(backup: destination)
+        let person = try #require(reports.first { $0.key == "person" })
+        #expect(person.backupPath == destination.path + "/person.json")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: destination.path + "/person.json"))
+                == bytes(#"{"name":"Ada","age":"36"}"#))
+        #expect(try mode(of: destination.path + "/person.json") == 0o600)
+        #expect(try mode(of: destination.path) == 0o700)
+        let files = try FileManager.default.contentsOfDirectory(atPath: destination.path).sorted()
+        #expect(files == ["person.json", "trialInfo.json"], "only migrated records are backed up")
+    }
+
+    @Test("backup file names escape characters that are not safe in a file name")
+    func backupNames() {
+        #expect(BackupDirectory.fileName(forKey: "person") == "person.json")
+        #expect(BackupDirectory.fileName(forKey: "a/b c") == "a%2Fb%20c.json")
+        #expect(BackupDirectory.fileName(forKey: "..") == "%2E..json")
+    }
+
+    @Test("a record changed by another writer during the run is reported and keeps the other writer's bytes")
+    func conflict() throws {
+        let base = seededStore()
+        let theirs = bytes(#"{"alias":"Theirs","email":"t@x"}"#)
+        let store = InterferingStore(base: base, interference: ("person", theirs))
+        let reports = try migrator(store).run()
+        let person = try #require(reports.first { $0.key == "person" })
+        #expect(person.state == .outdated)
+        #expect(person.error?.code == .conflict)
+        #expect(try base.data(forKey: "person") == theirs)
+        #expect(reports.first { $0.key == "trialInfo" }?.state == .migrated, "the other records still migrate")
+    }
+
+    @Test("preview shows the latest envelope of a record without writing it")
+    func preview() throws {
+        let store = seededStore()
+        let (report, latest) = try #require(try migrator(store).preview(key: "person"))
+        #expect(report.state == .outdated)
+        #expect(latest == bytes(#"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#))
+        #expect(try store.data(forKey: "person") == bytes(#"{"name":"Ada","age":"36"}"#))
+        #expect(try migrator(store).preview(key: "missing") == nil)
+    }
+
+    @Test("progress is reported for every record and once for the write")
+    func progress() throws {
+        let seen = Mutex<[MigrationProgress]>([])
+        _ = try migrator(seededStore()).run(progress: { progress in seen.withLock { $0.append(progress) } })
+        let events = seen.withLock { $0 }
+        #expect(events.count == 7)
+        #expect(events.first == MigrationProgress(evaluated: 1, total: 6, written: false))
+        #expect(events.last == MigrationProgress(evaluated: 6, total: 6, written: true))
+    }
+}
