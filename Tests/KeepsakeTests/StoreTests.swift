@@ -167,7 +167,7 @@ struct DefaultsStoreTests {
                             "touch '\(directory)/held'; while [ ! -e '\(directory)/release' ]; do sleep 0.02; done"]
         try holder.run()
         defer {
-            FileManager.default.createFile(atPath: directory + "/release", contents: nil)
+            _ = FileManager.default.createFile(atPath: directory + "/release", contents: nil)
             holder.waitUntilExit()
         }
         let deadline = Date().addingTimeInterval(10)
@@ -180,7 +180,7 @@ struct DefaultsStoreTests {
             return error?.code == .lockTimeout && error?.store == "defaults:" + path
         }
         #expect(try store.value(String.self, forKey: "k") == "before")
-        FileManager.default.createFile(atPath: directory + "/release", contents: nil)
+        _ = FileManager.default.createFile(atPath: directory + "/release", contents: nil)
         holder.waitUntilExit()
         try store.set("after", forKey: "k")
         #expect(try store.value(String.self, forKey: "k") == "after")

@@ -76,7 +76,13 @@ struct StoreOptions: ParsableArguments {
     /// The migration context: the system clock, random identifiers, the device identity.
     func context() throws(KeepsakeError) -> MigrationContext {
         if let deviceID { return .live(deviceIdentity: deviceID) }
-        return .live(deviceIdentity: try DeviceIdentity.derived(appID: appID))
+        do throws(KeepsakeError) {
+            return .live(deviceIdentity: try DeviceIdentity.derived(appID: appID))
+        } catch {
+            var error = error
+            error.message += "; pass --device-id ID to name this device"
+            throw error
+        }
     }
 
     func migrator() throws -> Migrator {

@@ -1,0 +1,249 @@
+import Foundation
+import Testing
+
+@Suite("migrate CLI")
+struct MigrateCLITests {
+    @Test("the binary was built and found")
+    func binaryExists() {
+        #expect(FileManager.default.isExecutableFile(atPath: migrateBinary), "looked at \(migrateBinary)")
+    }
+
+    @Test("status lists each key with model, versions and state, and outdated is not an error")
+    func status() throws {
+        let suite = try Suite(legacySuite)
+        let result = try suite.run("status")
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "Store \(suite.store)")
+        #expect(lines.contains { $0.hasPrefix("person") && $0.contains("Person") && $0.contains("v0") && $0.contains("v3")
+            && $0.contains("outdated") && $0.contains("bare, in a JSON string") })
+        #expect(lines.contains { $0.hasPrefix("trialInfo") && $0.contains("v0") && $0.contains("v2") && $0.contains("outdated") })
+        #expect(lines.contains { $0.hasPrefix("theme") && $0.contains("unmanaged") })
+        #expect(lines.last == "2 outdated, 1 unmanaged")
+        #expect(suite.contents == legacySuite, "status writes nothing")
+    }
+
+    @Test("status --json prints the fields scripts rely on")
+    func statusJSON() throws {
+        let suite = try Suite(legacySuite)
+        let result = try suite.run("status", ["--json"])
+        #expect(result.status == 0)
+        let records = try #require(try decodeJSON(result.stdout) as? [[String: Any]])
+        #expect(records.map { $0["key"] as? String } == ["person", "theme", "trialInfo"])
+        let person = records[0]
+        #expect(person["schema"] as? String == "Person")
+        #expect(person["storedVersion"] as? Int == 0)
+        #expect(person["latestVersion"] as? Int == 3)
+        #expect(person["state"] as? String == "outdated")
+        #expect(person["form"] as? String == "bare")
+        #expect(person["stringWrapped"] as? Bool == true)
+        #expect(person["error"] == nil)
+        #expect(records[1]["state"] as? String == "unmanaged")
+        #expect(records[1]["schema"] is NSNull)
+    }
+
+    @Test("plan shows each record's path of versions and writes nothing")
+    func plan() throws {
+        let suite = try Suite(legacySuite)
+        let result = try suite.run("plan")
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("person     Person v0 → v1 → v2 → v3  (bare, in a JSON string)"))
+        #expect(result.stdout.contains("trialInfo  TrialInfo v0 → v1 → v2  (inline version)"))
+        #expect(result.stdout.contains("theme      unmanaged; left alone"))
+        #expect(suite.contents == legacySuite)
+    }
+
+    @Test("run migrates the legacy suite, and a second run changes nothing")
+    func runTwice() throws {
+        let suite = try Suite(legacySuite)
+        let first = try suite.run("run")
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("2 migrated, 1 unmanaged"))
+        #expect(suite.contents == #"""
+            {
+              "person": {"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3},
+              "theme": "dark",
+              "trialInfo": {"data":{"deviceId":"test-device","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}
+            }
+
+            """#)
+        let migrated = suite.contents
+        let second = try suite.run("run", ["--json"])
+        #expect(second.status == 0)
+        let states = try #require(try decodeJSON(second.stdout) as? [[String: Any]]).map { $0["state"] as? String }
+        #expect(states == ["current", "unmanaged", "current"])
+        #expect(suite.contents == migrated)
+    }
+
+    @Test("run --dry-run reports the plan and writes nothing")
+    func dryRun() throws {
+        let suite = try Suite(legacySuite)
+        let result = try suite.run("run", ["--dry-run"])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("Dry run on \(suite.store): nothing is written"))
+        #expect(suite.contents == legacySuite)
+    }
+
+    @Test("run --backup keeps the original bytes, and put restores them")
+    func backupAndRestore() throws {
+        let suite = try Suite(legacySuite)
+        let result = try suite.run("run", ["--backup", "--json"])
+        #expect(result.status == 0)
+        let records = try #require(try decodeJSON(result.stdout) as? [[String: Any]])
+        let backupPath = try #require(records.first { $0["key"] as? String == "person" }?["backup"] as? String)
+        #expect(backupPath.hasPrefix(suite.directory + "/suite.backups/"))
+        let original = try String(contentsOfFile: backupPath, encoding: .utf8)
+        #expect(original == #""{\"name\":\"Ada\",\"age\":\"36\"}""#)
+
+        let restore = try suite.run("put", ["person"], stdin: original)
+        #expect(restore.status == 0)
+        let get = try suite.run("get", ["person"])
+        #expect(get.stdout == original)
+        #expect(try suite.run("status", ["--json"]).stdout.contains(#""storedVersion" : 0"#))
+    }
+
+    @Test("a newer record is reported with its own exit code and left untouched while the rest migrate")
+    func newerRecord() throws {
+        let newer = #"{"schema":"Person","version":7,"data":{"alias":"x"}}"#
+        let suite = try Suite(#"{"person": \#(newer), "trialInfo": {"version":1,"startDate":0,"deviceId":"d","userId":"u"}}"#)
+        let status = try suite.run("status")
+        #expect(status.status == 67)
+        let run = try suite.run("run")
+        #expect(run.status == 67)
+        #expect(run.stdout.contains("newer than this release knows"))
+        #expect(suite.contents.contains(#""person": \#(newer)"#))
+        #expect(suite.contents.contains(#""schema":"TrialInfo","version":2"#))
+    }
+
+    @Test("an unreadable record exits 65 and wins over a newer one")
+    func unreadableRecord() throws {
+        let suite = try Suite(#"{"person": {"name":"Ada"}, "trialInfo": {"version":9,"startDate":0}}"#)
+        let result = try suite.run("run", ["--json"])
+        #expect(result.status == 65)
+        let records = try #require(try decodeJSON(result.stdout) as? [[String: Any]])
+        #expect(records[0]["state"] as? String == "unreadable")
+        #expect(records[0]["errorCode"] as? String == "unrecognisedRecord")
+        #expect((records[0]["error"] as? String)?.contains("key 'person'") == true)
+        #expect(records[1]["state"] as? String == "newer")
+    }
+
+    @Test("show prints the latest record migrated in memory and writes nothing")
+    func show() throws {
+        let suite = try Suite(legacySuite)
+        let result = try suite.run("show", ["trialInfo"])
+        #expect(result.status == 0)
+        let record = try #require(try decodeJSON(result.stdout) as? [String: Any])
+        #expect(record["schema"] as? String == "TrialInfo")
+        #expect(record["version"] as? Int == 2)
+        let data = try #require(record["data"] as? [String: Any])
+        #expect(data["startDate"] as? String == "2023-03-08T20:26:40.000Z")
+        #expect(data["deviceId"] as? String == "test-device")
+        #expect(result.stderr.contains("trialInfo: TrialInfo v0 (inline version) → v2, migrated in memory; nothing written"))
+        #expect(suite.contents == legacySuite)
+    }
+
+    @Test("show, get and delete of a missing key exit 66 naming the store and key")
+    func missingKey() throws {
+        let suite = try Suite(legacySuite)
+        for command in ["show", "get", "delete"] {
+            let result = try suite.run(command, ["nobody"])
+            #expect(result.status == 66, "\(command)")
+            #expect(result.stderr.contains("\(suite.store), key 'nobody': no record under this key"), "\(command)")
+        }
+    }
+
+    @Test("get prints the stored bytes exactly, without migrating")
+    func get() throws {
+        let suite = try Suite(legacySuite)
+        let result = try suite.run("get", ["trialInfo"])
+        #expect(result.stdout == #"{"version":0,"startDate":700000000}"#)
+    }
+
+    @Test("put stores standard input as given, or as a JSON string with --string; delete removes it")
+    func putAndDelete() throws {
+        let suite = try Suite()
+        #expect(try suite.run("put", ["person"], stdin: #"{"name":"Grace","age":"85"}"# + "\n").status == 0)
+        #expect(try suite.run("put", ["legacy", "--string"], stdin: #"{"name":"Ada","age":"36"}"#).status == 0)
+        #expect(try suite.run("get", ["person"]).stdout == #"{"name":"Grace","age":"85"}"#)
+        #expect(try suite.run("get", ["legacy"]).stdout == #""{\"name\":\"Ada\",\"age\":\"36\"}""#)
+        let refused = try suite.run("put", ["bad"], stdin: "not json")
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains("not one JSON value"))
+        #expect(try suite.run("delete", ["person"]).status == 0)
+        #expect(try suite.run("get", ["person"]).status == 66)
+    }
+
+    @Test("--model maps a key to a model")
+    func modelOption() throws {
+        let suite = try Suite(#"{"friend": {"alias":"x","age":"3","email":"e"}}"#)
+        let unmapped = try suite.run("status", ["--json"])
+        #expect(unmapped.stdout.contains(#""state" : "unmanaged""#))
+        let mapped = try suite.run("run", ["--model", "friend=Person", "--json"])
+        #expect(mapped.status == 0)
+        #expect(mapped.stdout.contains(#""state" : "migrated""#))
+        #expect(mapped.stdout.contains(#""storedVersion" : 2"#))
+    }
+
+    @Test("a corrupt suite file exits 68 and is left as it is")
+    func corruptSuite() throws {
+        let suite = try Suite("{ this is not json")
+        let result = try suite.run("run")
+        #expect(result.status == 68)
+        #expect(result.stderr.contains("left as it is"))
+        #expect(result.stderr.contains("hint:"))
+        #expect(suite.contents == "{ this is not json")
+    }
+
+    @Test("usage errors exit 64 with a helpful message", arguments: [
+        (["status"], "--store"),
+        (["status", "--store", "sqlite:x"], "unknown store kind 'sqlite'"),
+        (["status", "--store", "nocolon"], "defaults:PATH"),
+        (["status", "--store", "defaults:/tmp/x.json", "--model", "person=Nobody"], "known models: Person, TrialInfo"),
+        (["run", "--store", "defaults:/tmp/x.json", "--dry-run", "--backup"], "--dry-run writes nothing"),
+    ])
+    func usageErrors(_ arguments: [String], _ message: String) throws {
+        let result = try migrate(arguments)
+        #expect(result.status == 64)
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    @Test("models lists both chains with their versions and keys")
+    func models() throws {
+        let result = try migrate(["models"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("Person — latest v3, default keys: person"))
+        #expect(result.stdout.contains("v2       PersonV2  {age, alias, email}"))
+        let json = try #require(try decodeJSON(try migrate(["models", "--json"]).stdout) as? [[String: Any]])
+        #expect(json.map { $0["name"] as? String } == ["Person", "TrialInfo"])
+        #expect(json.map { $0["latestVersion"] as? Int } == [3, 2])
+    }
+
+    @Test("--help documents every command and the exit codes")
+    func help() throws {
+        let result = try migrate(["--help"])
+        #expect(result.status == 0)
+        for command in ["status", "plan", "run", "show", "get", "put", "delete", "models"] {
+            #expect(result.stdout.contains("  \(command) "), "\(command)")
+        }
+        #expect(result.stdout.contains("EXIT CODES"))
+        #expect(result.stdout.contains("67  a managed record was written by a newer release"))
+    }
+
+    @Test("the default device identity is derived from the machine id, not the machine id itself")
+    func defaultDeviceIdentity() throws {
+        let suite = try Suite(legacySuite)
+        let result = try migrate(["run", "--store", suite.store, "--app-id", "com.example.test"])
+        guard let machineID = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines), !machineID.isEmpty else {
+            // A machine without a machine id: the CLI must say so and point at --device-id.
+            #expect(result.status == 69)
+            #expect(result.stderr.contains("machine id"))
+            #expect(suite.contents == legacySuite)
+            return
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!suite.contents.contains("test-device"))
+        #expect(!suite.contents.contains(machineID))
+        #expect(suite.contents.range(of: #""deviceId":"[0-9a-f]{32}""#, options: .regularExpression) != nil)
+    }
+}
