@@ -8,9 +8,11 @@ import Foundation
 ///
 /// ```swift
 /// do {
-///     let state = try store.loadRecord(Person.chain)
+///     let state = try store.loadRecord(Person.chain, context: context)
 /// } catch where error.code == .newerVersion {
 ///     // written by a newer release: leave it alone
+/// } catch {
+///     print(error)  // "defaults:/…/settings.json, key 'person': … (cause)"
 /// }
 /// ```
 ///
