@@ -136,7 +136,7 @@ struct FileSystem: Sendable {
     /// Creates the file at `path` holding `data`, mode 0600, only if nothing is there
     /// (`EEXIST` otherwise): a temporary file written and fsync'd, linked into place (which
     /// never replaces), then the directory fsync'd. Nothing is left behind if a step fails.
-    func createExclusively(_ path: String, with data: Data) throws(SystemFailure) {
+    func createExclusively(_ path: String, with data: UnsafeRawBufferPointer) throws(SystemFailure) {
         let directory = (path as NSString).deletingLastPathComponent
         let parent = directory.isEmpty ? "." : directory
         let temporary = parent + "/" + Self.temporaryName()
@@ -265,11 +265,16 @@ enum Syscall {
     }
 
     static func writeAll(_ fd: Int32, _ data: Data) throws(SystemFailure) {
+        // `Data.withUnsafeBytes` rethrows untyped: carry the typed failure out as a Result.
+        try data.withUnsafeBytes { buffer in
+            Result { () throws(SystemFailure) in try writeAll(fd, buffer) }
+        }.get()
+    }
+
+    static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemFailure) {
         var written = 0
-        while written < data.count {
-            let result = data.withUnsafeBytes { buffer in
-                Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
-            }
+        while written < buffer.count {
+            let result = Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
             if result < 0 {
                 if errno == EINTR { continue }
                 throw SystemFailure(call: "write", errno: errno)
