@@ -48,4 +48,16 @@ struct SecureBytesTests {
         struct Boom: Error {}
         #expect(throws: Boom.self) { _ = try SecureBytes(count: 8) { _ throws(Boom) in throw Boom() } }
     }
+
+    @Test("libsodium is initialised once, safely, when first used from many threads at once")
+    func concurrentFirstUse() async {
+        let values = await withTaskGroup(of: [UInt8].self) { group in
+            for _ in 0..<16 {
+                group.addTask { SecureBytes.random(count: 16).withUnsafeBytes { Array($0) } }
+            }
+            return await group.reduce(into: [[UInt8]]()) { $0.append($1) }
+        }
+        #expect(values.count == 16)
+        #expect(Set(values).count == 16)
+    }
 }
