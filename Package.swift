@@ -49,7 +49,8 @@ let package = Package(
         ),
         .testTarget(
             name: "KeepsakeSodiumTests",
-            dependencies: ["KeepsakeSodium", "Keepsake", "Migrations", "KeepsakeTesting"]
+            dependencies: ["KeepsakeSodium", "Keepsake", "Migrations", "KeepsakeTesting"],
+            exclude: ["Vectors"]
         ),
         .testTarget(
             name: "KeepsakeKeyringTests",

@@ -1,0 +1,113 @@
+import Foundation
+
+/// One record file, `<name hash hex>.ksr` (`docs/FORMAT.md` §4):
+///
+///     magic (8) | format version u16 LE (2) | nonce (24) | ciphertext + tag
+///
+/// The plaintext is `record key length u32 LE | record key UTF-8 | value`, so that listing a
+/// store recovers record keys without putting them in file names. The associated data is
+/// `magic | version | store id | name hash`: a file renamed to another record, copied from
+/// another store or relabelled with another version fails authentication.
+enum RecordFile {
+    static let prefixSize = 8 + 2 + 24
+    /// The smallest valid file: prefix, a 4-byte length, a 1-byte key, the tag.
+    static let minimumSize = prefixSize + 4 + 1 + 16
+
+    static func associatedData(storeID: [UInt8], nameHash: [UInt8]) -> [UInt8] {
+        var writer = ByteWriter()
+        writer.append(Format.recordMagic)
+        writer.append(Format.version)
+        writer.append(storeID)
+        writer.append(nameHash)
+        return writer.bytes
+    }
+
+    /// The file's bytes for `value` under `recordKey`, encrypted with `nonce`.
+    static func seal(
+        value: Data, recordKey: String, storeID: [UInt8], keys: DataSubkeys, nonce: [UInt8]
+    ) -> Data {
+        precondition(nonce.count == Sodium.aeadNonceBytes)
+        let keyBytes = Array(recordKey.utf8)
+        let plaintext = SecureBytes(count: 4 + keyBytes.count + value.count) { buffer in
+            var length = UInt32(keyBytes.count).littleEndian
+            withUnsafeBytes(of: &length) { buffer.copyMemory(from: $0) }
+            UnsafeMutableRawBufferPointer(rebasing: buffer[4..<(4 + keyBytes.count)]).copyBytes(from: keyBytes)
+            UnsafeMutableRawBufferPointer(rebasing: buffer[(4 + keyBytes.count)...]).copyBytes(from: value)
+        }
+        var header = ByteWriter()
+        header.append(Format.recordMagic)
+        header.append(Format.version)
+        header.append(nonce)
+        let associated = associatedData(storeID: storeID, nameHash: keys.nameHash(of: recordKey))
+        var file = Data(header.bytes)
+        var sealed = [UInt8](repeating: 0, count: plaintext.count + Sodium.aeadTagBytes)
+        plaintext.withUnsafeBytes { plain in
+            keys.recordKey.withUnsafeBytes { key in
+                associated.withUnsafeBytes { ad in
+                    nonce.withUnsafeBytes { nonce in
+                        sealed.withUnsafeMutableBytes {
+                            Sodium.seal($0, plaintext: plain, associatedData: ad, nonce: nonce, key: key)
+                        }
+                    }
+                }
+            }
+        }
+        file.append(contentsOf: sealed)
+        return file
+    }
+
+    /// The record key and value in the file `bytes` named by `nameHash`, or a failure when the
+    /// file is not an authentic record of this store under that name.
+    static func open(
+        _ bytes: [UInt8], nameHash: [UInt8], storeID: [UInt8], keys: DataSubkeys
+    ) throws(FormatFailure) -> (recordKey: String, value: Data) {
+        guard bytes.count >= 8, Array(bytes[0..<8]) == Format.recordMagic else {
+            throw .corrupt("the record file does not start with the Keepsake record magic bytes")
+        }
+        guard bytes.count >= minimumSize else {
+            throw .corrupt("the record file is \(bytes.count) bytes long, shorter than any record (\(minimumSize))")
+        }
+        var reader = ByteReader(bytes)
+        _ = reader.take(8)
+        let version = reader.integer(UInt16.self)!
+        guard version == Format.version else {
+            throw .corrupt("the record file is format version \(version); this release reads version \(Format.version) only")
+        }
+        let nonce = reader.take(Sodium.aeadNonceBytes)!
+        let sealed = reader.take(reader.remaining)!
+        let associated = associatedData(storeID: storeID, nameHash: nameHash)
+        let plaintext = try SecureBytes(count: sealed.count - Sodium.aeadTagBytes) { (plain) throws(FormatFailure) in
+            let result = keys.recordKey.withUnsafeBytes { key in
+                associated.withUnsafeBytes { ad in
+                    nonce.withUnsafeBytes { nonce in
+                        sealed.withUnsafeBytes { sealed in
+                            Sodium.open(plain, ciphertext: sealed, associatedData: ad, nonce: nonce, key: key)
+                        }
+                    }
+                }
+            }
+            if case let .failure(failure) = result {
+                throw .corrupt("""
+                    the record file failed authentication: it was altered, truncated, renamed from \
+                    another record or copied from another store
+                    """, failure)
+            }
+        }
+        return try plaintext.withUnsafeBytes { (plain) throws(FormatFailure) -> (String, Data) in
+            var length: UInt32 = 0
+            withUnsafeMutableBytes(of: &length) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: plain[0..<4])) }
+            let keyLength = Int(UInt32(littleEndian: length))
+            guard keyLength >= 1, keyLength <= plain.count - 4 else {
+                throw .corrupt("the record's key length is out of range")
+            }
+            let keyBytes = UnsafeRawBufferPointer(rebasing: plain[4..<(4 + keyLength)])
+            guard let recordKey = String(validating: keyBytes, as: UTF8.self) else {
+                throw .corrupt("the record's key is not valid UTF-8")
+            }
+            guard keys.nameHash(of: recordKey) == nameHash else {
+                throw .corrupt("the record's key does not hash to its file name")
+            }
+            return (recordKey, Data(UnsafeRawBufferPointer(rebasing: plain[(4 + keyLength)...])))
+        }
+    }
+}

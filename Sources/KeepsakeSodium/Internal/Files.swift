@@ -1,0 +1,375 @@
+import Foundation
+import Keepsake
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A failed system call: its name and `errno`. Paths are not kept: they may hold a hashed
+/// record name at most, but messages say which file in words.
+struct SystemFailure: Error, Equatable {
+    let call: String
+    let errno: Int32
+
+    var cause: KeepsakeError.Cause { .posix(call: call, errno: errno) }
+
+    var code: KeepsakeError.Code {
+        switch errno {
+        case EACCES, EPERM, EROFS: return .permissionDenied
+        default: return .io
+        }
+    }
+}
+
+
+/// The steps of a durable write, where ``FileSystem/fault`` can make one fail.
+enum FileStep: String, CaseIterable, Sendable {
+    /// Creating a temporary file (`open` with `O_CREAT | O_EXCL`, mode 0600).
+    case create
+    /// Writing its bytes.
+    case write
+    /// `fsync` of the file.
+    case fsync
+    /// Keeping the previous file under a rollback name (`link`), or publishing a new key file.
+    case link
+    /// `rename` into place (or out of place, for a delete).
+    case rename
+    /// `fsync` of the directory, which makes the rename durable.
+    case syncDirectory
+}
+
+/// The store's file operations: durable replace, durable delete, exclusive create, with a seam
+/// that tests use to make one step fail as the real system call would. Only faults are
+/// injected; every other effect is the real file system's.
+struct FileSystem: Sendable {
+    /// Returns an `errno` to make `step` fail before the real call is made, or `nil`.
+    var fault: (@Sendable (FileStep) -> Int32?)?
+
+    static let live = FileSystem(fault: nil)
+
+    private func inject(_ step: FileStep, _ call: String) throws(SystemFailure) {
+        if let code = fault?(step) { throw SystemFailure(call: call, errno: code) }
+    }
+
+    // MARK: Durable operations
+
+    /// Replaces (or creates) `name` in `directory` with `data`: a 0600 temporary file, written
+    /// and fsync'd, renamed over `name`, then the directory fsync'd. If a step fails, the
+    /// previous file is left in place — after the rename too: the previous file is kept under
+    /// a rollback name until the directory sync succeeds, and put back if it fails.
+    func replace(_ name: String, in directory: String, with data: Data) throws(SystemFailure) {
+        let target = directory + "/" + name
+        let temporary = directory + "/" + Self.temporaryName()
+        try inject(.create, "open")
+        let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
+        do throws(SystemFailure) {
+            try inject(.write, "write")
+            try Syscall.writeAll(fd, data)
+            try inject(.fsync, "fsync")
+            try Syscall.fsync(fd)
+            Syscall.close(fd)
+        } catch {
+            Syscall.close(fd)
+            Syscall.unlink(temporary)
+            throw error
+        }
+        // Keep the previous file reachable until the new one is durable.
+        var rollback: String? = directory + "/" + Self.temporaryName()
+        do throws(SystemFailure) {
+            try inject(.link, "link")
+            try Syscall.link(target, rollback!)
+        } catch {
+            if error.errno == ENOENT {
+                rollback = nil  // nothing to keep: the file is new
+            } else {
+                Syscall.unlink(temporary)
+                throw error
+            }
+        }
+        do throws(SystemFailure) {
+            try inject(.rename, "rename")
+            try Syscall.rename(temporary, target)
+        } catch {
+            Syscall.unlink(temporary)
+            if let rollback { Syscall.unlink(rollback) }
+            throw error
+        }
+        do throws(SystemFailure) {
+            try inject(.syncDirectory, "fsync")
+            try Syscall.syncDirectory(directory)
+        } catch {
+            if let rollback {
+                Syscall.renameQuietly(rollback, target)
+            } else {
+                Syscall.unlink(target)
+            }
+            Syscall.syncDirectoryQuietly(directory)
+            throw error
+        }
+        if let rollback { Syscall.unlink(rollback) }
+    }
+
+    /// Removes `name` from `directory` durably: renamed to a rollback name, the directory
+    /// fsync'd, then unlinked. If a step fails the file is left in place. Absent is not an error.
+    func remove(_ name: String, in directory: String) throws(SystemFailure) {
+        let target = directory + "/" + name
+        let rollback = directory + "/" + Self.temporaryName()
+        do throws(SystemFailure) {
+            try inject(.rename, "rename")
+            try Syscall.rename(target, rollback)
+        } catch {
+            if error.errno == ENOENT { return }
+            throw error
+        }
+        do throws(SystemFailure) {
+            try inject(.syncDirectory, "fsync")
+            try Syscall.syncDirectory(directory)
+        } catch {
+            Syscall.renameQuietly(rollback, target)
+            Syscall.syncDirectoryQuietly(directory)
+            throw error
+        }
+        Syscall.unlink(rollback)
+    }
+
+    /// Creates the file at `path` holding `data`, mode 0600, only if nothing is there
+    /// (`EEXIST` otherwise): a temporary file written and fsync'd, linked into place (which
+    /// never replaces), then the directory fsync'd. Nothing is left behind if a step fails.
+    func createExclusively(_ path: String, with data: UnsafeRawBufferPointer) throws(SystemFailure) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let parent = directory.isEmpty ? "." : directory
+        let temporary = parent + "/" + Self.temporaryName()
+        try inject(.create, "open")
+        let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
+        do throws(SystemFailure) {
+            try inject(.write, "write")
+            try Syscall.writeAll(fd, data)
+            try inject(.fsync, "fsync")
+            try Syscall.fsync(fd)
+            Syscall.close(fd)
+            try inject(.link, "link")
+            try Syscall.link(temporary, path)
+        } catch {
+            Syscall.close(fd)
+            Syscall.unlink(temporary)
+            throw error
+        }
+        Syscall.unlink(temporary)
+        do throws(SystemFailure) {
+            try inject(.syncDirectory, "fsync")
+            try Syscall.syncDirectory(parent)
+        } catch {
+            Syscall.unlink(path)
+            throw error
+        }
+    }
+
+    /// A temporary file name: the prefix and 16 random hex digits — nothing about the record.
+    static func temporaryName() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let value: UInt64 = generator.next()
+        let hex = String(value, radix: 16)
+        return Format.temporaryPrefix + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}
+
+/// The system calls the store makes, each wrapped once: EINTR retried, failures kept with
+/// the call's name and `errno`.
+enum Syscall {
+    private static func retrying(_ call: String, _ body: () -> Int32) throws(SystemFailure) -> Int32 {
+        while true {
+            let result = body()
+            if result >= 0 { return result }
+            let code = errno
+            if code == EINTR { continue }
+            throw SystemFailure(call: call, errno: code)
+        }
+    }
+
+    static func open(_ path: String, _ flags: Int32, _ mode: mode_t = 0) throws(SystemFailure) -> Int32 {
+        try retrying("open") { Glibc.open(path, flags | O_CLOEXEC, mode) }
+    }
+
+    static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+
+    static func fsync(_ fd: Int32) throws(SystemFailure) { _ = try retrying("fsync") { Glibc.fsync(fd) } }
+
+    static func rename(_ from: String, _ to: String) throws(SystemFailure) {
+        _ = try retrying("rename") { Glibc.rename(from, to) }
+    }
+
+    /// For rollbacks after another failure, which is what gets reported.
+    static func renameQuietly(_ from: String, _ to: String) { _ = Glibc.rename(from, to) }
+
+    static func link(_ from: String, _ to: String) throws(SystemFailure) {
+        _ = try retrying("link") { Glibc.link(from, to) }
+    }
+
+    /// Removal of a temporary or rollback file; a failure leaves a file that the next open
+    /// removes, so it is not reported.
+    static func unlink(_ path: String) { _ = Glibc.unlink(path) }
+
+    static func mkdir(_ path: String, _ mode: mode_t) throws(SystemFailure) {
+        _ = try retrying("mkdir") { Glibc.mkdir(path, mode) }
+    }
+
+    static func syncDirectory(_ path: String) throws(SystemFailure) {
+        let fd = try open(path, O_RDONLY | O_DIRECTORY)
+        defer { close(fd) }
+        try fsync(fd)
+    }
+
+    static func syncDirectoryQuietly(_ path: String) {
+        do throws(SystemFailure) { try syncDirectory(path) } catch { /* reported by the caller's first failure */ }
+    }
+
+    // `flock` names both a struct and a function in Glibc: the annotated type picks the function.
+    private static func cFlock(_ fd: Int32, _ operation: Int32) -> Int32 {
+        let result: Int32 = flock(fd, operation)
+        return result
+    }
+
+    static func lock(_ fd: Int32, _ operation: Int32) throws(SystemFailure) {
+        _ = try retrying("flock") { cFlock(fd, operation) }
+    }
+
+    static func unlock(_ fd: Int32) { _ = cFlock(fd, LOCK_UN) }
+
+    /// Reads the whole file at `path`; `nil` when it does not exist.
+    static func readFile(_ path: String) throws(SystemFailure) -> [UInt8]? {
+        let fd: Int32
+        do throws(SystemFailure) {
+            fd = try open(path, O_RDONLY | O_NOFOLLOW)
+        } catch {
+            if error.errno == ENOENT { return nil }
+            throw error
+        }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        var filled = 0
+        while true {
+            if filled == bytes.count { bytes += [UInt8](repeating: 0, count: bytes.count) }
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                Glibc.read(fd, buffer.baseAddress! + filled, buffer.count - filled)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw SystemFailure(call: "read", errno: errno)
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        bytes.removeSubrange(filled...)
+        return bytes
+    }
+
+    static func writeAll(_ fd: Int32, _ data: Data) throws(SystemFailure) {
+        // `Data.withUnsafeBytes` rethrows untyped: carry the typed failure out as a Result.
+        try data.withUnsafeBytes { buffer in
+            Result { () throws(SystemFailure) in try writeAll(fd, buffer) }
+        }.get()
+    }
+
+    static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemFailure) {
+        var written = 0
+        while written < buffer.count {
+            let result = Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw SystemFailure(call: "write", errno: errno)
+            }
+            written += result
+        }
+    }
+
+    /// The names in `directory`, without `.` and `..`.
+    static func listDirectory(_ directory: String) throws(SystemFailure) -> [String] {
+        guard let stream = opendir(directory) else { throw SystemFailure(call: "opendir", errno: errno) }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(stream) else {
+                if errno != 0 { throw SystemFailure(call: "readdir", errno: errno) }
+                return names
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+    }
+
+    /// Whether `path` is a directory; `nil` when nothing is there.
+    static func isDirectory(_ path: String) throws(SystemFailure) -> Bool? {
+        var info = Glibc.stat()
+        let result: Int32 = stat(path, &info)
+        if result != 0 {
+            if errno == ENOENT { return nil }
+            throw SystemFailure(call: "stat", errno: errno)
+        }
+        return (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// Creates `path` and missing parents, each with mode 0700 (never changed afterwards);
+    /// an existing directory is left as it is.
+    static func makeDirectories(_ path: String) throws(SystemFailure) {
+        do throws(SystemFailure) {
+            try mkdir(path, 0o700)
+        } catch {
+            switch error.errno {
+            case EEXIST:
+                return
+            case ENOENT:
+                let parent = (path as NSString).deletingLastPathComponent
+                guard !parent.isEmpty, parent != path else { throw error }
+                try makeDirectories(parent)
+                try mkdir(path, 0o700)
+            default:
+                throw error
+            }
+        }
+    }
+}
+
+/// An exclusive `flock` on the store's lock file, held until ``unlock()`` or deinit.
+final class StoreLock {
+    private var fd: Int32
+
+    /// Takes the lock, waiting up to `timeout`; `nil` on timeout (or at once when `timeout` is zero).
+    static func acquire(_ path: String, timeout: Duration) throws(SystemFailure) -> StoreLock? {
+        let fd = try Syscall.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, 0o600)
+        let deadline = ContinuousClock.now + timeout
+        var pause = Duration.milliseconds(1)
+        while true {
+            do throws(SystemFailure) {
+                try Syscall.lock(fd, LOCK_EX | LOCK_NB)
+                return StoreLock(fd: fd)
+            } catch {
+                guard error.errno == EWOULDBLOCK else {
+                    Syscall.close(fd)
+                    throw error
+                }
+            }
+            if ContinuousClock.now >= deadline {
+                Syscall.close(fd)
+                return nil
+            }
+            let (seconds, attoseconds) = pause.components
+            Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+            pause = min(pause * 2, .milliseconds(50))
+        }
+    }
+
+    private init(fd: Int32) { self.fd = fd }
+
+    func unlock() {
+        guard fd >= 0 else { return }
+        Syscall.unlock(fd)
+        Syscall.close(fd)
+        fd = -1
+    }
+
+    deinit { unlock() }
+}

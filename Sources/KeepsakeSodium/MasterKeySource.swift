@@ -1,0 +1,269 @@
+import Foundation
+import Keepsake
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where an encrypted store's master key comes from.
+///
+/// The master key never encrypts a record: it wraps the store's random data key in the header
+/// (see ``SodiumFileStore``). Every error about a key names the source that was tried — a key
+/// file's path, where a passphrase came from — and never the secret.
+///
+/// ```swift
+/// let byFile = MasterKeySource.keyFile(path: "/etc/myapp/store.key")
+/// let byPassphrase = MasterKeySource.passphrase(
+///     SecureBytes(copying: Array(secret.utf8)), origin: "environment variable MYAPP_PASSPHRASE")
+/// ```
+///
+/// A key kept elsewhere (the keyring, a hardware token) is a ``MasterKeyProvider``: add one
+/// with ``provider(_:)``; the store needs no change.
+public enum MasterKeySource: Sendable, CustomStringConvertible {
+    /// A key file holding exactly 32 random bytes. ``SodiumFileStore/create(directory:key:passphraseLimits:lockTimeout:)``
+    /// and ``SodiumFileStore/changeMasterKey(to:passphraseLimits:)`` create it (mode 0600, 32
+    /// random bytes) when nothing is at `path`; opening a store requires it to exist.
+    case keyFile(path: String)
+    /// A passphrase, as the caller's bytes (usually UTF-8; they are used exactly as given). The
+    /// master key is derived with Argon2id, with the salt and limits stored in the header.
+    /// `origin` says where the passphrase came from, for errors: `"file /run/secrets/pw"`,
+    /// `"environment variable MYAPP_PASSPHRASE"`, `"prompt"`.
+    case passphrase(SecureBytes, origin: String)
+    /// A 32-byte master key from a provider, such as a keyring.
+    case provider(any MasterKeyProvider)
+
+    /// The source in words, for messages: `key file /path`, `passphrase from prompt`.
+    public var description: String {
+        switch self {
+        case let .keyFile(path): return KeyFile(path: path).description
+        case let .passphrase(_, origin): return "passphrase from \(origin)"
+        case let .provider(provider): return provider.description
+        }
+    }
+}
+
+/// A source of a raw 32-byte master key: a key file, a keyring entry, a hardware token.
+///
+/// Conform to this to keep the master key somewhere new; ``KeyFile`` is the built-in one.
+/// `description` names the source for error messages and must not contain the key.
+public protocol MasterKeyProvider: Sendable, CustomStringConvertible {
+    /// The 32-byte master key.
+    ///
+    /// - Parameter createIfAbsent: `true` when a store is being created or rekeyed: if the
+    ///   provider holds no key yet, it makes a new random one (``SecureBytes/random(count:)``),
+    ///   stores it durably, and returns it. `false` when opening: a missing key is an error.
+    /// - Throws: ``KeepsakeError`` naming the source when the key cannot be had.
+    func masterKey(createIfAbsent: Bool) throws(KeepsakeError) -> SecureBytes
+}
+
+/// A key file: exactly 32 random bytes, mode 0600.
+public struct KeyFile: MasterKeyProvider {
+    /// Where the key file is.
+    public let path: String
+    var fileSystem: FileSystem = .live
+
+    /// The key file at `path`.
+    public init(path: String) { self.path = path }
+
+    init(path: String, fileSystem: FileSystem) {
+        self.path = path
+        self.fileSystem = fileSystem
+    }
+
+    /// `key file /path`.
+    public var description: String { "key file \(path)" }
+
+    /// Reads the key; when `createIfAbsent` and nothing is at `path`, first creates the file
+    /// with mode 0600 holding 32 new random bytes (written, fsync'd, then linked into place, so
+    /// an existing file is never replaced and a crash never leaves a partial key file).
+    ///
+    /// - Throws: ``KeepsakeError/Code/io`` or ``KeepsakeError/Code/permissionDenied`` (with the
+    ///   `errno`) when the file cannot be read or created; ``KeepsakeError/Code/invalidArgument``
+    ///   when it does not hold exactly 32 bytes.
+    /// - Important: If this throws, no key file was left behind by it.
+    public func masterKey(createIfAbsent: Bool) throws(KeepsakeError) -> SecureBytes {
+        if createIfAbsent {
+            let key = SecureBytes.random(count: Format.keyBytes)
+            do throws(SystemFailure) {
+                let result = key.withUnsafeBytes { bytes in
+                    Result { () throws(SystemFailure) in try fileSystem.createExclusively(path, with: bytes) }
+                }
+                try result.get()
+                return key
+            } catch where error.errno == EEXIST {
+                // A key file is already there: use it.
+            } catch {
+                throw KeepsakeError(error.code, "cannot create \(description)", cause: error.cause)
+            }
+        }
+        return try read()
+    }
+
+    /// Reads exactly 32 bytes into secure memory (one byte more is asked for, to detect a
+    /// longer file).
+    private func read() throws(KeepsakeError) -> SecureBytes {
+        let fd: Int32
+        do throws(SystemFailure) {
+            fd = try Syscall.open(path, O_RDONLY)
+        } catch {
+            let hint = error.errno == ENOENT ? " (it does not exist)" : ""
+            throw KeepsakeError(error.code, "cannot read \(description)\(hint)", cause: error.cause)
+        }
+        defer { Syscall.close(fd) }
+        var filled = 0
+        let buffer = try SecureBytes(count: Format.keyBytes + 1) { (buffer) throws(KeepsakeError) in
+            while filled < buffer.count {
+                let count = Glibc.read(fd, buffer.baseAddress! + filled, buffer.count - filled)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw KeepsakeError(.io, "cannot read \(description)", cause: .posix(call: "read", errno: errno))
+                }
+                if count == 0 { break }
+                filled += count
+            }
+        }
+        guard filled == Format.keyBytes else {
+            throw KeepsakeError(.invalidArgument, """
+                \(description) holds \(filled == buffer.count ? "more than \(Format.keyBytes)" : "\(filled)") bytes; \
+                a key file holds exactly \(Format.keyBytes) random bytes
+                """)
+        }
+        return buffer.extracting(0..<Format.keyBytes)
+    }
+}
+
+/// The cost of deriving a master key from a passphrase with Argon2id: how many passes
+/// (`opsLimit`) over how much memory (`memLimit`, bytes). Stored in the store header.
+public struct PassphraseLimits: Sendable, Hashable, CustomStringConvertible {
+    public let opsLimit: UInt64
+    public let memLimit: UInt64
+
+    /// Custom limits.
+    ///
+    /// - Throws: ``KeepsakeError/Code/invalidArgument`` outside libsodium's Argon2id bounds
+    ///   (at least 1 pass and 8 KiB).
+    public init(opsLimit: UInt64, memLimit: UInt64) throws(KeepsakeError) {
+        guard (Sodium.pwhashOpsLimitMin...Sodium.pwhashOpsLimitMax).contains(opsLimit),
+              (Sodium.pwhashMemLimitMin...Sodium.pwhashMemLimitMax).contains(memLimit) else {
+            throw KeepsakeError(.invalidArgument, """
+                Argon2id limits must be \(Sodium.pwhashOpsLimitMin)…\(Sodium.pwhashOpsLimitMax) passes and \
+                \(Sodium.pwhashMemLimitMin)…\(Sodium.pwhashMemLimitMax) bytes
+                """)
+        }
+        self.opsLimit = opsLimit
+        self.memLimit = memLimit
+    }
+
+    private init(unchecked opsLimit: UInt64, _ memLimit: UInt64) {
+        self.opsLimit = opsLimit
+        self.memLimit = memLimit
+    }
+
+    /// libsodium's INTERACTIVE limits (2 passes, 64 MiB; about 70 ms here).
+    public static let interactive = PassphraseLimits(unchecked: Sodium.pwhashOpsLimitInteractive, Sodium.pwhashMemLimitInteractive)
+    /// libsodium's MODERATE limits (3 passes, 256 MiB; about 0.6 s here). The default.
+    public static let moderate = PassphraseLimits(unchecked: Sodium.pwhashOpsLimitModerate, Sodium.pwhashMemLimitModerate)
+    /// libsodium's SENSITIVE limits (4 passes, 1 GiB; seconds).
+    public static let sensitive = PassphraseLimits(unchecked: Sodium.pwhashOpsLimitSensitive, Sodium.pwhashMemLimitSensitive)
+
+    public var description: String { "Argon2id, \(opsLimit) passes, \(memLimit / 1024) KiB" }
+}
+
+// MARK: - Resolving a source to key material
+
+/// A master key with the header fields that describe how it was obtained.
+struct MasterKeyMaterial {
+    let kind: StoreHeader.KeyKind
+    let salt: [UInt8]
+    let opsLimit: UInt64
+    let memLimit: UInt64
+    let key: SecureBytes
+}
+
+extension MasterKeySource {
+    /// The master key for a new header (create, rekey): a key file is created if absent, a
+    /// passphrase gets a new random salt.
+    func newMaterial(
+        limits: PassphraseLimits, random: RandomSource, fileSystem: FileSystem
+    ) throws(KeepsakeError) -> MasterKeyMaterial {
+        let zeroSalt = [UInt8](repeating: 0, count: Sodium.pwhashSaltBytes)
+        switch self {
+        case let .keyFile(path):
+            let key = try KeyFile(path: path, fileSystem: fileSystem).masterKey(createIfAbsent: true)
+            return MasterKeyMaterial(kind: .raw, salt: zeroSalt, opsLimit: 0, memLimit: 0, key: key)
+        case let .provider(provider):
+            let key = try provider.masterKey(createIfAbsent: true)
+            try checkLength(key)
+            return MasterKeyMaterial(kind: .raw, salt: zeroSalt, opsLimit: 0, memLimit: 0, key: key)
+        case let .passphrase(passphrase, _):
+            guard passphrase.count > 0 else {
+                throw KeepsakeError(.invalidArgument, "the \(self) is empty; an empty passphrase protects nothing")
+            }
+            let salt = random.bytes(Sodium.pwhashSaltBytes)
+            let key = try derive(passphrase, salt: salt, opsLimit: limits.opsLimit, memLimit: limits.memLimit)
+            return MasterKeyMaterial(kind: .passphrase, salt: salt, opsLimit: limits.opsLimit,
+                                     memLimit: limits.memLimit, key: key)
+        }
+    }
+
+    /// The master key for an existing header, or ``KeepsakeError/Code/wrongKey`` when this
+    /// kind of source cannot open it.
+    func existingKey(for header: StoreHeader) throws(KeepsakeError) -> SecureBytes {
+        switch (self, header.keyKind) {
+        case let (.keyFile(path), .raw):
+            return try KeyFile(path: path).masterKey(createIfAbsent: false)
+        case let (.provider(provider), .raw):
+            let key = try provider.masterKey(createIfAbsent: false)
+            try checkLength(key)
+            return key
+        case let (.passphrase(passphrase, _), .passphrase):
+            return try derive(passphrase, salt: header.salt, opsLimit: header.opsLimit, memLimit: header.memLimit)
+        case (.passphrase, .raw):
+            throw KeepsakeError(.wrongKey, """
+                this store is protected by a key (a key file or a keyring), but a \(self) was given
+                """)
+        case (_, .passphrase):
+            throw KeepsakeError(.wrongKey, "this store is protected by a passphrase, but a \(self) was given")
+        }
+    }
+
+    private func checkLength(_ key: SecureBytes) throws(KeepsakeError) {
+        guard key.count == Format.keyBytes else {
+            throw KeepsakeError(.invalidArgument, "\(self) returned \(key.count) bytes; a master key is \(Format.keyBytes)")
+        }
+    }
+
+    private func derive(
+        _ passphrase: SecureBytes, salt: [UInt8], opsLimit: UInt64, memLimit: UInt64
+    ) throws(KeepsakeError) -> SecureBytes {
+        try SecureBytes(count: Format.keyBytes) { (output) throws(KeepsakeError) in
+            let result = passphrase.withUnsafeBytes { pass in
+                salt.withUnsafeBytes { salt in
+                    Sodium.passwordHash(output, passphrase: pass, salt: salt, opsLimit: opsLimit, memLimit: memLimit)
+                }
+            }
+            if case let .failure(failure) = result {
+                throw KeepsakeError(.io, """
+                    cannot derive a key from the \(self) with Argon2id (\(opsLimit) passes, \(memLimit / 1024) KiB): \
+                    not enough memory?
+                    """, cause: .library(domain: "libsodium", code: Int(failure.status), message: failure.function))
+            }
+        }
+    }
+}
+
+/// Where random bytes come from: the system generator, or fixed bytes in format tests
+/// (the deterministic hook that produces the test vectors).
+struct RandomSource: Sendable {
+    /// Public random values: nonces, store ids, salts.
+    var bytes: @Sendable (Int) -> [UInt8]
+    /// Secret random values: the data key.
+    var secret: @Sendable (Int) -> SecureBytes
+
+    static let system = RandomSource(
+        bytes: { count in
+            var bytes = [UInt8](repeating: 0, count: count)
+            bytes.withUnsafeMutableBytes { Sodium.randomBytes($0) }
+            return bytes
+        },
+        secret: { SecureBytes.random(count: $0) })
+}

@@ -1,0 +1,462 @@
+import Foundation
+import Keepsake
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A store that keeps each record encrypted at rest in its own file, with libsodium.
+///
+/// ```swift
+/// // Once: a new store and a new key file (0600, 32 random bytes).
+/// let store = try SodiumFileStore.create(directory: "/var/lib/myapp/records",
+///                                        key: .keyFile(path: "/etc/myapp/records.key"))
+/// // Afterwards:
+/// let store = try SodiumFileStore(directory: "/var/lib/myapp/records",
+///                                 key: .keyFile(path: "/etc/myapp/records.key"))
+/// try store.saveRecord(person, in: Person.chain)
+/// ```
+///
+/// ## Layout
+/// The directory (created 0700) holds `keepsake.header`, `keepsake.lock`, and one file per
+/// record named by a keyed BLAKE2b hash of its key (`<64 hex digits>.ksr`), all 0600. Each
+/// record is sealed with XChaCha20-Poly1305 under a fresh random nonce; the associated data
+/// binds the format version, the store id and the record's name hash, so a file that was
+/// altered, truncated, renamed to another record or copied from another store fails to open
+/// with ``KeepsakeError/Code/corruptRecord``. The record key travels inside the ciphertext, so
+/// ``keys()`` lists records without names leaking. `docs/FORMAT.md` specifies the format.
+///
+/// ## Keys
+/// Records are encrypted under a random *data key*, which the header keeps wrapped by the
+/// *master key* (a key file, a passphrase through Argon2id, or a ``MasterKeyProvider``). A
+/// wrong master key is refused by the header's key check with ``KeepsakeError/Code/wrongKey``
+/// before any record is read. Changing the master key
+/// (``changeMasterKey(to:passphraseLimits:)``) rewrites only the header, atomically, so an
+/// interruption leaves a store that opens with the old key or the new one, every record intact.
+///
+/// ## Durability and concurrency
+/// Every write goes to a 0600 temporary file (named `.tmp-` and random digits, nothing about
+/// the record), is fsync'd, renamed into place and the directory fsync'd; the previous file is
+/// kept under a rollback name until then, so a failed write leaves the previous record. Writers
+/// hold an exclusive `flock` on `keepsake.lock`; readers take no lock and see a whole old or a
+/// whole new file. Temporary files left by a crash are removed when the store is opened (if no
+/// writer holds the lock) and before every write.
+///
+/// No key, passphrase or record value appears in a file name, an error or a log. Errors name
+/// the store and, for calls about one record, the record key the caller passed (in
+/// ``KeepsakeError/key``); errors about a file found on disk name its hashed file name.
+public final class SodiumFileStore: RecordStore {
+    /// The store directory, absolute.
+    public let directory: String
+    /// `file:<directory>`.
+    public let uri: String
+    /// Records are encrypted at rest; files are app data, wiped by a reinstall.
+    public var capabilities: StoreCapabilities { [.encryptedAtRest] }
+    /// How long a write waits for another process holding the store's lock.
+    public let lockTimeout: Duration
+    /// The store id from the header, in hex: bound into every record.
+    public var identifier: String { Hex.encode(storeID) }
+
+    let storeID: [UInt8]
+    let dataKey: SecureBytes
+    let subkeys: DataSubkeys
+    let fileSystem: FileSystem
+    let random: RandomSource
+
+    var headerPath: String { directory + "/" + Format.headerFileName }
+    var lockPath: String { directory + "/" + Format.lockFileName }
+
+    // MARK: Opening
+
+    /// Opens the existing store in `directory` with the master key from `key`.
+    ///
+    /// The header is read and its checksum and key check verified before anything else; then
+    /// temporary files a crashed writer left are removed, if no writer holds the lock.
+    ///
+    /// - Parameters:
+    ///   - directory: The store directory (relative paths are taken from the current directory).
+    ///   - key: Where the master key comes from; it must be the kind the store was created
+    ///     with (a key file or provider for a key-protected store, a passphrase for a
+    ///     passphrase-protected one).
+    ///   - lockTimeout: How long a write waits for another writer.
+    /// - Throws: ``KeepsakeError`` naming the store:
+    ///   ``KeepsakeError/Code/wrongKey`` when the key or passphrase does not open the store
+    ///   (the message names the source tried); ``KeepsakeError/Code/unavailable`` when there is
+    ///   no directory or no header; ``KeepsakeError/Code/corruptStore`` when the header is
+    ///   damaged, altered or of another format version; `.io` / `.permissionDenied` with the
+    ///   `errno`; `.invalidArgument` for a key file that does not hold 32 bytes.
+    /// - Important: Opening never writes a record or the header; it only removes leftover
+    ///   temporary files.
+    public convenience init(directory: String, key: MasterKeySource, lockTimeout: Duration = .seconds(10)) throws(KeepsakeError) {
+        try self.init(directory: directory, key: key, lockTimeout: lockTimeout, fileSystem: .live, random: .system)
+    }
+
+    convenience init(
+        directory: String, key: MasterKeySource, lockTimeout: Duration, fileSystem: FileSystem, random: RandomSource
+    ) throws(KeepsakeError) {
+        let directory = Self.absolute(directory)
+        let uri = Self.uri(directory)
+        let header = try Self.readHeader(directory: directory, uri: uri)
+        let dataKey: SecureBytes
+        do throws(KeepsakeError) {
+            let masterKey = try key.existingKey(for: header)
+            dataKey = try Self.unwrap(header, masterKey: masterKey, source: key, uri: uri)
+        } catch {
+            throw Self.locate(error, uri)
+        }
+        self.init(directory: directory, storeID: header.storeID, dataKey: dataKey, lockTimeout: lockTimeout,
+                  fileSystem: fileSystem, random: random)
+        cleanLeftoversIfUnlocked()
+    }
+
+    init(
+        directory: String, storeID: [UInt8], dataKey: SecureBytes, lockTimeout: Duration,
+        fileSystem: FileSystem, random: RandomSource
+    ) {
+        self.directory = directory
+        self.uri = Self.uri(directory)
+        self.storeID = storeID
+        self.dataKey = dataKey
+        self.subkeys = DataSubkeys(dataKey: dataKey)
+        self.lockTimeout = lockTimeout
+        self.fileSystem = fileSystem
+        self.random = random
+    }
+
+    // MARK: Creating
+
+    /// Creates a new, empty store in `directory` protected by `key`, and opens it.
+    ///
+    /// The directory and missing parents are created with mode 0700 (an existing directory is
+    /// used as it is, never chmod'ed). A new random store id and data key are made, and the
+    /// header is written durably. With ``MasterKeySource/keyFile(path:)``, the key file is
+    /// created (0600, 32 random bytes) if nothing is at its path, else the existing one is used.
+    ///
+    /// ```swift
+    /// let store = try SodiumFileStore.create(
+    ///     directory: dir, key: .passphrase(passphrase, origin: "prompt"), passphraseLimits: .moderate)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - directory: Where the store goes; it must not hold a store already.
+    ///   - key: The master key source.
+    ///   - passphraseLimits: Argon2id cost, for a passphrase (ignored otherwise).
+    ///   - lockTimeout: How long a write waits for another writer.
+    /// - Throws: ``KeepsakeError/Code/invalidArgument`` when the directory already holds a store
+    ///   or record files, or for an empty passphrase; `.io` / `.permissionDenied` with the
+    ///   `errno`; `.lockTimeout`.
+    /// - Important: If this throws, no header was written (a key file it created may remain,
+    ///   it protects nothing yet); running it again is safe.
+    public static func create(
+        directory: String, key: MasterKeySource, passphraseLimits: PassphraseLimits = .moderate,
+        lockTimeout: Duration = .seconds(10)
+    ) throws(KeepsakeError) -> SodiumFileStore {
+        try create(directory: directory, key: key, passphraseLimits: passphraseLimits, lockTimeout: lockTimeout,
+                   fileSystem: .live, random: .system)
+    }
+
+    static func create(
+        directory: String, key: MasterKeySource, passphraseLimits: PassphraseLimits, lockTimeout: Duration,
+        fileSystem: FileSystem, random: RandomSource
+    ) throws(KeepsakeError) -> SodiumFileStore {
+        let directory = absolute(directory)
+        let uri = uri(directory)
+        do throws(SystemFailure) {
+            try Syscall.makeDirectories(directory)
+        } catch {
+            throw KeepsakeError(error.code, store: uri, "cannot create the store directory", cause: error.cause)
+        }
+        let lock = try acquireLock(directory + "/" + Format.lockFileName, timeout: lockTimeout, uri: uri)
+        defer { lock.unlock() }
+        let names: [String]
+        do throws(SystemFailure) {
+            names = try Syscall.listDirectory(directory)
+        } catch {
+            throw KeepsakeError(error.code, store: uri, "cannot list the store directory", cause: error.cause)
+        }
+        if names.contains(Format.headerFileName) {
+            throw KeepsakeError(.invalidArgument, store: uri, "the directory already holds a Keepsake store; open it instead")
+        }
+        if names.contains(where: isRecordFileName) {
+            throw KeepsakeError(.invalidArgument, store: uri, """
+                the directory holds record files but no store header; it was left as it is — \
+                create the store in an empty directory
+                """)
+        }
+        let material: MasterKeyMaterial
+        do throws(KeepsakeError) {
+            material = try key.newMaterial(limits: passphraseLimits, random: random, fileSystem: fileSystem)
+        } catch {
+            throw locate(error, uri)
+        }
+        let storeID = random.bytes(Format.storeIDBytes)
+        let dataKey = random.secret(Format.keyBytes)
+        let header = StoreHeader.seal(
+            keyKind: material.kind, storeID: storeID, salt: material.salt, opsLimit: material.opsLimit,
+            memLimit: material.memLimit, keyGeneration: 1, wrapNonce: random.bytes(Sodium.aeadNonceBytes),
+            masterKey: material.key, dataKey: dataKey)
+        do throws(SystemFailure) {
+            try fileSystem.replace(Format.headerFileName, in: directory, with: Data(header.encoded))
+        } catch {
+            throw KeepsakeError(error.code, store: uri, "cannot write the store header; no store was created",
+                                cause: error.cause)
+        }
+        return SodiumFileStore(directory: directory, storeID: storeID, dataKey: dataKey, lockTimeout: lockTimeout,
+                               fileSystem: fileSystem, random: random)
+    }
+
+    // MARK: RecordStore
+
+    /// The decrypted value stored under `key`, or `nil` when the store holds no file for it.
+    ///
+    /// - Throws: ``KeepsakeError/Code/corruptRecord`` (cause `Cause.library`) when the file is
+    ///   not an authentic record of this store under this key — altered, truncated, renamed,
+    ///   copied from another store; ``KeepsakeError/Code/unavailable`` when the store directory
+    ///   is gone; `.io` with the `errno`.
+    public func data(forKey key: String) throws(KeepsakeError) -> Data? {
+        try checkKey(key)
+        let name = subkeys.fileName(of: key)
+        guard let bytes = try readRecordFile(name, key: key) else {
+            try checkDirectoryExists(key: key)
+            return nil
+        }
+        let opened: (recordKey: String, value: Data)
+        do throws(FormatFailure) {
+            opened = try RecordFile.open(bytes, nameHash: subkeys.nameHash(of: key), storeID: storeID, keys: subkeys)
+        } catch {
+            throw KeepsakeError(.corruptRecord, store: uri, key: key,
+                                "the record's file \(name) cannot be opened; it was left as it is", cause: error.cause)
+        }
+        guard Array(opened.recordKey.utf8) == Array(key.utf8) else {
+            throw KeepsakeError(.corruptRecord, store: uri, key: key, "the record's file \(name) holds another record",
+                                cause: .library(domain: "KeepsakeSodium.format", code: 1, message: "record key mismatch"))
+        }
+        return opened.value
+    }
+
+    /// Every record key, sorted; every record file is decrypted to recover its key.
+    ///
+    /// - Throws: ``KeepsakeError/Code/corruptRecord`` naming the hashed file name when any
+    ///   record file fails to open (a damaged or planted file is never skipped silently).
+    public func keys() throws(KeepsakeError) -> [String] {
+        try allData().map(\.key)
+    }
+
+    /// Every record with its decrypted value, sorted by key.
+    ///
+    /// - Throws: As ``keys()``.
+    public func allData() throws(KeepsakeError) -> [(key: String, data: Data)] {
+        let names: [String]
+        do throws(SystemFailure) {
+            names = try Syscall.listDirectory(directory)
+        } catch {
+            throw storeError(error, "cannot list the store directory")
+        }
+        var records: [(key: String, data: Data)] = []
+        for name in names where Self.isRecordFileName(name) {
+            guard let bytes = try readRecordFile(name, key: nil) else { continue }  // deleted meanwhile
+            let nameHash = Hex.decode(String(name.dropLast(Format.recordSuffix.count)))!
+            do throws(FormatFailure) {
+                let opened = try RecordFile.open(bytes, nameHash: nameHash, storeID: storeID, keys: subkeys)
+                records.append((opened.recordKey, opened.value))
+            } catch {
+                throw KeepsakeError(.corruptRecord, store: uri,
+                                    "the record file \(name) cannot be opened; it was left as it is", cause: error.cause)
+            }
+        }
+        return records.sorted { $0.key < $1.key }
+    }
+
+    /// Applies `writes` in order under the store's lock, each as one durable file replace (or
+    /// removal).
+    ///
+    /// A write whose expectation does not hold is ``StoreWriteResult/conflict``. A write that
+    /// fails is ``StoreWriteResult/failed(_:)`` and leaves that record's previous file in place;
+    /// the writes after it are still tried.
+    ///
+    /// - Throws: ``KeepsakeError/Code/invalidArgument`` for an empty key or one with NUL (before
+    ///   anything is written); ``KeepsakeError/Code/lockTimeout`` when another writer holds the
+    ///   lock too long; `.io` when the lock cannot be taken.
+    /// - Important: If this throws, nothing was written.
+    public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
+        for write in writes { try checkKey(write.key) }
+        try checkDirectoryExists(key: nil)
+        let lock = try Self.acquireLock(lockPath, timeout: lockTimeout, uri: uri)
+        defer { lock.unlock() }
+        cleanLeftovers()
+        var results: [StoreWriteResult] = []
+        for write in writes {
+            results.append(apply(write))
+        }
+        return results
+    }
+
+    private func apply(_ write: StoreWrite) -> StoreWriteResult {
+        if case .unchanged = write.expectation {
+            let current: Data?
+            do throws(KeepsakeError) {
+                current = try data(forKey: write.key)
+            } catch {
+                return .failed(error)
+            }
+            guard write.expects(current) else { return .conflict }
+        }
+        let name = subkeys.fileName(of: write.key)
+        do throws(SystemFailure) {
+            if let value = write.value {
+                let file = RecordFile.seal(value: value, recordKey: write.key, storeID: storeID, keys: subkeys,
+                                           nonce: random.bytes(Sodium.aeadNonceBytes))
+                try fileSystem.replace(name, in: directory, with: file)
+            } else {
+                try fileSystem.remove(name, in: directory)
+            }
+        } catch {
+            return .failed(KeepsakeError(error.code, store: uri, key: write.key, """
+                cannot \(write.value == nil ? "remove" : "write") the record's file; the previous \
+                record was left in place
+                """, cause: error.cause))
+        }
+        return .applied
+    }
+
+    // MARK: Helpers
+
+    static func absolute(_ path: String) -> String {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        return (absolute as NSString).standardizingPath
+    }
+
+    static func uri(_ directory: String) -> String { "file:" + directory }
+
+    static func isRecordFileName(_ name: String) -> Bool {
+        guard name.hasSuffix(Format.recordSuffix) else { return false }
+        let stem = name.utf8.dropLast(Format.recordSuffix.utf8.count)
+        return stem.count == 2 * Format.nameHashBytes
+            && stem.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    }
+
+    static func locate(_ error: KeepsakeError, _ uri: String) -> KeepsakeError {
+        var copy = error
+        if copy.store == nil { copy.store = uri }
+        return copy
+    }
+
+    static func readHeader(directory: String, uri: String) throws(KeepsakeError) -> StoreHeader {
+        let bytes: [UInt8]?
+        do throws(SystemFailure) {
+            bytes = try Syscall.readFile(directory + "/" + Format.headerFileName)
+        } catch {
+            if error.errno == ENOTDIR {
+                throw KeepsakeError(.unavailable, store: uri, "the store location is not a directory", cause: error.cause)
+            }
+            throw KeepsakeError(error.code, store: uri, "cannot read the store header", cause: error.cause)
+        }
+        guard let bytes else {
+            let exists: Bool?
+            do throws(SystemFailure) { exists = try Syscall.isDirectory(directory) } catch {
+                throw KeepsakeError(error.code, store: uri, "cannot read the store directory", cause: error.cause)
+            }
+            throw KeepsakeError(.unavailable, store: uri, exists == nil
+                ? "there is no store directory; create the store first"
+                : "the directory holds no store header; create the store first")
+        }
+        do throws(FormatFailure) {
+            return try StoreHeader.parse(bytes)
+        } catch {
+            throw KeepsakeError(.corruptStore, store: uri, """
+                the store header cannot be used (\(error.reason)); it was left as it is and no record was read
+                """, cause: error.cause)
+        }
+    }
+
+    static func unwrap(
+        _ header: StoreHeader, masterKey: SecureBytes, source: MasterKeySource, uri: String
+    ) throws(KeepsakeError) -> SecureBytes {
+        do throws(FormatFailure) {
+            return try header.unwrapDataKey(masterKey: masterKey)
+        } catch where error.kind == .wrongKey {
+            throw KeepsakeError(.wrongKey, store: uri, """
+                the \(source) does not open this store (the header's key check does not match); \
+                nothing was read or written
+                """, cause: error.cause)
+        } catch {
+            throw KeepsakeError(.corruptStore, store: uri, "the store header cannot be used (\(error.reason))",
+                                cause: error.cause)
+        }
+    }
+
+    static func acquireLock(_ path: String, timeout: Duration, uri: String) throws(KeepsakeError) -> StoreLock {
+        let acquired: StoreLock?
+        do throws(SystemFailure) {
+            acquired = try StoreLock.acquire(path, timeout: timeout)
+        } catch {
+            throw KeepsakeError(error.code, store: uri, "cannot open the store's lock file", cause: error.cause)
+        }
+        guard let lock = acquired else {
+            throw KeepsakeError(.lockTimeout, store: uri, """
+                another process held the store's lock for more than \(timeout); is another migrate or app \
+                writing this store?
+                """)
+        }
+        return lock
+    }
+
+    private func checkKey(_ key: String) throws(KeepsakeError) {
+        guard !key.isEmpty else {
+            throw KeepsakeError(.invalidArgument, store: uri, key: key, "a record key must not be empty")
+        }
+        guard !key.utf8.contains(0) else {
+            throw KeepsakeError(.invalidArgument, store: uri, key: key, "a record key must not contain NUL")
+        }
+    }
+
+    private func storeError(_ failure: SystemFailure, key: String? = nil, _ message: String) -> KeepsakeError {
+        if failure.errno == ENOENT || failure.errno == ENOTDIR {
+            return KeepsakeError(.unavailable, store: uri, key: key, "the store directory is gone", cause: failure.cause)
+        }
+        return KeepsakeError(failure.code, store: uri, key: key, message, cause: failure.cause)
+    }
+
+    private func checkDirectoryExists(key: String?) throws(KeepsakeError) {
+        do throws(SystemFailure) {
+            guard try Syscall.isDirectory(directory) == true else {
+                throw SystemFailure(call: "stat", errno: ENOTDIR)
+            }
+        } catch {
+            throw storeError(error, key: key, "cannot read the store directory")
+        }
+    }
+
+    private func readRecordFile(_ name: String, key: String?) throws(KeepsakeError) -> [UInt8]? {
+        do throws(SystemFailure) {
+            return try Syscall.readFile(directory + "/" + name)
+        } catch {
+            throw storeError(error, key: key, key == nil ? "cannot read the record file \(name)" : "cannot read the record's file")
+        }
+    }
+
+    /// Removes temporary and rollback files a crashed writer left. Call with the lock held.
+    /// Best effort: a leftover that cannot be removed is harmless and is tried again next time.
+    func cleanLeftovers() {
+        let names: [String]
+        do throws(SystemFailure) {
+            names = try Syscall.listDirectory(directory)
+        } catch {
+            return  // the caller's own reads and writes report an unreadable directory
+        }
+        for name in names where name.hasPrefix(Format.temporaryPrefix) {
+            Syscall.unlink(directory + "/" + name)
+        }
+    }
+
+    private func cleanLeftoversIfUnlocked() {
+        let acquired: StoreLock?
+        do throws(SystemFailure) {
+            acquired = try StoreLock.acquire(lockPath, timeout: .zero)
+        } catch {
+            return  // a read-only store can still be read; its leftovers wait for a writer
+        }
+        guard let lock = acquired else { return }  // a writer is at work; it cleans up itself
+        defer { lock.unlock() }
+        cleanLeftovers()
+    }
+}
