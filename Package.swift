@@ -36,7 +36,7 @@ let package = Package(
         .executableTarget(
             name: "migrate",
             dependencies: [
-                "Keepsake", "Migrations",
+                "Keepsake", "KeepsakeSodium", "Migrations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -9,6 +9,9 @@ struct Migrate: ParsableCommand {
         discussion: """
             Every command takes --store URI:
               defaults:PATH    a defaults-style JSON suite file (created on first write)
+              file:DIR         an encrypted store (libsodium), created by `migrate init`; give its
+                               master key with --key-file PATH, --passphrase-file PATH,
+                               --passphrase-env VAR or --ask-passphrase
 
             Records are matched to a model by the envelope's schema, else by --model KEY=NAME,
             else by the model's default keys (see `migrate models`); other keys are unmanaged
@@ -25,6 +28,7 @@ struct Migrate: ParsableCommand {
               68  the store's own data is corrupt (e.g. a suite file that is not a JSON object)
               69  the store is unavailable
               70  the store is locked
+              71  wrong master key or passphrase for a file: store
               73  a record changed while being migrated, or its backup failed (left untouched)
               74  an I/O error
               75  timed out waiting for the store's lock or an answer; try again
@@ -32,6 +36,7 @@ struct Migrate: ParsableCommand {
             When records are both unreadable and newer, 65 wins.
             """,
         version: "0.1.0",
-        subcommands: [Status.self, Plan.self, Run.self, Show.self, Get.self, Put.self, Delete.self, Models.self]
+        subcommands: [Status.self, Plan.self, Run.self, Show.self, Get.self, Put.self, Delete.self, Models.self,
+                      Init.self, Rekey.self]
     )
 }

@@ -85,6 +85,13 @@ extension Migrate {
         }
 
         private func backupParent(_ store: any RecordStore) throws -> String {
+            if store.capabilities.contains(.encryptedAtRest) {
+                // A backup holds the bytes `get` shows: for an encrypted store, plaintext.
+                throw ValidationError("""
+                    backups of an encrypted store would be written in plaintext; back up the store \
+                    directory instead (its files stay encrypted), e.g. cp -a DIR DIR.bak
+                    """)
+            }
             if let backupDir { return backupDir }
             if let defaults = store as? DefaultsStore {
                 let suite = ((defaults.path as NSString).lastPathComponent as NSString).deletingPathExtension

@@ -1,13 +1,17 @@
 import ArgumentParser
 import Foundation
 import Keepsake
+import KeepsakeSodium
 import Migrations
 
 /// Options every command shares: which store, how keys map to models, the device identity.
 struct StoreOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp(
-        "The store to use: defaults:PATH.", valueName: "uri"))
+        "The store to use: defaults:PATH or file:DIR.", valueName: "uri"))
     var store: String
+
+    @OptionGroup(title: "Master key of a file: store (one of)")
+    var key: KeySourceOptions
 
     @Option(name: .long, help: ArgumentHelp(
         "Treat KEY as a record of model NAME (repeatable). See `migrate models` for names.",
@@ -24,14 +28,17 @@ struct StoreOptions: ParsableArguments {
     var appID: String = "org.keepsake.migrate"
 
     func validate() throws {
-        _ = try parsedURI()
+        let (scheme, _) = try parsedURI()
         _ = try keyModels()
+        if scheme != "file" && key.given {
+            throw ValidationError("--key-file and the passphrase options are for file: stores")
+        }
     }
 
     /// The store URI split into scheme and location.
     func parsedURI() throws -> (scheme: String, location: String) {
         guard let colon = store.firstIndex(of: ":") else {
-            throw ValidationError("--store must look like defaults:PATH (got '\(store)')")
+            throw ValidationError("--store must look like defaults:PATH or file:DIR (got '\(store)')")
         }
         let scheme = String(store[..<colon])
         var location = String(store[store.index(after: colon)...])
@@ -40,9 +47,9 @@ struct StoreOptions: ParsableArguments {
             location = home + location.dropFirst()
         }
         switch scheme {
-        case "defaults": return (scheme, location)
+        case "defaults", "file": return (scheme, location)
         default:
-            throw ValidationError("unknown store kind '\(scheme)'; use defaults:PATH")
+            throw ValidationError("unknown store kind '\(scheme)'; use defaults:PATH or file:DIR")
         }
     }
 
@@ -67,8 +74,9 @@ struct StoreOptions: ParsableArguments {
     func openStore() throws -> any RecordStore {
         let (scheme, location) = try parsedURI()
         switch scheme {
+        case "file":
+            return try SodiumFileStore(directory: location, key: try key.source(for: store))
         default:
-            _ = scheme
             return DefaultsStore(path: location)
         }
     }

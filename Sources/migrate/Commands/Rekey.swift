@@ -1,0 +1,59 @@
+import ArgumentParser
+import Foundation
+import Keepsake
+import KeepsakeSodium
+
+extension Migrate {
+    struct Rekey: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Change the master key (or passphrase) of an encrypted file: store.",
+            discussion: """
+                Only the store's header is rewritten, in one atomic replace: if interrupted, the
+                store opens with the old key or the new one, and every record is intact.
+
+                Examples:
+                  migrate rekey --store file:DIR --key-file OLD.key --new-key-file NEW.key
+                  migrate rekey --store file:DIR --passphrase-env OLD_PW --new-passphrase-env NEW_PW
+                """)
+
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var output: OutputOptions
+
+        @Option(name: .long, help: ArgumentHelp("The new key file (created 0600 if absent).", valueName: "path"))
+        var newKeyFile: String?
+
+        @Option(name: .long, help: ArgumentHelp("A file holding the new passphrase.", valueName: "path"))
+        var newPassphraseFile: String?
+
+        @Option(name: .long, help: ArgumentHelp("An environment variable holding the new passphrase.", valueName: "var"))
+        var newPassphraseEnv: String?
+
+        @Flag(name: .long, help: "Ask for the new passphrase on the terminal, without echo.")
+        var askNewPassphrase = false
+
+        func validate() throws {
+            guard try storeOptions.parsedURI().scheme == "file" else {
+                throw ValidationError("rekey works on file: stores")
+            }
+        }
+
+        func run() throws {
+            try guarded {
+                let store = try storeOptions.openStore()
+                guard let fileStore = store as? SodiumFileStore else {
+                    throw ValidationError("rekey works on file: stores")
+                }
+                let newSource = try KeySourceOptions.source(
+                    keyFile: newKeyFile, passphraseFile: newPassphraseFile, passphraseEnv: newPassphraseEnv,
+                    ask: askNewPassphrase, prefix: "new-", store: storeOptions.store)
+                try fileStore.changeMasterKey(to: newSource)
+                let generation = try fileStore.keyGeneration()
+                if output.json {
+                    printJSON(["store": fileStore.uri, "key": newSource.description, "keyGeneration": "\(generation)"])
+                } else {
+                    print("\(fileStore.uri) is now protected by \(newSource) (key generation \(generation))")
+                }
+            }
+        }
+    }
+}

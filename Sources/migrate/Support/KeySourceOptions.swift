@@ -1,0 +1,90 @@
+import ArgumentParser
+import Foundation
+import Keepsake
+import KeepsakeSodium
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a `file:` store's master key comes from: a key file, or a passphrase from a file, an
+/// environment variable or a prompt.
+struct KeySourceOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("A 32-byte key file (created 0600 by `migrate init`).", valueName: "path"))
+    var keyFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("A file holding the passphrase (one trailing newline is ignored).",
+                                            valueName: "path"))
+    var passphraseFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("An environment variable holding the passphrase.", valueName: "var"))
+    var passphraseEnv: String?
+
+    @Flag(name: .long, help: "Ask for the passphrase on the terminal, without echo.")
+    var askPassphrase = false
+
+    var given: Bool { keyFile != nil || passphraseFile != nil || passphraseEnv != nil || askPassphrase }
+
+    /// The one master key source given.
+    func source(for store: String) throws -> MasterKeySource {
+        try KeySourceOptions.source(keyFile: keyFile, passphraseFile: passphraseFile, passphraseEnv: passphraseEnv,
+                                    ask: askPassphrase, prefix: "", store: store)
+    }
+
+    static func source(
+        keyFile: String?, passphraseFile: String?, passphraseEnv: String?, ask: Bool, prefix: String, store: String
+    ) throws -> MasterKeySource {
+        let count = [keyFile != nil, passphraseFile != nil, passphraseEnv != nil, ask].filter { $0 }.count
+        guard count == 1 else {
+            let names = "--\(prefix)key-file PATH, --\(prefix)passphrase-file PATH, --\(prefix)passphrase-env VAR " +
+                "or --\(prefix == "" ? "ask" : "ask-new")-passphrase"
+            throw ValidationError(count == 0
+                ? "\(store) needs its master key: give one of \(names)"
+                : "give only one of \(names)")
+        }
+        if let keyFile { return .keyFile(path: keyFile) }
+        if let passphraseFile {
+            guard var data = FileManager.default.contents(atPath: passphraseFile) else {
+                throw ValidationError("cannot read the passphrase file \(passphraseFile)")
+            }
+            defer { data.resetBytes(in: 0..<data.count) }
+            if data.last == UInt8(ascii: "\n") { data.removeLast() }
+            guard !data.isEmpty else { throw ValidationError("the passphrase file \(passphraseFile) is empty") }
+            return .passphrase(SecureBytes(copying: data), origin: "file \(passphraseFile)")
+        }
+        if let passphraseEnv {
+            guard let value = ProcessInfo.processInfo.environment[passphraseEnv], !value.isEmpty else {
+                throw ValidationError("the environment variable \(passphraseEnv) is not set or empty")
+            }
+            return .passphrase(SecureBytes(copying: Array(value.utf8)), origin: "environment variable \(passphraseEnv)")
+        }
+        return .passphrase(try promptWithoutEcho(prefix.isEmpty ? "Passphrase: " : "New passphrase: "), origin: "prompt")
+    }
+
+    /// Reads one line from the terminal with echo off.
+    private static func promptWithoutEcho(_ prompt: String) throws -> SecureBytes {
+        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw ValidationError("--ask-passphrase needs a terminal; use --passphrase-file or --passphrase-env") }
+        defer { close(fd) }
+        var saved = termios()
+        guard tcgetattr(fd, &saved) == 0 else { throw ValidationError("cannot turn off echo on the terminal") }
+        var silent = saved
+        silent.c_lflag &= ~tcflag_t(ECHO)
+        _ = tcsetattr(fd, TCSAFLUSH, &silent)
+        defer {
+            _ = tcsetattr(fd, TCSAFLUSH, &saved)
+            _ = write(fd, "\n", 1)
+        }
+        _ = prompt.withCString { write(fd, $0, strlen($0)) }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        defer { buffer.withUnsafeMutableBytes { _ = memset($0.baseAddress!, 0, $0.count) } }
+        var length = 0
+        while length < buffer.count {
+            var byte: UInt8 = 0
+            guard read(fd, &byte, 1) == 1, byte != UInt8(ascii: "\n") else { break }
+            buffer[length] = byte
+            length += 1
+        }
+        guard length > 0 else { throw ValidationError("no passphrase was entered") }
+        return SecureBytes(copying: buffer[0..<length])
+    }
+}
