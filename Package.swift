@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "Migrations", targets: ["Migrations"]),
         .library(name: "KeepsakeSodium", targets: ["KeepsakeSodium"]),
         .library(name: "KeepsakeKeyring", targets: ["KeepsakeKeyring"]),
+        .library(name: "KeepsakeTrial", targets: ["KeepsakeTrial"]),
         .executable(name: "migrate", targets: ["migrate"]),
     ],
     dependencies: [
@@ -27,6 +28,8 @@ let package = Package(
         .systemLibrary(name: "CLibsecret", pkgConfig: "libsecret-1", providers: [.apt(["libsecret-1-dev"])]),
         // The Secret Service (libsecret) keyring store.
         .target(name: "KeepsakeKeyring", dependencies: ["Keepsake", "CLibsecret"]),
+        // The trial-period guard, on the TrialInfo chain.
+        .target(name: "KeepsakeTrial", dependencies: ["Keepsake", "Migrations"]),
         // The sample model chains (TrialInfo, Person), one frozen file per version.
         .target(name: "Migrations", dependencies: ["Keepsake"], path: "Migrations"),
         // Helpers apps reuse in their own tests: chain validation, the store
@@ -36,7 +39,7 @@ let package = Package(
         .executableTarget(
             name: "migrate",
             dependencies: [
-                "Keepsake", "KeepsakeSodium", "Migrations",
+                "Keepsake", "KeepsakeSodium", "KeepsakeTrial", "Migrations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -55,6 +58,10 @@ let package = Package(
         .testTarget(
             name: "KeepsakeKeyringTests",
             dependencies: ["KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting"]
+        ),
+        .testTarget(
+            name: "KeepsakeTrialTests",
+            dependencies: ["KeepsakeTrial", "Keepsake", "Migrations"]
         ),
         .testTarget(
             name: "MigrateCLITests",

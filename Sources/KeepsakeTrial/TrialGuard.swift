@@ -1,0 +1,192 @@
+import Foundation
+import Keepsake
+import Migrations
+
+/// Guards a free trial whose start is kept where a reinstall does not wipe it (the keyring).
+///
+/// The guard reports facts; the app decides what to do with them. It reads the `TrialInfo`
+/// record through the engine — an old V0 or V1 record is migrated to V2 and written back, its
+/// `startDate` kept exactly — and answers with a ``TrialStatus``. It starts a trial only when
+/// asked (``start()``) and only when the store positively reports that no record exists: a
+/// locked or unavailable keyring, a corrupt record or one from a newer release is
+/// ``TrialStatus/unknown(_:)``, and nothing is written.
+///
+/// ```swift
+/// let guard = TrialGuard(store: keyring, length: .days(14), deviceIdentity: device)
+/// switch guard.status() {
+/// case .notStarted: showWelcome(); _ = guard.start()
+/// case let .active(trial): showBanner(daysLeft: trial.daysLeft)
+/// case .expired: showPaywall()
+/// case .clockMovedBack, .unknown: showPaywall()  // or retry later: the app decides
+/// }
+/// ```
+///
+/// Besides the record, the guard keeps the latest time it has seen under `"<key>.lastSeen"` in
+/// the same store (an ISO 8601 string), so that setting the clock back beyond the tolerance is
+/// reported as ``TrialStatus/clockMovedBack(lastSeen:now:)`` instead of extending the trial.
+/// Dates are absolute instants, so time zone changes do not move them.
+public struct TrialGuard: Sendable {
+    public let store: any RecordStore
+    /// The key of the TrialInfo record (`"trialInfo"`).
+    public let key: String
+    /// How long a trial lasts.
+    public let length: TrialLength
+    /// How far the clock may go back before it counts as moved back (clock adjustments, NTP).
+    public let rollbackTolerance: TimeInterval
+    private let clock: @Sendable () -> Date
+    private let deviceIdentity: String
+
+    /// - Parameters:
+    ///   - store: Where the record lives; the keyring, so that a reinstall keeps it.
+    ///   - key: The record's key.
+    ///   - length: The trial's length.
+    ///   - rollbackTolerance: How far back the clock may go without being reported (default one hour).
+    ///   - deviceIdentity: Stored in new records and by the V0 → V1 step
+    ///     (see `DeviceIdentity.derived(appID:)`).
+    ///   - clock: The current time; injected in tests.
+    public init(
+        store: any RecordStore,
+        key: String = "trialInfo",
+        length: TrialLength,
+        rollbackTolerance: TimeInterval = 3600,
+        deviceIdentity: String,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.store = store
+        self.key = key
+        self.length = length
+        self.rollbackTolerance = rollbackTolerance
+        self.deviceIdentity = deviceIdentity
+        self.clock = clock
+    }
+
+    /// The key the latest seen time is kept under.
+    public var lastSeenKey: String { key + ".lastSeen" }
+
+    /// The trial's state now. Migrates an old record and writes it back; records the time seen.
+    ///
+    /// Never starts a trial and never overwrites a record it cannot read.
+    public func status() -> TrialStatus {
+        evaluate(startIfAbsent: false)
+    }
+
+    /// Starts the trial now if, and only if, the store reports no record; otherwise reports the
+    /// existing trial's state, unchanged.
+    ///
+    /// The new record is TrialInfo V2 with `startDate` = now and this device's identity, written
+    /// only if the key is still absent at the moment of writing.
+    public func start() -> TrialStatus {
+        evaluate(startIfAbsent: true)
+    }
+
+    private func evaluate(startIfAbsent: Bool) -> TrialStatus {
+        let now = clock()
+        let context = MigrationContext(clock: clock, makeIdentifier: { UUID().uuidString }, deviceIdentity: deviceIdentity)
+        do throws(KeepsakeError) {
+            let lastSeen = try readLastSeen()
+            if let lastSeen, lastSeen.timeIntervalSince(now) > rollbackTolerance {
+                return .clockMovedBack(lastSeen: lastSeen, now: now)
+            }
+            let record: TrialInfoV2
+            switch try store.loadRecord(TrialInfo.chain, forKey: key, context: context) {
+            case .absent:
+                guard startIfAbsent else { return .notStarted }
+                record = TrialInfoV2(startDate: now, deviceId: deviceIdentity)
+                let bytes = try TrialInfo.chain.encode(record)
+                let results = try store.commit([StoreWrite(key: key, value: bytes, expectation: .unchanged(nil))])
+                if results != [.applied] {
+                    // Someone else started it meanwhile: report theirs.
+                    return evaluate(startIfAbsent: false)
+                }
+            case let .current(value), let .migrated(value, _, _):
+                record = value
+            }
+            if record.startDate.timeIntervalSince(now) > rollbackTolerance {
+                return .clockMovedBack(lastSeen: record.startDate, now: now)
+            }
+            try recordSeen(now, previous: lastSeen)
+            return TrialStatus(start: record.startDate, length: length, now: now)
+        } catch {
+            return .unknown(error)
+        }
+    }
+
+    private func readLastSeen() throws(KeepsakeError) -> Date? {
+        guard let bytes = try store.data(forKey: lastSeenKey) else { return nil }
+        guard let text = String(data: bytes, encoding: .utf8),
+              text.count > 2, text.first == "\"", text.last == "\"",
+              let date = TrialGuard.parse(String(text.dropFirst().dropLast()))
+        else {
+            throw KeepsakeError(.corruptRecord, store: store.uri, key: lastSeenKey,
+                                "the latest seen time is not an ISO 8601 date string")
+        }
+        return date
+    }
+
+    /// Moves the high-water mark forward (never back), at most once a minute.
+    private func recordSeen(_ now: Date, previous: Date?) throws(KeepsakeError) {
+        if let previous, now.timeIntervalSince(previous) < 60 { return }
+        let text = "\"" + TrialGuard.format(now) + "\""
+        let expectation: StoreWrite.Expectation = previous.map { _ in .anything } ?? .unchanged(nil)
+        _ = try store.commit([StoreWrite(key: lastSeenKey, value: Data(text.utf8), expectation: expectation)])
+    }
+
+    static func format(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true)
+            .timeSeparator(.colon).timeZone(separator: .omitted))
+    }
+
+    static func parse(_ text: String) -> Date? {
+        try? Date(text, strategy: .iso8601.year().month().day().dateSeparator(.dash)
+            .time(includingFractionalSeconds: true).timeSeparator(.colon).timeZone(separator: .omitted))
+    }
+}
+
+/// How long a trial lasts.
+public struct TrialLength: Sendable, Hashable {
+    public let seconds: TimeInterval
+
+    public init(seconds: TimeInterval) {
+        precondition(seconds > 0, "a trial must last some time")
+        self.seconds = seconds
+    }
+
+    /// `days` days of 24 hours.
+    public static func days(_ days: Int) -> TrialLength { TrialLength(seconds: TimeInterval(days) * 86_400) }
+}
+
+/// What the ``TrialGuard`` knows about the trial.
+public enum TrialStatus: Sendable, Equatable {
+    /// No trial record exists: the store positively said so.
+    case notStarted
+    /// The trial runs.
+    case active(ActiveTrial)
+    /// The trial ended at `since`.
+    case expired(since: Date, start: Date)
+    /// The clock is earlier than a time already seen (or than the trial's start) by more than
+    /// the tolerance; the trial is not extended.
+    case clockMovedBack(lastSeen: Date, now: Date)
+    /// The trial's state cannot be known: the store is locked or unavailable, the record is
+    /// corrupt, unrecognised or from a newer release. Nothing was written.
+    case unknown(KeepsakeError)
+
+    init(start: Date, length: TrialLength, now: Date) {
+        let end = start.addingTimeInterval(length.seconds)
+        if now >= end {
+            self = .expired(since: end, start: start)
+        } else {
+            let left = end.timeIntervalSince(now)
+            self = .active(ActiveTrial(start: start, expiresAt: end, timeLeft: left, daysLeft: Int((left / 86_400).rounded(.down))))
+        }
+    }
+
+    /// A running trial.
+    public struct ActiveTrial: Sendable, Equatable {
+        public let start: Date
+        public let expiresAt: Date
+        /// Seconds left.
+        public let timeLeft: TimeInterval
+        /// Whole days left (13 when 13.9 days remain).
+        public let daysLeft: Int
+    }
+}
