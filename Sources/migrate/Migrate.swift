@@ -33,10 +33,11 @@ struct Migrate: ParsableCommand {
               74  an I/O error
               75  timed out waiting for the store's lock or an answer; try again
               77  permission denied
+              80–82  `migrate trial`: expired, clock moved back, unknown (see `migrate trial --help`)
             When records are both unreadable and newer, 65 wins.
             """,
         version: "0.1.0",
         subcommands: [Status.self, Plan.self, Run.self, Show.self, Get.self, Put.self, Delete.self, Models.self,
-                      Init.self, Rekey.self]
+                      Init.self, Rekey.self, Trial.self]
     )
 }

@@ -1,0 +1,121 @@
+import ArgumentParser
+import Foundation
+import Keepsake
+import KeepsakeTrial
+
+extension Migrate {
+    struct Trial: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Report or start the trial period kept in a store.",
+            discussion: """
+                EXIT CODES
+                  0   not started, or active
+                  80  expired
+                  81  the clock moved back beyond the tolerance
+                  82  unknown: the store is locked or unavailable, or the record is unreadable or newer
+                """,
+            subcommands: [TrialStatusCommand.self, TrialStartCommand.self])
+    }
+}
+
+/// Options shared by `trial status` and `trial start`.
+struct TrialOptions: ParsableArguments {
+    @Option(name: .long, help: "The trial's length in days.")
+    var lengthDays: Int = 14
+
+    @Option(name: .long, help: ArgumentHelp("Evaluate at this time instead of now (ISO 8601).", valueName: "iso8601"))
+    var now: String?
+
+    @Option(name: .long, help: ArgumentHelp("The record's key.", valueName: "key"))
+    var key: String = "trialInfo"
+
+    @Option(name: .long, help: ArgumentHelp("How far the clock may go back unreported, in minutes.", valueName: "minutes"))
+    var toleranceMinutes: Int = 60
+
+    func validate() throws {
+        guard lengthDays > 0 else { throw ValidationError("--length-days must be at least 1") }
+        guard toleranceMinutes >= 0 else { throw ValidationError("--tolerance-minutes cannot be negative") }
+        if let now, parsedNow(now) == nil {
+            throw ValidationError("--now must be an ISO 8601 time such as 2026-01-31T12:00:00Z (got '\(now)')")
+        }
+    }
+
+    func parsedNow(_ text: String) -> Date? {
+        let strategies: [Date.ISO8601FormatStyle] = [.iso8601, .iso8601.time(includingFractionalSeconds: true)]
+        for strategy in strategies {
+            if let date = try? Date(text, strategy: strategy) { return date }
+        }
+        return nil
+    }
+
+    func makeGuard(_ storeOptions: StoreOptions) throws -> TrialGuard {
+        let store = try storeOptions.openStore()
+        let context = try storeOptions.context()
+        let fixed = now.flatMap(parsedNow)
+        return TrialGuard(store: store, key: key, length: .days(lengthDays),
+                          rollbackTolerance: TimeInterval(toleranceMinutes * 60),
+                          deviceIdentity: context.deviceIdentity, clock: { fixed ?? Date() })
+    }
+}
+
+/// Prints a trial status and exits with its code.
+func report(_ status: TrialStatus, json: Bool) throws {
+    let iso: (Date) -> String = { $0.formatted(.iso8601) }
+    var object: [String: Any] = [:]
+    let code: ExitCode
+    switch status {
+    case .notStarted:
+        object = ["state": "notStarted", "startDate": NSNull(), "daysLeft": NSNull(), "expiresAt": NSNull()]
+        code = .success
+        if !json { print("Trial not started.") }
+    case let .active(trial):
+        object = ["state": "active", "startDate": iso(trial.start), "daysLeft": trial.daysLeft,
+                  "expiresAt": iso(trial.expiresAt)]
+        code = .success
+        if !json {
+            print("Trial active: started \(iso(trial.start)), \(trial.daysLeft) whole days left, ends \(iso(trial.expiresAt)).")
+        }
+    case let .expired(since, start):
+        object = ["state": "expired", "startDate": iso(start), "daysLeft": 0, "expiresAt": iso(since)]
+        code = ExitCode(80)
+        if !json { print("Trial expired on \(iso(since)) (started \(iso(start))).") }
+    case let .clockMovedBack(lastSeen, now):
+        object = ["state": "clockMovedBack", "startDate": NSNull(), "daysLeft": NSNull(), "expiresAt": NSNull(),
+                  "lastSeen": iso(lastSeen), "now": iso(now)]
+        code = ExitCode(81)
+        if !json { print("The clock moved back: it reads \(iso(now)), but \(iso(lastSeen)) was already seen.") }
+    case let .unknown(error):
+        object = ["state": "unknown", "startDate": NSNull(), "daysLeft": NSNull(), "expiresAt": NSNull(),
+                  "error": error.description, "errorCode": error.code.rawValue]
+        code = ExitCode(82)
+        if !json { printError("Trial state unknown: \(error)") }
+    }
+    if json {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+    if code != .success { throw code }
+}
+
+struct TrialStatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Report the trial's state; never starts it.")
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var trial: TrialOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() throws {
+        try guarded { try report(try trial.makeGuard(storeOptions).status(), json: output.json) }
+    }
+}
+
+struct TrialStartCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "start", abstract: "Start the trial if, and only if, no trial record exists; report its state.")
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var trial: TrialOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() throws {
+        try guarded { try report(try trial.makeGuard(storeOptions).start(), json: output.json) }
+    }
+}
