@@ -90,6 +90,13 @@ public struct TrialGuard: Sendable {
             let record: TrialInfoV2
             switch try store.loadRecord(TrialInfo.chain, forKey: key, context: context) {
             case .absent:
+                if let lastSeen {
+                    // This store saw a trial before: the record was deleted, not never written.
+                    return .unknown(KeepsakeError(.trialRecordRemoved, store: store.uri, key: key, """
+                        the trial record is missing, but this store saw a trial until \(TrialGuard.format(lastSeen)); \
+                        it was removed, so the trial is not started again
+                        """))
+                }
                 guard startIfAbsent else { return .notStarted }
                 record = TrialInfoV2(startDate: now, deviceId: deviceIdentity)
                 let bytes = try TrialInfo.chain.encode(record)
@@ -140,6 +147,12 @@ public struct TrialGuard: Sendable {
         try? Date(text, strategy: .iso8601.year().month().day().dateSeparator(.dash)
             .time(includingFractionalSeconds: true).timeSeparator(.colon).timeZone(separator: .omitted))
     }
+}
+
+extension KeepsakeError.Code {
+    /// The trial record is gone but the store still holds the time the guard last saw, so the
+    /// record was deleted: the guard reports ``TrialStatus/unknown(_:)`` and does not restart.
+    public static let trialRecordRemoved = KeepsakeError.Code(rawValue: "trialRecordRemoved")
 }
 
 /// How long a trial lasts.

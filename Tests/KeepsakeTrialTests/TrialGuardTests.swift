@@ -125,6 +125,21 @@ struct TrialGuardTests {
         #expect(makeGuard(store, clock).status() == .clockMovedBack(lastSeen: seen, now: clock.now))
     }
 
+    @Test("deleting only the trial record does not restart the trial")
+    func recordRemoved() throws {
+        let store = InMemoryStore()
+        let clock = TestClock(launch)
+        _ = makeGuard(store, clock).start()
+        clock.advance(days: 1)
+        _ = makeGuard(store, clock).status()
+        try store.removeData(forKey: "trialInfo")
+        for status in [makeGuard(store, clock).status(), makeGuard(store, clock).start()] {
+            guard case let .unknown(error) = status else { Issue.record("expected unknown, got \(status)"); continue }
+            #expect(error.code == .trialRecordRemoved)
+        }
+        #expect(try store.data(forKey: "trialInfo") == nil)
+    }
+
     @Test("a time zone change does not move the trial")
     func timeZone() throws {
         let store = InMemoryStore()
