@@ -45,9 +45,9 @@ public struct BackupDirectory: Sendable, Hashable {
     @discardableResult
     public func save(_ bytes: Data, forKey key: String, store: String) throws(KeepsakeError) -> String {
         let file = path + "/" + Self.fileName(forKey: key)
-        do throws(POSIX.Failure) {
-            try DurableFile.makeDirectory(path)
-            try DurableFile.replace(file, with: bytes)
+        do throws(SystemFailure) {
+            try Syscall.makeDirectories(path)
+            try FileSystem.live.replace(Self.fileName(forKey: key), in: path, with: bytes)
         } catch {
             throw KeepsakeError(.backupFailed, store: store, key: key,
                                 "cannot write the backup \(file); the record was not changed", cause: error.cause)

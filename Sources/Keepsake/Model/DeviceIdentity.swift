@@ -13,13 +13,13 @@ public enum DeviceIdentity {
     ///   - machineIDPath: Where the machine id is read (`/etc/machine-id`), injectable for tests.
     /// - Throws: ``KeepsakeError/Code/unavailable`` when the machine id cannot be read or is empty.
     public static func derived(appID: String, machineIDPath: String = "/etc/machine-id") throws(KeepsakeError) -> String {
-        let contents: Data?
-        do throws(POSIX.Failure) {
-            contents = try POSIX.readFile(machineIDPath)
+        let contents: [UInt8]?
+        do throws(SystemFailure) {
+            contents = try Syscall.readFile(machineIDPath)
         } catch {
             throw KeepsakeError(.unavailable, "cannot read the machine id at \(machineIDPath)", cause: error.cause)
         }
-        let machineID = String(decoding: contents ?? Data(), as: UTF8.self)
+        let machineID = String(decoding: contents ?? [], as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         guard !machineID.isEmpty else {
             throw KeepsakeError(.unavailable, "no machine id at \(machineIDPath); pass a device identity explicitly")

@@ -59,6 +59,10 @@ public final class DefaultsStore: RecordStore {
     }
 
     private var lockPath: String { path + ".lock" }
+    private var directory: String { (path as NSString).deletingLastPathComponent }
+    private var fileName: String { (path as NSString).lastPathComponent }
+    /// Temporary files carry the suite's name, so a write cleans up only this suite's leftovers.
+    private var fileSystem: FileSystem { FileSystem(temporaryPrefix: "." + fileName + ".tmp-") }
 
     // MARK: RecordStore
 
@@ -81,15 +85,14 @@ public final class DefaultsStore: RecordStore {
             try validateKey(write.key)
             if let value = write.value { try Self.checkValue(value, store: uri, key: write.key) }
         }
-        let directory = (path as NSString).deletingLastPathComponent
-        do throws(POSIX.Failure) {
-            try DurableFile.makeDirectory(directory)
+        do throws(SystemFailure) {
+            try Syscall.makeDirectories(directory)
         } catch {
             throw error.error(store: uri, "cannot create the suite's directory")
         }
-        let acquired: FileLock?
-        do throws(POSIX.Failure) {
-            acquired = try FileLock.acquire(lockPath, timeout: lockTimeout)
+        let acquired: StoreLock?
+        do throws(SystemFailure) {
+            acquired = try StoreLock.acquire(lockPath, timeout: lockTimeout)
         } catch {
             throw error.error(store: uri, "cannot open the lock file \(lockPath)")
         }
@@ -114,9 +117,9 @@ public final class DefaultsStore: RecordStore {
             results.append(.applied)
         }
         guard changed else { return results }
-        DurableFile.removeLeftovers(beside: path)
-        do throws(POSIX.Failure) {
-            try DurableFile.replace(path, with: DefaultsDocument.serialize(values))
+        removeLeftovers()
+        do throws(SystemFailure) {
+            try fileSystem.replace(fileName, in: directory, with: DefaultsDocument.serialize(values))
         } catch {
             throw error.error(store: uri, "cannot write the suite file; it was left as it was")
         }
@@ -157,15 +160,29 @@ public final class DefaultsStore: RecordStore {
 
     // MARK: Document
 
+    /// Removes temporary files a crashed writer of this suite left. Called under the lock.
+    private func removeLeftovers() {
+        let names: [String]
+        do throws(SystemFailure) {
+            names = try Syscall.listDirectory(directory)
+        } catch {
+            return  // Cleaning is best effort: a leftover is harmless and the write reports its own errors.
+        }
+        for name in names where name.hasPrefix(fileSystem.temporaryPrefix) {
+            Syscall.unlink(directory + "/" + name)
+        }
+    }
+
     private func readDocument() throws(KeepsakeError) -> DefaultsDocument {
-        let bytes: Data?
-        do throws(POSIX.Failure) {
-            bytes = try POSIX.readFile(path)
+        let contents: [UInt8]?
+        do throws(SystemFailure) {
+            contents = try Syscall.readFile(path)
         } catch {
             if error.errno == ENOTDIR { return DefaultsDocument(bytes: Data(), entries: []) }
             throw error.error(store: uri, "cannot read the suite file")
         }
-        guard let bytes else { return DefaultsDocument(bytes: Data(), entries: []) }
+        guard let contents else { return DefaultsDocument(bytes: Data(), entries: []) }
+        let bytes = Data(contents)
         do throws(JSONSyntaxError) {
             return try DefaultsDocument.parse(bytes)
         } catch {

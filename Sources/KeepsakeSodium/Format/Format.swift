@@ -13,7 +13,7 @@ enum Format {
     static let lockFileName = "keepsake.lock"
     static let recordSuffix = ".ksr"
     /// Temporary and rollback files start with this; they are removed when found at open.
-    static let temporaryPrefix = ".tmp-"
+    static let temporaryPrefix = FileSystem.live.temporaryPrefix
 
     static let keyBytes = 32
     static let storeIDBytes = 16

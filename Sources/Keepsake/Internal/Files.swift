@@ -1,5 +1,4 @@
 import Foundation
-import Keepsake
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -8,23 +7,33 @@ import Musl
 
 /// A failed system call: its name and `errno`. Paths are not kept: they may hold a hashed
 /// record name at most, but messages say which file in words.
-struct SystemFailure: Error, Equatable {
-    let call: String
-    let errno: Int32
+package struct SystemFailure: Error, Equatable {
+    package let call: String
+    package let errno: Int32
 
-    var cause: KeepsakeError.Cause { .posix(call: call, errno: errno) }
+    package init(call: String, errno: Int32) {
+        self.call = call
+        self.errno = errno
+    }
 
-    var code: KeepsakeError.Code {
+    package var cause: KeepsakeError.Cause { .posix(call: call, errno: errno) }
+
+    package var code: KeepsakeError.Code {
         switch errno {
         case EACCES, EPERM, EROFS: return .permissionDenied
         default: return .io
         }
     }
+
+    /// A ``KeepsakeError`` with this failure's code and cause.
+    package func error(store: String, key: String? = nil, _ message: String) -> KeepsakeError {
+        KeepsakeError(code, store: store, key: key, message, cause: cause)
+    }
 }
 
 
 /// The steps of a durable write, where ``FileSystem/fault`` can make one fail.
-enum FileStep: String, CaseIterable, Sendable {
+package enum FileStep: String, CaseIterable, Sendable {
     /// Creating a temporary file (`open` with `O_CREAT | O_EXCL`, mode 0600).
     case create
     /// Writing its bytes.
@@ -39,14 +48,22 @@ enum FileStep: String, CaseIterable, Sendable {
     case syncDirectory
 }
 
-/// The store's file operations: durable replace, durable delete, exclusive create, with a seam
+/// Durable file operations for the stores that keep files: durable replace, durable delete, exclusive create, with a seam
 /// that tests use to make one step fail as the real system call would. Only faults are
 /// injected; every other effect is the real file system's.
-struct FileSystem: Sendable {
+package struct FileSystem: Sendable {
     /// Returns an `errno` to make `step` fail before the real call is made, or `nil`.
-    var fault: (@Sendable (FileStep) -> Int32?)?
+    package var fault: (@Sendable (FileStep) -> Int32?)?
+    /// Temporary and rollback files start with this, so a store can recognise (and remove)
+    /// the leftovers of a crashed writer of its own, and only those.
+    package var temporaryPrefix: String
 
-    static let live = FileSystem(fault: nil)
+    package init(fault: (@Sendable (FileStep) -> Int32?)? = nil, temporaryPrefix: String = ".tmp-") {
+        self.fault = fault
+        self.temporaryPrefix = temporaryPrefix
+    }
+
+    package static let live = FileSystem()
 
     private func inject(_ step: FileStep, _ call: String) throws(SystemFailure) {
         if let code = fault?(step) { throw SystemFailure(call: call, errno: code) }
@@ -58,9 +75,9 @@ struct FileSystem: Sendable {
     /// and fsync'd, renamed over `name`, then the directory fsync'd. If a step fails, the
     /// previous file is left in place — after the rename too: the previous file is kept under
     /// a rollback name until the directory sync succeeds, and put back if it fails.
-    func replace(_ name: String, in directory: String, with data: Data) throws(SystemFailure) {
+    package func replace(_ name: String, in directory: String, with data: Data) throws(SystemFailure) {
         let target = directory + "/" + name
-        let temporary = directory + "/" + Self.temporaryName()
+        let temporary = directory + "/" + temporaryName()
         try inject(.create, "open")
         let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
         do throws(SystemFailure) {
@@ -75,7 +92,7 @@ struct FileSystem: Sendable {
             throw error
         }
         // Keep the previous file reachable until the new one is durable.
-        var rollback: String? = directory + "/" + Self.temporaryName()
+        var rollback: String? = directory + "/" + temporaryName()
         do throws(SystemFailure) {
             try inject(.link, "link")
             try Syscall.link(target, rollback!)
@@ -112,9 +129,9 @@ struct FileSystem: Sendable {
 
     /// Removes `name` from `directory` durably: renamed to a rollback name, the directory
     /// fsync'd, then unlinked. If a step fails the file is left in place. Absent is not an error.
-    func remove(_ name: String, in directory: String) throws(SystemFailure) {
+    package func remove(_ name: String, in directory: String) throws(SystemFailure) {
         let target = directory + "/" + name
-        let rollback = directory + "/" + Self.temporaryName()
+        let rollback = directory + "/" + temporaryName()
         do throws(SystemFailure) {
             try inject(.rename, "rename")
             try Syscall.rename(target, rollback)
@@ -136,10 +153,10 @@ struct FileSystem: Sendable {
     /// Creates the file at `path` holding `data`, mode 0600, only if nothing is there
     /// (`EEXIST` otherwise): a temporary file written and fsync'd, linked into place (which
     /// never replaces), then the directory fsync'd. Nothing is left behind if a step fails.
-    func createExclusively(_ path: String, with data: UnsafeRawBufferPointer) throws(SystemFailure) {
+    package func createExclusively(_ path: String, with data: UnsafeRawBufferPointer) throws(SystemFailure) {
         let directory = (path as NSString).deletingLastPathComponent
         let parent = directory.isEmpty ? "." : directory
-        let temporary = parent + "/" + Self.temporaryName()
+        let temporary = parent + "/" + temporaryName()
         try inject(.create, "open")
         let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
         do throws(SystemFailure) {
@@ -166,17 +183,17 @@ struct FileSystem: Sendable {
     }
 
     /// A temporary file name: the prefix and 16 random hex digits — nothing about the record.
-    static func temporaryName() -> String {
+    package func temporaryName() -> String {
         var generator = SystemRandomNumberGenerator()
         let value: UInt64 = generator.next()
         let hex = String(value, radix: 16)
-        return Format.temporaryPrefix + String(repeating: "0", count: 16 - hex.count) + hex
+        return temporaryPrefix + String(repeating: "0", count: 16 - hex.count) + hex
     }
 }
 
-/// The system calls the store makes, each wrapped once: EINTR retried, failures kept with
+/// The system calls Keepsake's file-backed stores make, each wrapped once: EINTR retried, failures kept with
 /// the call's name and `errno`.
-enum Syscall {
+package enum Syscall {
     private static func retrying(_ call: String, _ body: () -> Int32) throws(SystemFailure) -> Int32 {
         while true {
             let result = body()
@@ -187,40 +204,40 @@ enum Syscall {
         }
     }
 
-    static func open(_ path: String, _ flags: Int32, _ mode: mode_t = 0) throws(SystemFailure) -> Int32 {
+    package static func open(_ path: String, _ flags: Int32, _ mode: mode_t = 0) throws(SystemFailure) -> Int32 {
         try retrying("open") { Glibc.open(path, flags | O_CLOEXEC, mode) }
     }
 
-    static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+    package static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
-    static func fsync(_ fd: Int32) throws(SystemFailure) { _ = try retrying("fsync") { Glibc.fsync(fd) } }
+    package static func fsync(_ fd: Int32) throws(SystemFailure) { _ = try retrying("fsync") { Glibc.fsync(fd) } }
 
-    static func rename(_ from: String, _ to: String) throws(SystemFailure) {
+    package static func rename(_ from: String, _ to: String) throws(SystemFailure) {
         _ = try retrying("rename") { Glibc.rename(from, to) }
     }
 
     /// For rollbacks after another failure, which is what gets reported.
-    static func renameQuietly(_ from: String, _ to: String) { _ = Glibc.rename(from, to) }
+    package static func renameQuietly(_ from: String, _ to: String) { _ = Glibc.rename(from, to) }
 
-    static func link(_ from: String, _ to: String) throws(SystemFailure) {
+    package static func link(_ from: String, _ to: String) throws(SystemFailure) {
         _ = try retrying("link") { Glibc.link(from, to) }
     }
 
     /// Removal of a temporary or rollback file; a failure leaves a file that the next open
     /// removes, so it is not reported.
-    static func unlink(_ path: String) { _ = Glibc.unlink(path) }
+    package static func unlink(_ path: String) { _ = Glibc.unlink(path) }
 
-    static func mkdir(_ path: String, _ mode: mode_t) throws(SystemFailure) {
+    package static func mkdir(_ path: String, _ mode: mode_t) throws(SystemFailure) {
         _ = try retrying("mkdir") { Glibc.mkdir(path, mode) }
     }
 
-    static func syncDirectory(_ path: String) throws(SystemFailure) {
+    package static func syncDirectory(_ path: String) throws(SystemFailure) {
         let fd = try open(path, O_RDONLY | O_DIRECTORY)
         defer { close(fd) }
         try fsync(fd)
     }
 
-    static func syncDirectoryQuietly(_ path: String) {
+    package static func syncDirectoryQuietly(_ path: String) {
         do throws(SystemFailure) { try syncDirectory(path) } catch { /* reported by the caller's first failure */ }
     }
 
@@ -230,14 +247,14 @@ enum Syscall {
         return result
     }
 
-    static func lock(_ fd: Int32, _ operation: Int32) throws(SystemFailure) {
+    package static func lock(_ fd: Int32, _ operation: Int32) throws(SystemFailure) {
         _ = try retrying("flock") { cFlock(fd, operation) }
     }
 
-    static func unlock(_ fd: Int32) { _ = cFlock(fd, LOCK_UN) }
+    package static func unlock(_ fd: Int32) { _ = cFlock(fd, LOCK_UN) }
 
     /// Reads the whole file at `path`; `nil` when it does not exist.
-    static func readFile(_ path: String) throws(SystemFailure) -> [UInt8]? {
+    package static func readFile(_ path: String) throws(SystemFailure) -> [UInt8]? {
         let fd: Int32
         do throws(SystemFailure) {
             fd = try open(path, O_RDONLY | O_NOFOLLOW)
@@ -264,14 +281,14 @@ enum Syscall {
         return bytes
     }
 
-    static func writeAll(_ fd: Int32, _ data: Data) throws(SystemFailure) {
+    package static func writeAll(_ fd: Int32, _ data: Data) throws(SystemFailure) {
         // `Data.withUnsafeBytes` rethrows untyped: carry the typed failure out as a Result.
         try data.withUnsafeBytes { buffer in
             Result { () throws(SystemFailure) in try writeAll(fd, buffer) }
         }.get()
     }
 
-    static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemFailure) {
+    package static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemFailure) {
         var written = 0
         while written < buffer.count {
             let result = Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
@@ -284,7 +301,7 @@ enum Syscall {
     }
 
     /// The names in `directory`, without `.` and `..`.
-    static func listDirectory(_ directory: String) throws(SystemFailure) -> [String] {
+    package static func listDirectory(_ directory: String) throws(SystemFailure) -> [String] {
         guard let stream = opendir(directory) else { throw SystemFailure(call: "opendir", errno: errno) }
         defer { closedir(stream) }
         var names: [String] = []
@@ -302,7 +319,7 @@ enum Syscall {
     }
 
     /// Whether `path` is a directory; `nil` when nothing is there.
-    static func isDirectory(_ path: String) throws(SystemFailure) -> Bool? {
+    package static func isDirectory(_ path: String) throws(SystemFailure) -> Bool? {
         var info = Glibc.stat()
         let result: Int32 = stat(path, &info)
         if result != 0 {
@@ -314,7 +331,7 @@ enum Syscall {
 
     /// Creates `path` and missing parents, each with mode 0700 (never changed afterwards);
     /// an existing directory is left as it is.
-    static func makeDirectories(_ path: String) throws(SystemFailure) {
+    package static func makeDirectories(_ path: String) throws(SystemFailure) {
         do throws(SystemFailure) {
             try mkdir(path, 0o700)
         } catch {
@@ -334,11 +351,11 @@ enum Syscall {
 }
 
 /// An exclusive `flock` on the store's lock file, held until ``unlock()`` or deinit.
-final class StoreLock {
+package final class StoreLock {
     private var fd: Int32
 
     /// Takes the lock, waiting up to `timeout`; `nil` on timeout (or at once when `timeout` is zero).
-    static func acquire(_ path: String, timeout: Duration) throws(SystemFailure) -> StoreLock? {
+    package static func acquire(_ path: String, timeout: Duration) throws(SystemFailure) -> StoreLock? {
         let fd = try Syscall.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, 0o600)
         let deadline = ContinuousClock.now + timeout
         var pause = Duration.milliseconds(1)
@@ -364,7 +381,7 @@ final class StoreLock {
 
     private init(fd: Int32) { self.fd = fd }
 
-    func unlock() {
+    package func unlock() {
         guard fd >= 0 else { return }
         Syscall.unlock(fd)
         Syscall.close(fd)
