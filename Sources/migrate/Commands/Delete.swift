@@ -15,9 +15,7 @@ extension Migrate {
         func run() throws {
             try guarded {
                 let store = try storeOptions.openStore()
-                guard let existing = try store.data(forKey: key) else {
-                    throw KeepsakeError(.notFound, store: store.uri, key: key, "no record under this key")
-                }
+                let existing = try requireData(store, key)
                 let results = try store.commit([StoreWrite(key: key, value: nil, expectation: .unchanged(existing))])
                 if results != [.applied] {
                     throw KeepsakeError(.conflict, store: store.uri, key: key,

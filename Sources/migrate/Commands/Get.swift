@@ -16,9 +16,7 @@ extension Migrate {
         func run() throws {
             try guarded {
                 let store = try storeOptions.openStore()
-                guard let bytes = try store.data(forKey: key) else {
-                    throw KeepsakeError(.notFound, store: store.uri, key: key, "no record under this key")
-                }
+                let bytes = try requireData(store, key)
                 if output.json {
                     printJSON(["key": key, "value": String(decoding: bytes, as: UTF8.self)])
                 } else {

@@ -17,14 +17,10 @@ extension Migrate {
             try guarded {
                 let migrator = try storeOptions.migrator()
                 let reports = try migrator.plan()
-                if output.json {
-                    printJSON(reports.map(ReportJSON.init))
-                } else {
+                try finish(reports, json: output.json) {
                     print("Plan for \(migrator.store.uri) (nothing is written)")
                     printPlan(reports)
                 }
-                let code = Exit.code(for: reports)
-                if code != .success { throw code }
             }
         }
     }

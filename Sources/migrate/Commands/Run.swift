@@ -43,22 +43,16 @@ extension Migrate {
             let migrator = try storeOptions.migrator()
             if dryRun {
                 let reports = try migrator.plan()
-                if output.json {
-                    printJSON(reports.map(ReportJSON.init))
-                } else {
+                try finish(reports, json: output.json) {
                     print("Dry run on \(migrator.store.uri): nothing is written")
                     printPlan(reports)
                 }
-                let code = Exit.code(for: reports)
-                if code != .success { throw code }
                 return
             }
             let destination = backup ? BackupDirectory.timestamped(in: try backupParent(migrator.store)) : nil
             let showProgress = standardErrorIsTerminal && !output.json
             let reports = try migrator.run(backup: destination, progress: showProgress ? Self.showProgress : nil)
-            if output.json {
-                printJSON(reports.map(ReportJSON.init))
-            } else {
+            try finish(reports, json: output.json) {
                 print("Run on \(migrator.store.uri)")
                 if !reports.isEmpty {
                     printTable(["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"], reports.map {
@@ -71,8 +65,6 @@ extension Migrate {
                     print("Backups in \(destination.path)")
                 }
             }
-            let code = Exit.code(for: reports)
-            if code != .success { throw code }
         }
 
         /// Progress on standard error for long runs: a line rewritten every 100 records.

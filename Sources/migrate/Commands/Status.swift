@@ -18,9 +18,7 @@ extension Migrate {
             try guarded {
                 let migrator = try storeOptions.migrator()
                 let reports = try migrator.plan()
-                if output.json {
-                    printJSON(reports.map(ReportJSON.init))
-                } else {
+                try finish(reports, json: output.json) {
                     print("Store \(migrator.store.uri)")
                     if !reports.isEmpty {
                         printTable(["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"], reports.map {
@@ -30,8 +28,6 @@ extension Migrate {
                     }
                     print(summary(reports))
                 }
-                let code = Exit.code(for: reports)
-                if code != .success { throw code }
             }
         }
     }

@@ -61,3 +61,22 @@ func summary(_ reports: [RecordReport]) -> String {
     }
     return counts.isEmpty ? "no records" : counts.joined(separator: ", ")
 }
+
+/// Prints `reports` as `--json` or with `human`, then exits with their code (see `Exit`).
+func finish(_ reports: [RecordReport], json: Bool, human: () -> Void) throws {
+    if json {
+        printJSON(reports.map(ReportJSON.init))
+    } else {
+        human()
+    }
+    let code = Exit.code(for: reports)
+    if code != .success { throw code }
+}
+
+/// The bytes under `key`, or a `.notFound` error naming the store and key.
+func requireData(_ store: any RecordStore, _ key: String) throws(KeepsakeError) -> Data {
+    guard let bytes = try store.data(forKey: key) else {
+        throw KeepsakeError(.notFound, store: store.uri, key: key, "no record under this key")
+    }
+    return bytes
+}
