@@ -47,12 +47,29 @@ extension KeyringTests {
             let envelope = #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#
             let items = try PrivateKeyring.secretToolSearch(service: store.service)
             try #require(items.count == 1, "the write-back must update the existing item, not add one: \(items)")
-            // The same item: secret-tool's label and attributes (no xdg:schema) are kept.
+            // The same item: secret-tool's label and attributes are kept, and it did not get
+            // Keepsake's schema (gnome-keyring shows secret-tool's items with no xdg:schema, or
+            // org.freedesktop.Secret.Generic after a restart).
             #expect(items[0].label == "legacy person")
-            #expect(items[0].attributes == ["service": store.service, "username": "person"])
+            #expect(items[0].attributes["service"] == store.service)
+            #expect(items[0].attributes["username"] == "person")
+            #expect(items[0].attributes["xdg:schema"] != KeyringStore.schemaName)
             #expect(items[0].secret == envelope)
             #expect(try PrivateKeyring.secretToolLookup(service: store.service, key: "person") == envelope)
             #expect(try store.loadRecord(Person.chain, context: context) == .current(PersonV3(alias: "Ada", email: "---")))
+        }
+
+        @Test("secret-tool storing over a Keepsake item replaces it in place, and Keepsake reads the new record")
+        func secretToolOverwritesKeepsake() throws {
+            let store = try PrivateKeyring.freshStore("overwritten-by-secret-tool")
+            try store.setData(Data(#"{"name":"Ada","age":"36"}"#.utf8), forKey: "person")
+            try PrivateKeyring.secretToolStore(
+                label: "edited", attributes: [("service", store.service), ("username", "person")],
+                secret: #"{"name":"Bea","age":"41"}"#)
+            #expect(try store.data(forKey: "person") == Data(#"{"name":"Bea","age":"41"}"#.utf8))
+            let items = try PrivateKeyring.secretToolSearch(service: store.service)
+            #expect(items.count == 1)
+            #expect(items.first?.label == "edited")
         }
 
         @Test("an item of another schema with extra attributes is found and replaced in place")
@@ -79,9 +96,12 @@ extension KeyringTests {
             let store = try PrivateKeyring.freshStore("duplicates")
             try store.setData(Data(#""from keepsake""#.utf8), forKey: "k")
             Thread.sleep(forTimeInterval: 1.1)  // item times have a resolution of one second
-            // secret-tool's attributes differ (no xdg:schema), so it adds a second item.
+            // gnome-keyring replaces an item whose attributes include all the new item's ones;
+            // with an attribute Keepsake's item lacks (as Python keyring's `application`), it
+            // adds a second item for the same service and key.
             try PrivateKeyring.secretToolStore(
-                label: "other client", attributes: [("service", store.service), ("username", "k")],
+                label: "other client",
+                attributes: [("service", store.service), ("username", "k"), ("application", "other client")],
                 secret: #""from secret-tool""#)
             #expect(try PrivateKeyring.secretToolSearch(service: store.service).count == 2)
             #expect(try store.data(forKey: "k") == Data(#""from secret-tool""#.utf8))

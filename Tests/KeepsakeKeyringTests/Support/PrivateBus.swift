@@ -44,7 +44,7 @@ final class PrivateBus {
         }
         address = String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if address.isEmpty {
-            daemon.terminate()
+            kill(daemon.processIdentifier, SIGKILL)
             throw PrivateBusError("dbus-daemon printed no address")
         }
     }
@@ -91,14 +91,13 @@ final class PrivateBus {
     }
 
     /// Stops the provider and the bus (both started by this object) and removes the directory.
+    ///
+    /// SIGKILL, not SIGTERM: processes started from the test's threads inherit their blocked
+    /// signal mask, SIGTERM included.
     func stop() {
-        if let provider, provider.isRunning {
-            kill(provider.processIdentifier, SIGKILL)
-            provider.waitUntilExit()
-        }
-        if daemon.isRunning {
-            daemon.terminate()
-            daemon.waitUntilExit()
+        for process in [provider, daemon].compactMap({ $0 }) where process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
         }
         try? FileManager.default.removeItem(at: directory)  // scratch space only; the harness removes it anyway
     }

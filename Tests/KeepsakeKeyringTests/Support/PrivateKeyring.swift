@@ -39,9 +39,15 @@ enum PrivateKeyring {
     /// Restarts gnome-keyring-daemon on the same data directory and password
     /// (`--replace --unlock`): the login collection is reloaded from disk, unlocked.
     static func restartDaemon() throws {
-        let result = try Shell.run(
-            ["/bin/sh", "-c",
-             #"printf %s "$KEEPSAKE_TEST_KEYRING_PASSWORD" | gnome-keyring-daemon --replace --unlock --components=secrets --daemonize >/dev/null 2>&1"#])
+        // The daemon must not inherit any descriptor of this process: Foundation's Process
+        // learns that a child exited when a socket it shares with the child is closed, so a
+        // daemon holding it would make waitUntilExit() wait for the daemon's end.
+        let script = #"""
+            for fd in /proc/$$/fd/*; do n=${fd##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done
+            printf %s "$KEEPSAKE_TEST_KEYRING_PASSWORD" |
+                gnome-keyring-daemon --replace --unlock --components=secrets --daemonize >/dev/null 2>&1
+            """#
+        let result = try Shell.run(["bash", "-c", script], timeout: .seconds(30))
         try #require(result.status == 0, "gnome-keyring-daemon --replace failed: \(result.stderr)")
         try waitUntilUsable()
     }
@@ -106,24 +112,27 @@ enum PrivateKeyring {
 
     /// Every item with `service` (and `username`, when given), as secret-tool sees them.
     static func secretToolSearch(service: String, key: String? = nil) throws -> [ListedItem] {
-        var arguments = ["secret-tool", "search", "--all", "service", service]
-        if let key { arguments += ["username", key] }
-        let result = try Shell.run(arguments)
-        // secret-tool prints the items on stdout, the other fields on stderr in some versions:
-        // read both, item by item.
-        let text = result.stdout + "\n" + result.stderr
+        var query = ["service", service]
+        if let key { query += ["username", key] }
+        // secret-tool prints attributes on stderr and the rest on stdout: one stream, line
+        // buffered, keeps each item's lines together.
+        let result = try Shell.run(
+            ["/bin/sh", "-c", #"exec stdbuf -oL secret-tool search --all "$@" 2>&1"#, "sh"] + query)
         var items: [ListedItem] = []
-        for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
+        for line in result.stdout.split(separator: "\n", omittingEmptySubsequences: true) {
             let line = String(line)
             if line.hasPrefix("[") {
                 items.append(ListedItem(label: "", secret: "", attributes: [:]))
             } else if let range = line.range(of: " = "), !items.isEmpty {
                 let name = String(line[..<range.lowerBound])
                 let value = String(line[range.upperBound...])
-                if name == "label" { items[items.count - 1].label = value }
-                else if name == "secret" { items[items.count - 1].secret = value }
-                else if name.hasPrefix("attribute.") {
+                switch name {
+                case "label": items[items.count - 1].label = value
+                case "secret": items[items.count - 1].secret = value
+                case "schema": items[items.count - 1].attributes["xdg:schema"] = value
+                case _ where name.hasPrefix("attribute."):
                     items[items.count - 1].attributes[String(name.dropFirst("attribute.".count))] = value
+                default: break
                 }
             }
         }
@@ -141,37 +150,42 @@ enum Shell {
 
     /// Runs `arguments` (looked up in PATH), with `environment` changes (`nil` unsets), and
     /// waits for it; kills it after `timeout`.
+    ///
+    /// Output goes to files, not pipes: a daemon the command starts may keep the descriptors
+    /// open, and a pipe would then never reach end-of-file.
     static func run(
         _ arguments: [String], stdin: Data? = nil, environment changes: [String: String?] = [:],
         timeout: Duration = .seconds(60)
     ) throws -> Result {
+        let directory = PrivateKeyring.scratch.appendingPathComponent("shell-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }  // scratch files only
+        let outURL = directory.appendingPathComponent("stdout"), errURL = directory.appendingPathComponent("stderr")
+        let inURL = directory.appendingPathComponent("stdin")
+        try (stdin ?? Data()).write(to: inURL)
+        try Data().write(to: outURL)
+        try Data().write(to: errURL)
+        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
+        let input = try FileHandle(forReadingFrom: inURL)
+        defer { try? out.close(); try? err.close(); try? input.close() }
+
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         for (name, value) in changes { environment[name] = value }
         process.environment = environment
-        let output = Pipe(), errors = Pipe(), input = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
         try process.run()
-        if let stdin {
-            input.fileHandleForWriting.write(stdin)
-            try input.fileHandleForWriting.close()
-        }
-        let killer = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
+        // SIGKILL: a process started from a test thread inherits its blocked signal mask, SIGTERM included.
+        let killer = DispatchWorkItem { [process] in if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(timeout.components.seconds)), execute: killer)
-        // Read both pipes to the end before waiting, so a chatty child cannot block on a full pipe.
-        let group = DispatchGroup()
-        nonisolated(unsafe) var errorData = Data()
-        DispatchQueue.global().async(group: group) { errorData = errors.fileHandleForReading.readDataToEndOfFile() }
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
         process.waitUntilExit()
         killer.cancel()
         return Result(status: process.terminationStatus,
-                      stdout: String(decoding: outputData, as: UTF8.self),
-                      stderr: String(decoding: errorData, as: UTF8.self))
+                      stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
+                      stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
     }
 }
