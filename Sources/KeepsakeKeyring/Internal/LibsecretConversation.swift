@@ -266,8 +266,12 @@ final class LibsecretDeadline: @unchecked Sendable {
         let timer = DispatchWorkItem { token.cancel() }
         self.token = token
         self.timer = timer
-        DispatchQueue.global().asyncAfter(deadline: .now() + Self.interval(timeout), execute: timer)
+        Self.timers.asyncAfter(deadline: .now() + Self.interval(timeout), execute: timer)
     }
+
+    /// A queue of its own (labelled queues overcommit): the deadline fires even when every
+    /// worker thread of the global queues is blocked in a keyring call.
+    private static let timers = DispatchQueue(label: "org.keepsake.keyring.deadlines")
 
     fileprivate var cancellable: UnsafeMutablePointer<GCancellable> { token.pointer }
 
