@@ -50,7 +50,7 @@ public struct KeyringDiagnosis: Sendable, Equatable, CustomStringConvertible {
     /// Connects to the session bus, opens the Secret Service and reads the default
     /// collection's lock state, all within `timeout`. Never prompts, never writes.
     static func run(timeout: Duration) -> KeyringDiagnosis {
-        let store = "keyring:"
+        let store: String? = nil  // not about one service; open(service:timeout:) names its store
         do throws(LibsecretFailure) {
             let conversation = try LibsecretConversation(timeout: timeout)
             guard let collection = try conversation.defaultCollection() else {

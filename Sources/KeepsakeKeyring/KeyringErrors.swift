@@ -27,6 +27,9 @@ extension LibsecretFailure {
         case .locked:
             return KeepsakeError(.locked, store: store, key: key, own ??
                 "the keyring is locked; unlock it and try again", cause: cause)
+        case .other where stage == .connectBus || stage == .openService:
+            return KeepsakeError(.unavailable, store: store, key: key, own ??
+                "the Secret Service could not be reached while \(stage.rawValue)", cause: cause)
         case .other:
             return KeepsakeError(.io, store: store, key: key, own ??
                 "the Secret Service failed while \(stage.rawValue)", cause: cause)

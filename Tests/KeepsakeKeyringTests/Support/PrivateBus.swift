@@ -36,6 +36,12 @@ final class PrivateBus {
         daemon.standardError = FileHandle.nullDevice
         daemon.standardInput = FileHandle.nullDevice
         try daemon.run()
+        do {
+            try PrivateKeyring.register(daemon)
+        } catch {
+            kill(daemon.processIdentifier, SIGKILL)
+            throw error
+        }
         var text = Data()
         while !text.contains(UInt8(ascii: "\n")) {
             let chunk = output.fileHandleForReading.availableData
@@ -72,6 +78,7 @@ final class PrivateBus {
         process.standardError = FileHandle.nullDevice
         try process.run()
         provider = process
+        try PrivateKeyring.register(process)
         let start = ContinuousClock.now
         while !(try ownsSecretsName()) {
             guard ContinuousClock.now - start < .seconds(15), process.isRunning else {

@@ -24,6 +24,12 @@ enum PrivateKeyring {
 
     static let loginCollection = "/org/freedesktop/secrets/collection/login"
 
+    /// Tells the harness about a process a test started, so that it is killed at the end of
+    /// the run even if the test crashes before stopping it.
+    static func register(_ process: Process) throws {
+        try Data().write(to: scratch.appendingPathComponent("pids/\(process.processIdentifier)"))
+    }
+
     /// A service name no other test uses, so every test starts with no items.
     static func uniqueService(_ purpose: String) -> String {
         "org.keepsake.test.\(purpose).\(UUID().uuidString.prefix(8))"
