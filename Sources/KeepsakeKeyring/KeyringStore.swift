@@ -199,7 +199,9 @@ public struct KeyringStore: RecordStore {
                 guard write.expects(current) else { return .conflict }
             }
             guard let value = write.value else {
-                for item in match.items { try conversation.delete(item) }
+                // Oldest first: if a delete fails midway, the item reads use is still there and
+                // the key still reads as it did.
+                for item in match.items.reversed() { try conversation.delete(item) }
                 return .applied
             }
             if let target = match.items.first {

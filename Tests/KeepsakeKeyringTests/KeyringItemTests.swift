@@ -145,6 +145,22 @@ extension KeyringTests {
             #expect(try store.allData().map(\.data) == [Data("1".utf8), Data("3".utf8)])
         }
 
+        @Test("calls from several threads at once each get their own answer")
+        func concurrentCalls() async throws {
+            let store = try PrivateKeyring.freshStore("concurrent")
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<8 {
+                    group.addTask {
+                        let key = "key-\(index)"
+                        try store.setData(Data("value \(index)".utf8), forKey: key)
+                        #expect(try store.data(forKey: key) == Data("value \(index)".utf8))
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(try store.keys() == (0..<8).map { "key-\($0)" })
+        }
+
         @Test("a write expecting absence is a conflict when another client stored the key meanwhile")
         func conflictWithOtherClient() throws {
             let store = try PrivateKeyring.freshStore("conflict")
