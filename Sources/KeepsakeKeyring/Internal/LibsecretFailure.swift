@@ -1,0 +1,104 @@
+internal import CLibsecret
+
+/// A failed libsecret or GDBus call: the GError it returned, where in the conversation it
+/// happened, and what it means for the store.
+///
+/// Built only from a `GError` (``init(stage:error:deadline:)``), which is freed there.
+struct LibsecretFailure: Error, Sendable {
+    /// The step of a conversation with the Secret Service.
+    enum Stage: String, Sendable {
+        case connectBus = "connecting to the session bus"
+        case openService = "opening the Secret Service"
+        case readAlias = "reading the default collection"
+        case search = "searching items"
+        case readSecret = "reading a secret"
+        case createItem = "creating an item"
+        case setSecret = "replacing a secret"
+        case deleteItem = "deleting an item"
+    }
+
+    /// What the failure means, independent of the GError's wording.
+    enum Kind: Sendable, Equatable {
+        /// The deadline fired (our `GCancellable`), or D-Bus itself timed out.
+        case timedOut
+        /// No session bus could be reached.
+        case noSessionBus
+        /// The bus has no Secret Service provider, and none can be activated.
+        case noProvider
+        /// The provider has no default collection (no keyring was ever created).
+        case noDefaultCollection
+        /// The collection or item is locked.
+        case locked
+        /// Anything else.
+        case other
+    }
+
+    var stage: Stage
+    var kind: Kind
+    /// The GError's domain (`g-io-error-quark`, `g-dbus-error-quark`, `secret-error`), or
+    /// `nil` for a failure Keepsake found itself (a locked collection seen by a lookup).
+    var domain: String?
+    var code: Int
+    var message: String
+
+    /// A failure found by Keepsake rather than reported by libsecret.
+    init(stage: Stage, kind: Kind, message: String) {
+        self.stage = stage
+        self.kind = kind
+        self.domain = nil
+        self.code = 0
+        self.message = message
+    }
+
+    /// Classifies and frees `error`.
+    ///
+    /// - Parameters:
+    ///   - deadlineExpired: Whether our deadline's `GCancellable` was cancelled: then a
+    ///     `G_IO_ERROR_CANCELLED` is a timeout, not a user cancellation.
+    init(stage: Stage, error: UnsafeMutablePointer<GError>?, deadlineExpired: Bool) {
+        self.stage = stage
+        guard let error else {
+            // libsecret returns FALSE without a GError only for programmer errors (an
+            // attribute outside the schema); keep that visible rather than inventing a code.
+            domain = nil
+            code = 0
+            message = "libsecret reported a failure without an error (\(stage.rawValue))"
+            kind = deadlineExpired ? .timedOut : .other
+            return
+        }
+        defer { g_error_free(error) }
+        let quark = error.pointee.domain
+        domain = String(cString: g_quark_to_string(quark))
+        code = Int(error.pointee.code)
+        message = error.pointee.message.map { String(cString: $0) } ?? ""
+
+        let ioError = g_io_error_quark()
+        let dbusError = g_dbus_error_quark()
+        let secretError = secret_error_get_quark()
+        let raw = error.pointee.code
+        if quark == ioError && raw == Int32(G_IO_ERROR_CANCELLED.rawValue) && deadlineExpired {
+            kind = .timedOut
+        } else if quark == ioError && raw == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
+            kind = .timedOut
+        } else if quark == dbusError
+            && (raw == Int32(G_DBUS_ERROR_NO_REPLY.rawValue) || raw == Int32(G_DBUS_ERROR_TIMEOUT.rawValue)
+                || raw == Int32(G_DBUS_ERROR_TIMED_OUT.rawValue)) {
+            kind = .timedOut
+        } else if stage == .connectBus {
+            kind = .noSessionBus
+        } else if quark == dbusError
+            && (raw == Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue) || raw == Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue)
+                || raw == Int32(G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue)
+                || raw == Int32(G_DBUS_ERROR_SPAWN_EXEC_FAILED.rawValue)
+                || raw == Int32(G_DBUS_ERROR_SPAWN_CHILD_EXITED.rawValue)
+                || raw == Int32(G_DBUS_ERROR_SPAWN_FAILED.rawValue)) {
+            kind = .noProvider
+        } else if quark == dbusError && raw == Int32(G_DBUS_ERROR_DISCONNECTED.rawValue) {
+            kind = .noSessionBus
+        } else if quark == secretError && raw == Int32(SECRET_ERROR_IS_LOCKED.rawValue) {
+            kind = .locked
+        } else {
+            kind = .other
+        }
+    }
+}

@@ -1,4 +1,0 @@
-internal import CLibsecret
-
-/// The libsecret keyring store (in progress).
-public enum KeepsakeKeyring {}

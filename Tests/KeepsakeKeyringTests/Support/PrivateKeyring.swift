@@ -1,0 +1,197 @@
+import Foundation
+import Keepsake
+import KeepsakeKeyring
+import Testing
+
+/// The private keyring that `scripts/with-private-keyring` starts, and what tests do to it:
+/// restart the daemon on the same files, lock the login collection, talk to it with
+/// `secret-tool`.
+enum PrivateKeyring {
+    static let environment = ProcessInfo.processInfo.environment
+
+    /// Whether the tests run inside `scripts/with-private-keyring` (never against a real
+    /// user's keyring: without it the keyring suites are skipped and say why).
+    static var isRunning: Bool {
+        environment["KEEPSAKE_TEST_KEYRING"] == "1"
+            && environment["KEEPSAKE_TEST_KEYRING_PASSWORD"].map { !$0.isEmpty } == true
+            && environment["DBUS_SESSION_BUS_ADDRESS"] != nil
+    }
+
+    /// The harness's scratch directory.
+    static var scratch: URL {
+        URL(fileURLWithPath: environment["KEEPSAKE_TEST_KEYRING_DIR"] ?? NSTemporaryDirectory())
+    }
+
+    static let loginCollection = "/org/freedesktop/secrets/collection/login"
+
+    /// Tells the harness about a process a test started, so that it is killed at the end of
+    /// the run even if the test crashes before stopping it.
+    static func register(_ process: Process) throws {
+        try Data().write(to: scratch.appendingPathComponent("pids/\(process.processIdentifier)"))
+    }
+
+    /// A service name no other test uses, so every test starts with no items.
+    static func uniqueService(_ purpose: String) -> String {
+        "org.keepsake.test.\(purpose).\(UUID().uuidString.prefix(8))"
+    }
+
+    /// A new store for a fresh service.
+    static func freshStore(_ purpose: String, timeout: Duration = .seconds(10)) throws -> KeyringStore {
+        try KeyringStore(service: uniqueService(purpose), timeout: timeout)
+    }
+
+    // MARK: The daemon
+
+    /// Restarts gnome-keyring-daemon on the same data directory and password
+    /// (`--replace --unlock`): the login collection is reloaded from disk, unlocked.
+    static func restartDaemon() throws {
+        // The daemon must not inherit any descriptor of this process: Foundation's Process
+        // learns that a child exited when a socket it shares with the child is closed, so a
+        // daemon holding it would make waitUntilExit() wait for the daemon's end.
+        let script = #"""
+            for fd in /proc/$$/fd/*; do n=${fd##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done
+            printf %s "$KEEPSAKE_TEST_KEYRING_PASSWORD" |
+                gnome-keyring-daemon --replace --unlock --components=secrets --daemonize >/dev/null 2>&1
+            """#
+        let result = try Shell.run(["bash", "-c", script], timeout: .seconds(30))
+        try #require(result.status == 0, "gnome-keyring-daemon --replace failed: \(result.stderr)")
+        try waitUntilUsable()
+    }
+
+    /// Waits (up to 15 s) until the keyring is usable again.
+    static func waitUntilUsable() throws {
+        let start = ContinuousClock.now
+        var last = KeyringStore.diagnose(timeout: .seconds(2))
+        while !last.isUsable && ContinuousClock.now - start < .seconds(15) {
+            Thread.sleep(forTimeInterval: 0.1)
+            last = KeyringStore.diagnose(timeout: .seconds(2))
+        }
+        try #require(last.isUsable, "the private keyring did not come back: \(last)")
+    }
+
+    /// Locks the login collection through D-Bus (`secret-tool lock` would hang waiting for
+    /// a prompt), runs `body`, then unlocks it again by restarting the daemon with the password,
+    /// whatever `body` did: later tests always find an unlocked keyring.
+    static func whileLocked(_ body: () throws -> Void) throws {
+        let result = try Shell.run(
+            ["gdbus", "call", "--session", "--timeout", "5", "--dest", "org.freedesktop.secrets",
+             "--object-path", "/org/freedesktop/secrets", "--method", "org.freedesktop.Secret.Service.Lock",
+             "['\(loginCollection)']"])
+        var bodyError: (any Error)?
+        do {
+            try #require(result.status == 0, "locking through D-Bus failed: \(result.stderr)")
+            try #require(result.stdout.contains(loginCollection), "Lock did not lock the login collection: \(result.stdout)")
+            try body()
+        } catch {
+            bodyError = error
+        }
+        try restartDaemon()
+        if let bodyError { throw bodyError }
+    }
+
+    // MARK: secret-tool, an independent client
+
+    /// `secret-tool store --label=LABEL attribute value …` with `secret` on stdin.
+    static func secretToolStore(label: String, attributes: [(String, String)], secret: String) throws {
+        let result = try Shell.run(
+            ["secret-tool", "store", "--label=\(label)"] + attributes.flatMap { [$0.0, $0.1] },
+            stdin: Data(secret.utf8))
+        try #require(result.status == 0, "secret-tool store failed: \(result.stderr)")
+    }
+
+    /// `secret-tool lookup service S username KEY`: the secret, or `nil` when secret-tool finds none.
+    static func secretToolLookup(service: String, key: String) throws -> String? {
+        let result = try Shell.run(["secret-tool", "lookup", "service", service, "username", key])
+        if result.status != 0 {
+            try #require(result.stderr.isEmpty, "secret-tool lookup failed: \(result.stderr)")
+            return nil
+        }
+        return result.stdout
+    }
+
+    /// One item as `secret-tool search --all` prints it.
+    struct ListedItem: Equatable {
+        var label: String
+        var secret: String
+        var attributes: [String: String]
+    }
+
+    /// Every item with `service` (and `username`, when given), as secret-tool sees them.
+    static func secretToolSearch(service: String, key: String? = nil) throws -> [ListedItem] {
+        var query = ["service", service]
+        if let key { query += ["username", key] }
+        // secret-tool prints attributes on stderr and the rest on stdout: one stream, line
+        // buffered, keeps each item's lines together.
+        let result = try Shell.run(
+            ["/bin/sh", "-c", #"exec stdbuf -oL secret-tool search --all "$@" 2>&1"#, "sh"] + query)
+        var items: [ListedItem] = []
+        for line in result.stdout.split(separator: "\n", omittingEmptySubsequences: true) {
+            let line = String(line)
+            if line.hasPrefix("[") {
+                items.append(ListedItem(label: "", secret: "", attributes: [:]))
+            } else if let range = line.range(of: " = "), !items.isEmpty {
+                let name = String(line[..<range.lowerBound])
+                let value = String(line[range.upperBound...])
+                switch name {
+                case "label": items[items.count - 1].label = value
+                case "secret": items[items.count - 1].secret = value
+                case "schema": items[items.count - 1].attributes["xdg:schema"] = value
+                case _ where name.hasPrefix("attribute."):
+                    items[items.count - 1].attributes[String(name.dropFirst("attribute.".count))] = value
+                default: break
+                }
+            }
+        }
+        return items
+    }
+}
+
+/// Running a command and collecting what it printed.
+enum Shell {
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs `arguments` (looked up in PATH), with `environment` changes (`nil` unsets), and
+    /// waits for it; kills it after `timeout`.
+    ///
+    /// Output goes to files, not pipes: a daemon the command starts may keep the descriptors
+    /// open, and a pipe would then never reach end-of-file.
+    static func run(
+        _ arguments: [String], stdin: Data? = nil, environment changes: [String: String?] = [:],
+        timeout: Duration = .seconds(60)
+    ) throws -> Result {
+        let directory = PrivateKeyring.scratch.appendingPathComponent("shell-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }  // scratch files only
+        let outURL = directory.appendingPathComponent("stdout"), errURL = directory.appendingPathComponent("stderr")
+        let inURL = directory.appendingPathComponent("stdin")
+        try (stdin ?? Data()).write(to: inURL)
+        try Data().write(to: outURL)
+        try Data().write(to: errURL)
+        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
+        let input = try FileHandle(forReadingFrom: inURL)
+        defer { try? out.close(); try? err.close(); try? input.close() }
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        for (name, value) in changes { environment[name] = value }
+        process.environment = environment
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        // SIGKILL: a process started from a test thread inherits its blocked signal mask, SIGTERM included.
+        let killer = DispatchWorkItem { [process] in if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(timeout.components.seconds)), execute: killer)
+        process.waitUntilExit()
+        killer.cancel()
+        return Result(status: process.terminationStatus,
+                      stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
+                      stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+    }
+}
