@@ -29,7 +29,7 @@ let package = Package(
         // The Secret Service (libsecret) keyring store.
         .target(name: "KeepsakeKeyring", dependencies: ["Keepsake", "CLibsecret"]),
         // The trial-period guard, on the TrialInfo chain.
-        .target(name: "KeepsakeTrial", dependencies: ["Keepsake", "Migrations"]),
+        .target(name: "KeepsakeTrial", dependencies: ["Keepsake", "KeepsakeKeyring", "Migrations"]),
         // The sample model chains (TrialInfo, Person), one frozen file per version.
         .target(name: "Migrations", dependencies: ["Keepsake"], path: "Migrations"),
         // Helpers apps reuse in their own tests: chain validation, the store
@@ -39,7 +39,7 @@ let package = Package(
         .executableTarget(
             name: "migrate",
             dependencies: [
-                "Keepsake", "KeepsakeSodium", "KeepsakeTrial", "Migrations",
+                "Keepsake", "KeepsakeSodium", "KeepsakeKeyring", "KeepsakeTrial", "Migrations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -56,6 +56,9 @@ public final class SodiumFileStore: RecordStore {
     /// The store id from the header, in hex: bound into every record.
     public var identifier: String { Hex.encode(storeID) }
 
+    /// The version of the libsodium this process uses, e.g. `1.0.18`.
+    public static var libraryVersion: String { Sodium.versionString }
+
     let storeID: [UInt8]
     let dataKey: SecureBytes
     let subkeys: DataSubkeys

@@ -12,6 +12,8 @@ struct Migrate: ParsableCommand {
               file:DIR         an encrypted store (libsodium), created by `migrate init`; give its
                                master key with --key-file PATH, --passphrase-file PATH,
                                --passphrase-env VAR or --ask-passphrase
+              keyring:SERVICE  the desktop keyring (Secret Service, through libsecret): one item
+                               per record with attributes service=SERVICE, username=KEY
 
             Records are matched to a model by the envelope's schema, else by --model KEY=NAME,
             else by the model's default keys (see `migrate models`); other keys are unmanaged
@@ -38,6 +40,6 @@ struct Migrate: ParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [Status.self, Plan.self, Run.self, Show.self, Get.self, Put.self, Delete.self, Models.self,
-                      Init.self, Rekey.self, Trial.self]
+                      Init.self, Rekey.self, Trial.self, Doctor.self]
     )
 }

@@ -24,6 +24,9 @@ enum Sodium {
         precondition(initialised, "sodium_init() failed: libsodium cannot be used in this process")
     }
 
+    /// The linked libsodium's version, e.g. `1.0.18` (`sodium_version_string`).
+    static var versionString: String { String(cString: sodium_version_string()) }
+
     // MARK: Constants (the macros are not imported; the function forms are)
 
     static let aeadKeyBytes = Int(crypto_aead_xchacha20poly1305_ietf_keybytes())

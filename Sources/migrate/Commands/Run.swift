@@ -80,8 +80,8 @@ extension Migrate {
             if store.capabilities.contains(.encryptedAtRest) {
                 // A backup holds the bytes `get` shows: for an encrypted store, plaintext.
                 throw ValidationError("""
-                    backups of an encrypted store would be written in plaintext; back up the store \
-                    directory instead (its files stay encrypted), e.g. cp -a DIR DIR.bak
+                    backups of \(store.uri) would put its secrets on disk in plaintext; back up the \
+                    store itself instead (a file: store's directory stays encrypted: cp -a DIR DIR.bak)
                     """)
             }
             if let backupDir { return backupDir }

@@ -1,17 +1,22 @@
 import ArgumentParser
 import Foundation
 import Keepsake
+import KeepsakeKeyring
 import KeepsakeSodium
 import Migrations
 
 /// Options every command shares: which store, how keys map to models, the device identity.
 struct StoreOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp(
-        "The store to use: defaults:PATH or file:DIR.", valueName: "uri"))
+        "The store to use: defaults:PATH, file:DIR or keyring:SERVICE.", valueName: "uri"))
     var store: String
 
     @OptionGroup(title: "Master key of a file: store (one of)")
     var key: KeySourceOptions
+
+    @Option(name: .long, help: ArgumentHelp(
+        "How long a keyring call may take before it fails, in seconds.", valueName: "seconds"))
+    var keyringTimeout: Double = 5
 
     @Option(name: .long, help: ArgumentHelp(
         "Treat KEY as a record of model NAME (repeatable). See `migrate models` for names.",
@@ -33,12 +38,13 @@ struct StoreOptions: ParsableArguments {
         if scheme != "file" && key.given {
             throw ValidationError("--key-file and the passphrase options are for file: stores")
         }
+        guard keyringTimeout > 0 else { throw ValidationError("--keyring-timeout must be more than 0") }
     }
 
     /// The store URI split into scheme and location.
     func parsedURI() throws -> (scheme: String, location: String) {
         guard let colon = store.firstIndex(of: ":") else {
-            throw ValidationError("--store must look like defaults:PATH or file:DIR (got '\(store)')")
+            throw ValidationError("--store must look like defaults:PATH, file:DIR or keyring:SERVICE (got '\(store)')")
         }
         let scheme = String(store[..<colon])
         var location = String(store[store.index(after: colon)...])
@@ -48,8 +54,9 @@ struct StoreOptions: ParsableArguments {
         }
         switch scheme {
         case "defaults", "file": return (scheme, location)
+        case "keyring": return (scheme, String(store[store.index(after: colon)...]))
         default:
-            throw ValidationError("unknown store kind '\(scheme)'; use defaults:PATH or file:DIR")
+            throw ValidationError("unknown store kind '\(scheme)'; use defaults:PATH, file:DIR or keyring:SERVICE")
         }
     }
 
@@ -76,6 +83,8 @@ struct StoreOptions: ParsableArguments {
         switch scheme {
         case "file":
             return try SodiumFileStore(directory: location, key: try key.source(for: store))
+        case "keyring":
+            return try KeyringStore.open(service: location, timeout: .milliseconds(Int(keyringTimeout * 1000)))
         default:
             return DefaultsStore(path: location)
         }

@@ -1,0 +1,53 @@
+import ArgumentParser
+import Foundation
+import Keepsake
+import KeepsakeKeyring
+import KeepsakeSodium
+
+extension Migrate {
+    struct Doctor: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Report, for each kind of store, whether it can be used here and why not.",
+            discussion: """
+                Never prompts and never writes. The keyring check asks the Secret Service for its
+                default collection and whether it is locked, within --timeout. Exits 0 when every
+                kind is usable, 69 otherwise.
+                """)
+
+        @Option(name: .long, help: ArgumentHelp("Deadline for the keyring check, in seconds.", valueName: "seconds"))
+        var timeout: Double = 5
+
+        @OptionGroup var output: OutputOptions
+
+        struct Check: Encodable {
+            let store: String
+            let usable: Bool
+            let status: String
+            let detail: String
+        }
+
+        func validate() throws {
+            guard timeout > 0 else { throw ValidationError("--timeout must be more than 0") }
+        }
+
+        func run() throws {
+            let keyring = KeyringStore.diagnose(timeout: .milliseconds(Int(timeout * 1000)))
+            let checks = [
+                Check(store: "defaults", usable: true, status: "usable",
+                      detail: "JSON suite files; needs only a writable directory"),
+                Check(store: "file", usable: true, status: "usable",
+                      detail: "libsodium \(SodiumFileStore.libraryVersion); needs a writable directory and a key"),
+                Check(store: "keyring", usable: keyring.isUsable, status: keyring.status.rawValue,
+                      detail: keyring.description),
+            ]
+            if output.json {
+                printJSON(checks)
+            } else {
+                printTable(["STORE", "USABLE", "STATUS", "DETAIL"], checks.map {
+                    [$0.store + ":", $0.usable ? "yes" : "no", $0.status, $0.detail]
+                })
+            }
+            if checks.contains(where: { !$0.usable }) { throw Exit.unavailable }
+        }
+    }
+}
