@@ -57,7 +57,9 @@ let package = Package(
         ),
         .testTarget(
             name: "KeepsakeKeyringTests",
-            dependencies: ["KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting"]
+            // KeepsakeTrial and migrate: the trial guard's reinstall scenarios and the CLI on the
+            // keyring run here, serialized with the tests that lock and restart the keyring.
+            dependencies: ["KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate"]
         ),
         .testTarget(
             name: "KeepsakeTrialTests",

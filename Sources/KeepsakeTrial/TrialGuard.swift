@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import KeepsakeKeyring
 import Migrations
 
 /// Guards a free trial whose start is kept where a reinstall does not wipe it (the keyring).
@@ -201,5 +202,33 @@ public enum TrialStatus: Sendable, Equatable {
         public let timeLeft: TimeInterval
         /// Whole days left (13 when 13.9 days remain).
         public let daysLeft: Int
+    }
+}
+
+extension TrialGuard {
+    /// A guard on the desktop keyring — where the trial record outlives a reinstall — with this
+    /// device's app-specific identity (`DeviceIdentity.derived(appID:)`).
+    ///
+    /// ```swift
+    /// let trial = try TrialGuard.keyring(service: "com.example.notes", appID: "com.example.notes",
+    ///                                    length: .days(14))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - service: The keyring items' `service` attribute.
+    ///   - appID: Keys the device identity; the machine id itself is never stored.
+    ///   - timeout: The deadline of each keyring call.
+    /// - Throws: `.invalidArgument` for an empty service name, `.unavailable` when the machine
+    ///   id cannot be read. A locked or missing keyring is not thrown here: ``status()`` reports it
+    ///   as ``TrialStatus/unknown(_:)``.
+    public static func keyring(
+        service: String,
+        appID: String,
+        length: TrialLength,
+        rollbackTolerance: TimeInterval = 3600,
+        timeout: Duration = KeyringStore.defaultTimeout
+    ) throws(KeepsakeError) -> TrialGuard {
+        TrialGuard(store: try KeyringStore(service: service, timeout: timeout), length: length,
+                   rollbackTolerance: rollbackTolerance, deviceIdentity: try DeviceIdentity.derived(appID: appID))
     }
 }

@@ -48,6 +48,16 @@ struct TrialOptions: ParsableArguments {
         return nil
     }
 
+    /// Runs `body` on the guard; a store that cannot be opened (locked, unavailable, a wrong
+    /// key) is the trial's `unknown` state, with the cause.
+    func evaluate(_ storeOptions: StoreOptions, _ body: (TrialGuard) -> TrialStatus) throws -> TrialStatus {
+        do {
+            return body(try makeGuard(storeOptions))
+        } catch let error as KeepsakeError {
+            return .unknown(error)
+        }
+    }
+
     func makeGuard(_ storeOptions: StoreOptions) throws -> TrialGuard {
         let store = try storeOptions.openStore()
         let context = try storeOptions.context()
@@ -104,7 +114,7 @@ struct TrialStatusCommand: ParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        try guarded { try report(try trial.makeGuard(storeOptions).status(), json: output.json) }
+        try guarded { try report(trial.evaluate(storeOptions) { $0.status() }, json: output.json) }
     }
 }
 
@@ -116,6 +126,6 @@ struct TrialStartCommand: ParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        try guarded { try report(try trial.makeGuard(storeOptions).start(), json: output.json) }
+        try guarded { try report(trial.evaluate(storeOptions) { $0.start() }, json: output.json) }
     }
 }
