@@ -117,7 +117,7 @@ public struct KeyringStore: RecordStore {
     /// - Throws: ``KeepsakeError`` naming this store and `key`: `.invalidArgument` (empty key,
     ///   or one with NUL), `.locked`, `.unavailable`, `.timeout`, `.io`. Never `nil` for these.
     public func data(forKey key: String) throws(KeepsakeError) -> Data? {
-        try validate(key)
+        try validateKey(key)
         return try converse(key: key) { conversation throws(LibsecretFailure) in
             let match = try find(key, in: conversation, loadSecrets: true)
             guard let item = match.items.first else { return nil }
@@ -168,7 +168,7 @@ public struct KeyringStore: RecordStore {
     ///   reported failed with the same error. The Secret Service has no transactions: an
     ///   expectation is checked just before its write, not atomically with it.
     public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
-        for write in writes { try validate(write.key) }
+        for write in writes { try validateKey(write.key) }
         var results: [StoreWriteResult] = []
         var storeFailure: KeepsakeError?
         for write in writes {
@@ -316,15 +316,6 @@ public struct KeyringStore: RecordStore {
     }
 
     // MARK: Plumbing
-
-    private func validate(_ key: String) throws(KeepsakeError) {
-        guard !key.isEmpty else {
-            throw KeepsakeError(.invalidArgument, store: uri, key: key, "a record key must not be empty")
-        }
-        guard !key.utf8.contains(0) else {
-            throw KeepsakeError(.invalidArgument, store: uri, key: key, "a record key must not contain NUL")
-        }
-    }
 
     /// Runs `body` in a new conversation under this store's deadline; failures become
     /// ``KeepsakeError``s naming the store and `key`.

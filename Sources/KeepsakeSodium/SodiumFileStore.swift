@@ -216,7 +216,7 @@ public final class SodiumFileStore: RecordStore {
     ///   copied from another store; ``KeepsakeError/Code/unavailable`` when the store directory
     ///   is gone; `.io` with the `errno`.
     public func data(forKey key: String) throws(KeepsakeError) -> Data? {
-        try checkKey(key)
+        try validateKey(key)
         let name = subkeys.fileName(of: key)
         guard let bytes = try readRecordFile(name, key: key) else {
             try checkDirectoryExists(key: key)
@@ -281,7 +281,7 @@ public final class SodiumFileStore: RecordStore {
     ///   lock too long; `.io` when the lock cannot be taken.
     /// - Important: If this throws, nothing was written.
     public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
-        for write in writes { try checkKey(write.key) }
+        for write in writes { try validateKey(write.key) }
         try checkDirectoryExists(key: nil)
         let lock = try Self.acquireLock(lockPath, timeout: lockTimeout, uri: uri)
         defer { lock.unlock() }
@@ -401,15 +401,6 @@ public final class SodiumFileStore: RecordStore {
                 """)
         }
         return lock
-    }
-
-    private func checkKey(_ key: String) throws(KeepsakeError) {
-        guard !key.isEmpty else {
-            throw KeepsakeError(.invalidArgument, store: uri, key: key, "a record key must not be empty")
-        }
-        guard !key.utf8.contains(0) else {
-            throw KeepsakeError(.invalidArgument, store: uri, key: key, "a record key must not contain NUL")
-        }
     }
 
     private func storeError(_ failure: SystemFailure, key: String? = nil, _ message: String) -> KeepsakeError {

@@ -74,8 +74,9 @@ extension RecordStore {
         }
     }
 
-    /// Throws ``KeepsakeError/Code/invalidArgument`` for keys no backend can hold.
-    func validateKey(_ key: String) throws(KeepsakeError) {
+    /// Throws ``KeepsakeError/Code/invalidArgument`` (naming this store) for keys no backend can
+    /// hold: the empty key and keys containing NUL. Every store checks its keys with this.
+    public func validateKey(_ key: String) throws(KeepsakeError) {
         guard !key.isEmpty else {
             throw KeepsakeError(.invalidArgument, store: uri, key: key, "a record key must not be empty")
         }
