@@ -77,20 +77,7 @@ package struct FileSystem: Sendable {
     /// a rollback name until the directory sync succeeds, and put back if it fails.
     package func replace(_ name: String, in directory: String, with data: Data) throws(SystemFailure) {
         let target = directory + "/" + name
-        let temporary = directory + "/" + temporaryName()
-        try inject(.create, "open")
-        let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
-        do throws(SystemFailure) {
-            try inject(.write, "write")
-            try Syscall.writeAll(fd, data)
-            try inject(.fsync, "fsync")
-            try Syscall.fsync(fd)
-            Syscall.close(fd)
-        } catch {
-            Syscall.close(fd)
-            Syscall.unlink(temporary)
-            throw error
-        }
+        let temporary = try writeTemporary(in: directory) { fd throws(SystemFailure) in try Syscall.writeAll(fd, data) }
         // Keep the previous file reachable until the new one is durable.
         var rollback: String? = directory + "/" + temporaryName()
         do throws(SystemFailure) {
@@ -156,19 +143,11 @@ package struct FileSystem: Sendable {
     package func createExclusively(_ path: String, with data: UnsafeRawBufferPointer) throws(SystemFailure) {
         let directory = (path as NSString).deletingLastPathComponent
         let parent = directory.isEmpty ? "." : directory
-        let temporary = parent + "/" + temporaryName()
-        try inject(.create, "open")
-        let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
+        let temporary = try writeTemporary(in: parent) { fd throws(SystemFailure) in try Syscall.writeAll(fd, data) }
         do throws(SystemFailure) {
-            try inject(.write, "write")
-            try Syscall.writeAll(fd, data)
-            try inject(.fsync, "fsync")
-            try Syscall.fsync(fd)
-            Syscall.close(fd)
             try inject(.link, "link")
             try Syscall.link(temporary, path)
         } catch {
-            Syscall.close(fd)
             Syscall.unlink(temporary)
             throw error
         }
@@ -180,6 +159,28 @@ package struct FileSystem: Sendable {
             Syscall.unlink(path)
             throw error
         }
+    }
+
+    /// Creates a 0600 temporary file in `directory`, lets `write` fill it, fsyncs and closes it,
+    /// and returns its path; on any failure the file is removed.
+    private func writeTemporary(
+        in directory: String, _ write: (Int32) throws(SystemFailure) -> Void
+    ) throws(SystemFailure) -> String {
+        let temporary = directory + "/" + temporaryName()
+        try inject(.create, "open")
+        let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
+        do throws(SystemFailure) {
+            try inject(.write, "write")
+            try write(fd)
+            try inject(.fsync, "fsync")
+            try Syscall.fsync(fd)
+            Syscall.close(fd)
+        } catch {
+            Syscall.close(fd)
+            Syscall.unlink(temporary)
+            throw error
+        }
+        return temporary
     }
 
     /// A temporary file name: the prefix and 16 random hex digits — nothing about the record.

@@ -58,16 +58,8 @@ struct MasterSubkeys {
 
     init(masterKey: SecureBytes) {
         precondition(masterKey.count == Format.keyBytes, "a master key is 32 bytes")
-        wrapKey = masterKey.withUnsafeBytes { key in
-            SecureBytes(count: Format.keyBytes) {
-                Sodium.deriveSubkey($0, id: Format.wrapSubkeyID, context: Format.masterContext, key: key)
-            }
-        }
-        checkKey = masterKey.withUnsafeBytes { key in
-            SecureBytes(count: Format.keyBytes) {
-                Sodium.deriveSubkey($0, id: Format.checkSubkeyID, context: Format.masterContext, key: key)
-            }
-        }
+        wrapKey = masterKey.subkey(id: Format.wrapSubkeyID, context: Format.masterContext)
+        checkKey = masterKey.subkey(id: Format.checkSubkeyID, context: Format.masterContext)
     }
 }
 
@@ -78,16 +70,8 @@ struct DataSubkeys: Sendable {
 
     init(dataKey: SecureBytes) {
         precondition(dataKey.count == Format.keyBytes, "a data key is 32 bytes")
-        recordKey = dataKey.withUnsafeBytes { key in
-            SecureBytes(count: Format.keyBytes) {
-                Sodium.deriveSubkey($0, id: Format.recordSubkeyID, context: Format.dataContext, key: key)
-            }
-        }
-        nameKey = dataKey.withUnsafeBytes { key in
-            SecureBytes(count: Format.keyBytes) {
-                Sodium.deriveSubkey($0, id: Format.nameSubkeyID, context: Format.dataContext, key: key)
-            }
-        }
+        recordKey = dataKey.subkey(id: Format.recordSubkeyID, context: Format.dataContext)
+        nameKey = dataKey.subkey(id: Format.nameSubkeyID, context: Format.dataContext)
     }
 
     /// `BLAKE2b-256(key: nameKey, message: UTF-8 of the record key)`.
@@ -121,4 +105,52 @@ func blake2b256(_ message: [UInt8], key: SecureBytes? = nil) -> [UInt8] {
         }
     }
     return hash
+}
+
+extension SecureBytes {
+    /// The 32-byte subkey `id` of this key in `context` (`crypto_kdf_derive_from_key`).
+    func subkey(id: UInt64, context: [UInt8]) -> SecureBytes {
+        withUnsafeBytes { key in
+            SecureBytes(count: Format.keyBytes) {
+                Sodium.deriveSubkey($0, id: id, context: context, key: key)
+            }
+        }
+    }
+}
+
+/// XChaCha20-Poly1305 on the format's buffers: the pointer scopes written once.
+enum AEAD {
+    /// `plaintext` sealed under `key`: ciphertext ‖ 16-byte tag.
+    static func seal(_ plaintext: SecureBytes, associatedData: [UInt8], nonce: [UInt8], key: SecureBytes) -> [UInt8] {
+        var sealed = [UInt8](repeating: 0, count: plaintext.count + Sodium.aeadTagBytes)
+        plaintext.withUnsafeBytes { plain in
+            key.withUnsafeBytes { key in
+                associatedData.withUnsafeBytes { ad in
+                    nonce.withUnsafeBytes { nonce in
+                        sealed.withUnsafeMutableBytes {
+                            Sodium.seal($0, plaintext: plain, associatedData: ad, nonce: nonce, key: key)
+                        }
+                    }
+                }
+            }
+        }
+        return sealed
+    }
+
+    /// Opens `sealed` into `plaintext` (`sealed.count` − 16 bytes); a failure when it does not
+    /// authenticate under `key`, `associatedData` and `nonce`.
+    static func open(
+        _ sealed: [UInt8], into plaintext: UnsafeMutableRawBufferPointer, associatedData: [UInt8], nonce: [UInt8],
+        key: SecureBytes
+    ) -> Result<Void, Sodium.Failure> {
+        key.withUnsafeBytes { key in
+            associatedData.withUnsafeBytes { ad in
+                nonce.withUnsafeBytes { nonce in
+                    sealed.withUnsafeBytes { sealed in
+                        Sodium.open(plaintext, ciphertext: sealed, associatedData: ad, nonce: nonce, key: key)
+                    }
+                }
+            }
+        }
+    }
 }

@@ -40,19 +40,7 @@ enum RecordFile {
         header.append(nonce)
         let associated = associatedData(storeID: storeID, nameHash: keys.nameHash(of: recordKey))
         var file = Data(header.bytes)
-        var sealed = [UInt8](repeating: 0, count: plaintext.count + Sodium.aeadTagBytes)
-        plaintext.withUnsafeBytes { plain in
-            keys.recordKey.withUnsafeBytes { key in
-                associated.withUnsafeBytes { ad in
-                    nonce.withUnsafeBytes { nonce in
-                        sealed.withUnsafeMutableBytes {
-                            Sodium.seal($0, plaintext: plain, associatedData: ad, nonce: nonce, key: key)
-                        }
-                    }
-                }
-            }
-        }
-        file.append(contentsOf: sealed)
+        file.append(contentsOf: AEAD.seal(plaintext, associatedData: associated, nonce: nonce, key: keys.recordKey))
         return file
     }
 
@@ -77,15 +65,7 @@ enum RecordFile {
         let sealed = reader.take(reader.remaining)!
         let associated = associatedData(storeID: storeID, nameHash: nameHash)
         let plaintext = try SecureBytes(count: sealed.count - Sodium.aeadTagBytes) { (plain) throws(FormatFailure) in
-            let result = keys.recordKey.withUnsafeBytes { key in
-                associated.withUnsafeBytes { ad in
-                    nonce.withUnsafeBytes { nonce in
-                        sealed.withUnsafeBytes { sealed in
-                            Sodium.open(plain, ciphertext: sealed, associatedData: ad, nonce: nonce, key: key)
-                        }
-                    }
-                }
-            }
+            let result = AEAD.open(sealed, into: plain, associatedData: associated, nonce: nonce, key: keys.recordKey)
             if case let .failure(failure) = result {
                 throw .corrupt("""
                     the record file failed authentication: it was altered, truncated, renamed from \

@@ -61,18 +61,8 @@ struct StoreHeader: Equatable {
             keyGeneration: keyGeneration, wrapNonce: wrapNonce, wrappedDataKey: [], keyCheck: [])
         let subkeys = MasterSubkeys(masterKey: masterKey)
         let associated = header.fields
-        var wrapped = [UInt8](repeating: 0, count: wrappedKeySize)
-        dataKey.withUnsafeBytes { plain in
-            subkeys.wrapKey.withUnsafeBytes { key in
-                associated.withUnsafeBytes { ad in
-                    wrapNonce.withUnsafeBytes { nonce in
-                        wrapped.withUnsafeMutableBytes {
-                            Sodium.seal($0, plaintext: plain, associatedData: ad, nonce: nonce, key: key)
-                        }
-                    }
-                }
-            }
-        }
+        let wrapped = AEAD.seal(dataKey, associatedData: associated, nonce: wrapNonce, key: subkeys.wrapKey)
+        precondition(wrapped.count == wrappedKeySize)
         header.wrappedDataKey = wrapped
         header.keyCheck = blake2b256(associated + wrapNonce + wrapped, key: subkeys.checkKey)
         return header
@@ -135,15 +125,8 @@ struct StoreHeader: Equatable {
         }
         let associated = fields
         return try SecureBytes(count: Format.keyBytes) { (plain) throws(FormatFailure) in
-            let result = subkeys.wrapKey.withUnsafeBytes { key in
-                associated.withUnsafeBytes { ad in
-                    wrapNonce.withUnsafeBytes { nonce in
-                        wrappedDataKey.withUnsafeBytes { sealed in
-                            Sodium.open(plain, ciphertext: sealed, associatedData: ad, nonce: nonce, key: key)
-                        }
-                    }
-                }
-            }
+            let result = AEAD.open(wrappedDataKey, into: plain, associatedData: associated, nonce: wrapNonce,
+                                   key: subkeys.wrapKey)
             if case let .failure(failure) = result {
                 throw .corrupt("the wrapped data key failed authentication although the key check matched", failure)
             }
