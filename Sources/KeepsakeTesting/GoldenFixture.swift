@@ -41,9 +41,9 @@ public struct GoldenFixture: Sendable, CustomStringConvertible {
     /// The result of loading a fixture: the record as loaded, and the expected record.
     public struct Result<Model: Sendable>: Sendable {
         /// What loading the stored bytes produced.
-        public let state: RecordState<Model>
+        public let load: LoadedRecord<Model>
         /// The record loaded from the stored bytes.
-        public let loaded: Model
+        public var loaded: Model { load.value }
         /// The record decoded from the expected envelope.
         public let expected: Model
         /// The bytes in the store after the load.
@@ -57,28 +57,29 @@ public struct GoldenFixture: Sendable, CustomStringConvertible {
     /// - Throws: ``GoldenFixtureMismatch`` when the bytes differ, or the ``KeepsakeError`` of the load.
     public func verify<Model>(_ chain: ModelChain<Model>, context: MigrationContext) throws -> Result<Model> {
         let store = InMemoryStore(name: name, contents: ["record": stored])
-        let state = try store.loadRecord(chain, forKey: "record", context: context)
-        guard let loaded = state.value else { throw GoldenFixtureMismatch("\(name): the record loaded as absent") }
+        guard let load = try Vault(store: store, context: context).load(chain, forKey: "record") else {
+            throw GoldenFixtureMismatch("\(name): the record loaded as absent")
+        }
         let written = try store.data(forKey: "record") ?? Data()
-        switch state {
-        case .migrated:
+        switch load.writeBack {
+        case .written:
             guard written == expected else {
                 throw GoldenFixtureMismatch("""
                     \(name): written back as \(String(decoding: written, as: UTF8.self)), \
                     expected \(String(decoding: expected, as: UTF8.self))
                     """)
             }
-        case .current:
+        case .notNeeded:
             guard written == stored else { throw GoldenFixtureMismatch("\(name): a current record was rewritten") }
-        case .absent:
-            break
+        case .skipped:
+            throw GoldenFixtureMismatch("\(name): the migrated record was not written back")
+        case let .failed(error):
+            throw error
         }
-        let expectedStore = InMemoryStore(name: name + ".expected", contents: ["record": expected])
-        guard case let .current(expectedValue) = try expectedStore.loadRecord(chain, forKey: "record", context: context)
-        else {
+        guard case let .current(expectedRecord) = chain.outcome(of: expected, context: context) else {
             throw GoldenFixtureMismatch("\(name): the expected file is not a current \(chain.name) envelope")
         }
-        return Result(state: state, loaded: loaded, expected: expectedValue, written: written)
+        return Result(load: load, expected: expectedRecord.value, written: written)
     }
 }
 

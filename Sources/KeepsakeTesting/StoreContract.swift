@@ -111,25 +111,32 @@ public enum StoreContract {
             let created = Date(timeIntervalSinceReferenceDate: 700_000_000.25)
             try store.setData(Data(#"{"text":"hello","created":700000000.25}"#.utf8), forKey: "note")
             let context = MigrationContext.fixed(now: created, deviceIdentity: "contract")
-            let first = try store.loadRecord(ContractNote.chain, context: context)
+            let vault = Vault(store: store, context: context)
+            let first = try vault.load(ContractNote.chain)
             let expected = ContractNoteV1(text: "hello", created: created, tags: [])
-            try expectEqual(first, .migrated(expected, from: 0, to: 1), "first load")
+            try expectEqual(first?.value, expected, "first load")
+            try expectEqual(first?.storedVersion, 0, "stored version of the first load")
+            try expectEqual(first?.writeBack, .written, "write-back of the first load")
             let stored = try store.data(forKey: "note")
             try expectEqual(stored, Data(
                 #"{"data":{"created":"2023-03-08T20:26:40.250Z","tags":[],"text":"hello"},"schema":"ContractNote","version":1}"#.utf8),
                 "written-back envelope")
-            try expectEqual(try store.loadRecord(ContractNote.chain, context: context), .current(expected), "second load")
+            let second = try vault.load(ContractNote.chain)
+            try expectEqual(second?.value, expected, "second load")
+            try expectEqual(second?.storedVersion, 1, "stored version of the second load")
+            try expectEqual(second?.writeBack, .notNeeded, "write-back of the second load")
             try expectEqual(try store.data(forKey: "note"), stored, "bytes after a load of a current record")
         },
         Check(name: "a record from a newer release is reported and never overwritten") { store in
             let newer = Data(#"{"data":{"text":"x","created":0,"tags":[],"color":"red"},"schema":"ContractNote","version":7}"#.utf8)
             try store.setData(newer, forKey: "note")
             let context = MigrationContext.fixed(now: Date(), deviceIdentity: "contract")
+            let vault = Vault(store: store, context: context)
             try expectError(.newerVersion, store: store, key: "note") {
-                _ = try store.loadRecord(ContractNote.chain, context: context)
+                _ = try vault.load(ContractNote.chain)
             }
             try expectError(.newerVersion, store: store, key: "note") {
-                try store.saveRecord(ContractNoteV1(text: "y", created: Date(), tags: []), in: ContractNote.chain)
+                try vault.save(ContractNoteV1(text: "y", created: Date(), tags: []), in: ContractNote.chain)
             }
             try expectEqual(try store.data(forKey: "note"), newer, "newer record after load and save")
         },
@@ -138,18 +145,18 @@ public enum StoreContract {
             try store.setData(corrupt, forKey: "note")
             let context = MigrationContext.fixed(now: Date(), deviceIdentity: "contract")
             try expectError(.corruptRecord, store: store, key: "note") {
-                _ = try store.loadRecord(ContractNote.chain, context: context)
+                _ = try Vault(store: store, context: context).load(ContractNote.chain)
             }
             try expectEqual(try store.data(forKey: "note"), corrupt, "corrupt record after a load")
         },
         Check(name: "saving a record stores the latest version in an envelope") { store in
             let note = ContractNoteV1(text: "saved", created: Date(timeIntervalSince1970: 1_700_000_000), tags: ["a"])
-            try store.saveRecord(note, in: ContractNote.chain)
+            let vault = Vault(store: store, context: .fixed(now: Date()))
+            try vault.save(note, in: ContractNote.chain)
             try expectEqual(try store.data(forKey: "note"), Data(
                 #"{"data":{"created":"2023-11-14T22:13:20.000Z","tags":["a"],"text":"saved"},"schema":"ContractNote","version":1}"#.utf8),
                 "saved envelope")
-            let context = MigrationContext.fixed(now: Date(), deviceIdentity: "contract")
-            try expectEqual(try store.loadRecord(ContractNote.chain, context: context), .current(note), "load after save")
+            try expectEqual(try vault.load(ContractNote.chain)?.value, note, "load after save")
         },
     ]
 }

@@ -89,8 +89,8 @@ public struct TrialGuard: Sendable {
                 return .clockMovedBack(lastSeen: lastSeen, now: now)
             }
             let record: TrialInfoV2
-            switch try store.loadRecord(TrialInfo.chain, forKey: key, context: context) {
-            case .absent:
+            switch try Vault(store: store, context: context).load(TrialInfo.chain, forKey: key) {
+            case nil:
                 if let lastSeen {
                     // This store saw a trial before: the record was deleted, not never written.
                     return .unknown(KeepsakeError(.trialRecordRemoved, store: store.uri, key: key, """
@@ -106,8 +106,10 @@ public struct TrialGuard: Sendable {
                     // Someone else started it meanwhile: report theirs.
                     return evaluate(startIfAbsent: false)
                 }
-            case let .current(value), let .migrated(value, _, _):
-                record = value
+            case let loaded?:
+                // A migrated record whose write-back failed is still the trial's record: the
+                // start date is what matters, and the next status migrates it again.
+                record = loaded.value
             }
             if record.startDate.timeIntervalSince(now) > rollbackTolerance {
                 return .clockMovedBack(lastSeen: record.startDate, now: now)

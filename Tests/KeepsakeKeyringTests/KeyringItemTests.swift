@@ -13,7 +13,7 @@ extension KeyringTests {
         @Test("an item Keepsake writes carries service, username, xdg:schema and the label 'service: key'")
         func itemIdentity() throws {
             let store = try PrivateKeyring.freshStore("identity")
-            try store.saveRecord(PersonV3(alias: "Ada", email: "ada@example.com"), in: Person.chain)
+            try Vault(store: store).save(PersonV3(alias: "Ada", email: "ada@example.com"), in: Person.chain)
             let items = try PrivateKeyring.secretToolSearch(service: store.service)
             try #require(items.count == 1)
             #expect(items[0].label == "\(store.service): person")
@@ -41,8 +41,8 @@ extension KeyringTests {
             #expect(try store.keys() == ["person"])
             #expect(try store.data(forKey: "person") == Data(#"{"name":"Ada","age":"36"}"#.utf8))
 
-            let state = try store.loadRecord(Person.chain, context: context)
-            #expect(state == .migrated(PersonV3(alias: "Ada", email: "---"), from: 0, to: 3))
+            let state = try Vault(store: store, context: context).load(Person.chain)
+            #expect(state?.value == PersonV3(alias: "Ada", email: "---") && state?.storedVersion == 0)
 
             let envelope = #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#
             let items = try PrivateKeyring.secretToolSearch(service: store.service)
@@ -56,7 +56,7 @@ extension KeyringTests {
             #expect(items[0].attributes["xdg:schema"] != KeyringStore.schemaName)
             #expect(items[0].secret == envelope)
             #expect(try PrivateKeyring.secretToolLookup(service: store.service, key: "person") == envelope)
-            #expect(try store.loadRecord(Person.chain, context: context) == .current(PersonV3(alias: "Ada", email: "---")))
+            #expect(try Vault(store: store, context: context).load(Person.chain).map { $0.value } == PersonV3(alias: "Ada", email: "---"))
         }
 
         @Test("secret-tool storing over a Keepsake item replaces it in place, and Keepsake reads the new record")
@@ -80,9 +80,9 @@ extension KeyringTests {
                 attributes: [("xdg:schema", "org.example.Other"), ("application", "Python keyring library"),
                              ("service", store.service), ("username", "trialInfo")],
                 secret: #"{"version":0,"startDate":700000000}"#)
-            let state = try store.loadRecord(TrialInfo.chain, context: context)
+            let state = try Vault(store: store, context: context).load(TrialInfo.chain)
             let expected = TrialInfoV2(startDate: Date(timeIntervalSinceReferenceDate: 700_000_000), deviceId: "device-1")
-            #expect(state == .migrated(expected, from: 0, to: 2))
+            #expect(state?.value == expected && state?.storedVersion == 0)
             let items = try PrivateKeyring.secretToolSearch(service: store.service)
             try #require(items.count == 1)
             #expect(items[0].attributes["xdg:schema"] == "org.example.Other")

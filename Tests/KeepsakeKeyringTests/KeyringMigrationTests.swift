@@ -43,9 +43,9 @@ extension KeyringTests {
             #expect(items.count == 3)
             #expect(items.first { $0.attributes["username"] == "person" }?.label == "person")
 
-            #expect(try store.loadRecord(Person.chain, context: context) == .current(PersonV3(alias: "Ada", email: "---")))
-            #expect(try store.loadRecord(TrialInfo.chain, context: context)
-                == .current(TrialInfoV2(startDate: Date(timeIntervalSinceReferenceDate: 700_000_000), deviceId: "device-1")))
+            #expect(try Vault(store: store, context: context).load(Person.chain).map { $0.value } == PersonV3(alias: "Ada", email: "---"))
+            #expect(try Vault(store: store, context: context).load(TrialInfo.chain).map { $0.value }
+                == (TrialInfoV2(startDate: Date(timeIntervalSinceReferenceDate: 700_000_000), deviceId: "device-1")))
 
             let again = try migrator.run()
             #expect(again.map(\.state) == [.unmanaged, .current, .current])

@@ -15,9 +15,9 @@ extension KeyringTests {
             let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 1_700_000_000), deviceIdentity: "device-1")
             try store.setData(Data(#"{"version":0,"startDate":700000000}"#.utf8), forKey: "trialInfo")
             try store.setData(Data(#"{"name":"Ada","age":"36"}"#.utf8), forKey: "person")
-            let trial = try store.loadRecord(TrialInfo.chain, context: context)
+            let trial = try Vault(store: store, context: context).load(TrialInfo.chain)
             let startDate = Date(timeIntervalSinceReferenceDate: 700_000_000)
-            #expect(trial == .migrated(TrialInfoV2(startDate: startDate, deviceId: "device-1"), from: 0, to: 2))
+            #expect(trial?.value == TrialInfoV2(startDate: startDate, deviceId: "device-1") && trial?.storedVersion == 0)
             let migratedBytes = try store.data(forKey: "trialInfo")
 
             try PrivateKeyring.restartDaemon()
@@ -27,8 +27,8 @@ extension KeyringTests {
             #expect(try reopened.keys() == ["person", "trialInfo"])
             #expect(try reopened.data(forKey: "trialInfo") == migratedBytes)
             #expect(try reopened.data(forKey: "person") == Data(#"{"name":"Ada","age":"36"}"#.utf8))
-            #expect(try reopened.loadRecord(TrialInfo.chain, context: context)
-                == .current(TrialInfoV2(startDate: startDate, deviceId: "device-1")))
+            #expect(try Vault(store: reopened, context: context).load(TrialInfo.chain).map { $0.value }
+                == (TrialInfoV2(startDate: startDate, deviceId: "device-1")))
             // The store made before the restart keeps working: each call opens a new session.
             #expect(try store.data(forKey: "trialInfo") == migratedBytes)
         }

@@ -14,9 +14,9 @@ extension KeyringTests {
         func migratesPythonItem() throws {
             let store = try PrivateKeyring.freshStore("python-item")
             try PythonKeyring.setPassword(service: store.service, username: "trialInfo", #"{"version":0,"startDate":700000000}"#)
-            let state = try store.loadRecord(TrialInfo.chain, context: context)
+            let state = try Vault(store: store, context: context).load(TrialInfo.chain)
             let expected = TrialInfoV2(startDate: Date(timeIntervalSinceReferenceDate: 700_000_000), deviceId: "device-1")
-            #expect(state == .migrated(expected, from: 0, to: 2))
+            #expect(state?.value == expected && state?.storedVersion == 0)
 
             let envelope = #"{"data":{"deviceId":"device-1","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#
             #expect(try PythonKeyring.getPassword(service: store.service, username: "trialInfo") == envelope)
@@ -29,7 +29,7 @@ extension KeyringTests {
         @Test("keyring.get_password reads what Keepsake stored; its set_password beside it leaves one item after Keepsake's next write")
         func pythonAndKeepsake() throws {
             let store = try PrivateKeyring.freshStore("python-both")
-            try store.saveRecord(PersonV3(alias: "Ada", email: "ada@example.com"), in: Person.chain)
+            try Vault(store: store).save(PersonV3(alias: "Ada", email: "ada@example.com"), in: Person.chain)
             let envelope = #"{"data":{"alias":"Ada","email":"ada@example.com"},"schema":"Person","version":3}"#
             #expect(try PythonKeyring.getPassword(service: store.service, username: "person") == envelope)
             #expect(try PythonKeyring.getPassword(service: store.service, username: "nobody") == nil)
@@ -38,7 +38,7 @@ extension KeyringTests {
             // Python's item has an `application` attribute Keepsake's lacks: gnome-keyring adds it beside.
             try PythonKeyring.setPassword(service: store.service, username: "person", #"{"name":"Bea","age":"41"}"#)
             #expect(try PrivateKeyring.secretToolSearch(service: store.service).count == 2)
-            #expect(try store.loadRecord(Person.chain, context: context) == .migrated(PersonV3(alias: "Bea", email: "---"), from: 0, to: 3))
+            #expect(try Vault(store: store, context: context).load(Person.chain).map { [$0.storedVersion] } == [0])
 
             let items = try PrivateKeyring.secretToolSearch(service: store.service)
             try #require(items.count == 1, "the write-back must leave exactly one item: \(items)")

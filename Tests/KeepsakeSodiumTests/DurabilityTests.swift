@@ -156,9 +156,9 @@ struct EncryptedMigrationTests {
                 #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#.utf8))
             #expect(try reopened.data(forKey: "trialInfo") == Data(
                 #"{"data":{"deviceId":"device-1","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#.utf8))
-            #expect(try reopened.loadRecord(Person.chain, context: context) == .current(PersonV3(alias: "Ada", email: "---")))
-            let trial = try reopened.loadRecord(TrialInfo.chain, context: context)
-            #expect(trial == .current(TrialInfoV2(startDate: Date(timeIntervalSinceReferenceDate: 700_000_000),
+            #expect(try Vault(store: reopened, context: context).load(Person.chain).map { $0.value } == PersonV3(alias: "Ada", email: "---"))
+            let trial = try Vault(store: reopened, context: context).load(TrialInfo.chain)
+            #expect(trial?.value == (TrialInfoV2(startDate: Date(timeIntervalSinceReferenceDate: 700_000_000),
                                                   deviceId: "device-1")))
             #expect(try reopened.data(forKey: "theme") == Data(#""dark""#.utf8))
             #expect(try Migrator(store: reopened, chains: SampleModels.all, context: context).run().map(\.state)

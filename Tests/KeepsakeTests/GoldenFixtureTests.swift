@@ -24,15 +24,9 @@ struct GoldenFixtureTests {
         #expect(result.loaded.alias == result.expected.alias)
         #expect(result.loaded.email == result.expected.email)
         let storedVersion = Int(fixture.name.dropFirst().prefix(1))!
-        switch result.state {
-        case let .migrated(_, from, to):
-            #expect(from == storedVersion)
-            #expect(to == 3)
-        case .current:
-            #expect(storedVersion == 3)
-        case .absent:
-            Issue.record("fixture loaded as absent")
-        }
+        #expect(result.load.storedVersion == storedVersion)
+        #expect(result.load.record.latestVersion == 3)
+        #expect(result.load.writeBack == (storedVersion == 3 ? .notNeeded : .written))
     }
 
     @Test("a stored TrialInfo migrates to the expected latest record, start date intact", arguments: try fixtures("TrialInfo"))

@@ -7,15 +7,13 @@ import Testing
 struct ReadmeTests {
     /// The quick start, verbatim from README.md (the test below checks it still is).
     func quickStart() throws {
-        let store = try DefaultsStore(suite: "settings", app: "com.example.notes")
-        let context = MigrationContext.live(deviceIdentity: try DeviceIdentity.derived(appID: "com.example.notes"))
+        let vault = Vault(store: try DefaultsStore(suite: "settings", app: "com.example.notes"))
 
         do {
-            switch try store.loadRecord(Person.chain, context: context) {
-            case .absent:
-                try store.saveRecord(PersonV3(alias: "Ada", email: "ada@example.com"), in: Person.chain)
-            case let .current(person), let .migrated(person, _, _):
-                print("Hello, \(person.alias)")
+            if let person = try vault.load(Person.chain) {
+                print("Hello, \(person.value.alias)")  // any stored version, migrated and written back
+            } else {
+                try vault.save(PersonV3(alias: "Ada", email: "ada@example.com"), in: Person.chain)
             }
         } catch where error.code == .newerVersion {
             // Written by a newer release: it is left untouched. Carry on without it.

@@ -105,8 +105,8 @@ struct DefaultsStoreTests {
         try bytes(#"{"theme":"dark","person":"{\"name\":\"Ada\",\"age\":\"36\"}"}"#).write(to: URL(fileURLWithPath: path))
         let store = DefaultsStore(path: path)
         let context = MigrationContext.fixed(now: Date(), deviceIdentity: "d")
-        let state = try store.loadRecord(Person.chain, context: context)
-        #expect(state == .migrated(PersonV3(alias: "Ada", email: "---"), from: 0, to: 3))
+        let state = try Vault(store: store, context: context).load(Person.chain)
+        #expect(state?.value == PersonV3(alias: "Ada", email: "---") && state?.storedVersion == 0)
         #expect(try store.value(String.self, forKey: "theme") == "dark")
         #expect(try store.data(forKey: "person") == bytes(#"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#))
     }

@@ -82,8 +82,8 @@ struct TrialGuardTests {
         let written = String(decoding: try store.data(forKey: "trialInfo") ?? Data(), as: UTF8.self)
         #expect(written.contains(#""version":2"#))
         #expect(written.contains(#""deviceId":"device-A""#))
-        let reread = try store.loadRecord(TrialInfo.chain, context: .fixed(now: launch, deviceIdentity: "x"))
-        #expect(abs((reread.value?.startDate ?? .distantPast).timeIntervalSince(start)) < 0.0005)
+        let reread = try Vault(store: store, context: .fixed(now: launch, deviceIdentity: "x")).load(TrialInfo.chain)
+        #expect(abs((reread?.value.startDate ?? .distantPast).timeIntervalSince(start)) < 0.0005)
     }
 
     @Test("an unreadable or newer record is unknown, never a free reset, and stays as it was", arguments: [

@@ -31,20 +31,31 @@ public struct Migrator: Sendable {
     }
 
     /// Every key of the store with its state; nothing is written. Outdated records are migrated
-    /// in memory (and verified) so that a failing step shows as `unreadable` here, not in `run`.
+    /// in memory, so that a failing step shows as `unreadable` here, not first in `run`; the
+    /// round-trip verification of the bytes to write is left to `run`, where a write follows.
     ///
     /// - Throws: Only when the store itself cannot be read; a bad record is a report.
     public func plan() throws(KeepsakeError) -> [RecordReport] {
-        try store.allData().map { evaluate(key: $0.key, bytes: $0.data, encodeCurrent: false).report }
+        try store.allData().map { evaluate(key: $0.key, bytes: $0.data, encodeLatest: false).report }
     }
 
     /// The record under `key` migrated in memory, and its latest envelope bytes; nothing written.
     ///
-    /// - Returns: `nil` when nothing is stored under `key`.
+    /// - Returns: `nil` when nothing is stored under `key`; `latest` is `nil` when the record is
+    ///   unmanaged or cannot be read (the report says why).
     public func preview(key: String) throws(KeepsakeError) -> (report: RecordReport, latest: Data?)? {
         guard let bytes = try store.data(forKey: key) else { return nil }
-        let evaluation = evaluate(key: key, bytes: bytes, encodeCurrent: true)
-        return (evaluation.report, evaluation.encoded)
+        let evaluation = evaluate(key: key, bytes: bytes, encodeLatest: true)
+        var report = evaluation.report
+        guard let chain = evaluation.chain, let value = evaluation.value else { return (report, nil) }
+        if let encoded = evaluation.encoded { return (report, encoded) }
+        do throws(KeepsakeError) {
+            return (report, try chain.encode(value))
+        } catch {
+            report.error = error.located(store: store.uri, key: key)
+            report.state = .unreadable
+            return (report, nil)
+        }
     }
 
     /// Migrates every outdated managed record and writes each back once.
@@ -68,7 +79,7 @@ public struct Migrator: Sendable {
         var writeIndex: [Int] = []  // report index for each write
         reports.reserveCapacity(entries.count)
         for (offset, entry) in entries.enumerated() {
-            var evaluation = evaluate(key: entry.key, bytes: entry.data, encodeCurrent: false)
+            var evaluation = evaluate(key: entry.key, bytes: entry.data, encodeLatest: true)
             if let encoded = evaluation.encoded {
                 do throws(KeepsakeError) {
                     if let backup {
@@ -104,14 +115,18 @@ public struct Migrator: Sendable {
 
     private struct Evaluation {
         var report: RecordReport
+        /// The verified latest envelope of an outdated record, when asked for.
         var encoded: Data?
+        var chain: AnyModelChain?
+        var value: (any ModelVersion)?
     }
 
     private func chain(named name: String) -> AnyModelChain? {
         chains.first { $0.name == name }
     }
 
-    private func evaluate(key: String, bytes: Data, encodeCurrent: Bool) -> Evaluation {
+    /// Routes the record to its chain (by envelope schema, else by key) and runs the pipeline.
+    private func evaluate(key: String, bytes: Data, encodeLatest: Bool) -> Evaluation {
         let parsed: ParsedRecord
         do throws(KeepsakeError) {
             parsed = try ParsedRecord.parse(bytes)
@@ -134,23 +149,12 @@ public struct Migrator: Sendable {
         } else {
             return Evaluation(report: RecordReport(key: key, state: .unmanaged))
         }
-        var report = RecordReport(key: key, schema: chain.name, latestVersion: chain.latestVersion,
-                                  state: .unreadable, stringWrapped: parsed.stringWrapped)
-        do throws(KeepsakeError) {
-            let detected = try chain.detect(parsed)
-            report.storedVersion = detected.version
-            report.form = detected.form
-            if detected.version > chain.latestVersion { report.state = .newer }
-            let encoded = try chain.process(detected, context, encodeCurrent)
-            report.state = detected.version < chain.latestVersion ? .outdated : .current
-            if detected.version < chain.latestVersion {
-                report.steps = Array((detected.version + 1)...chain.latestVersion)
-            }
-            return Evaluation(report: report, encoded: encoded)
-        } catch {
-            report.error = error.located(store: store.uri, key: key)
-            return Evaluation(report: report)
-        }
+        let outcome = chain.pipeline(parsed, context, encodeLatest).located(store: store.uri, key: key)
+        var evaluation = Evaluation(
+            report: RecordReport(key: key, schema: chain.name, latestVersion: chain.latestVersion, outcome: outcome),
+            chain: chain, value: outcome.record?.value)
+        if case let .outdated(_, latest) = outcome { evaluation.encoded = latest }
+        return evaluation
     }
 
     private func chainByKey(_ key: String) -> AnyModelChain? {

@@ -49,4 +49,19 @@ public struct RecordReport: Sendable, Equatable {
         self.error = error
         self.backupPath = backupPath
     }
+
+    /// The report of a record of model `schema` read through the pipeline.
+    public init<Model>(key: String, schema: String, latestVersion: Int, outcome: RecordOutcome<Model>) {
+        let stored = outcome.stored ?? StoredInfo()
+        let state: State
+        switch outcome {
+        case .absent, .current: state = .current
+        case .outdated: state = .outdated
+        case .newer: state = .newer
+        case .failed: state = .unreadable
+        }
+        self.init(key: key, schema: schema, storedVersion: stored.version, latestVersion: latestVersion, state: state,
+                  form: stored.form, stringWrapped: stored.stringWrapped, steps: outcome.record?.steps ?? [],
+                  error: outcome.error)
+    }
 }

@@ -45,6 +45,9 @@ public struct KeepsakeError: Error, Sendable, Equatable, CustomStringConvertible
         public static let conflict = Code(rawValue: "conflict")
         /// No record is stored under the key (only for calls that require one).
         public static let notFound = Code(rawValue: "notFound")
+        /// A migration step needs this device's identity and the migration context has none
+        /// (see ``MigrationContext``); that record was left as stored.
+        public static let deviceIdentityUnavailable = Code(rawValue: "deviceIdentityUnavailable")
 
         // MARK: Stores
         /// The store's own data (a defaults document, a store header) is damaged.
@@ -106,13 +109,45 @@ public struct KeepsakeError: Error, Sendable, Equatable, CustomStringConvertible
     public var message: String
     /// The underlying cause, when there is one.
     public var cause: Cause?
+    /// The error that caused this one, as it was thrown: an app's own error from its migration
+    /// step, a `DecodingError`, an `Encodable` conformance's error. Match it with
+    /// ``underlying(as:)``.
+    public var underlying: (any Error)?
 
-    public init(_ code: Code, store: String? = nil, key: String? = nil, _ message: String, cause: Cause? = nil) {
+    public init(
+        _ code: Code, store: String? = nil, key: String? = nil, _ message: String, cause: Cause? = nil,
+        underlying: (any Error)? = nil
+    ) {
         self.code = code
         self.store = store
         self.key = key
         self.message = message
         self.cause = cause
+        self.underlying = underlying
+    }
+
+    /// The underlying error as the app's own type, when it is one: how an app catches the
+    /// errors its own migration steps throw.
+    ///
+    /// ```swift
+    /// do {
+    ///     _ = try vault.load(.settings)
+    /// } catch let error where error.underlying(as: SettingsMigrationError.self) == .unknownTheme {
+    ///     // the app's own step refused the stored theme
+    /// }
+    /// ```
+    public func underlying<E: Error>(as type: E.Type) -> E? {
+        if let match = underlying as? E { return match }
+        if let nested = underlying as? KeepsakeError { return nested.underlying(as: type) }
+        return nil
+    }
+
+    /// Errors are equal when their code, store, key, message and cause are; the underlying
+    /// errors are compared by their descriptions.
+    public static func == (lhs: KeepsakeError, rhs: KeepsakeError) -> Bool {
+        lhs.code == rhs.code && lhs.store == rhs.store && lhs.key == rhs.key && lhs.message == rhs.message
+            && lhs.cause == rhs.cause
+            && lhs.underlying.map { String(describing: $0) } == rhs.underlying.map { String(describing: $0) }
     }
 
     /// `store`, `key: message (cause)` on one line.

@@ -8,22 +8,38 @@ import Foundation
 struct JSONValueDecoder: Decoder {
     let value: JSONValue
     let codingPath: [any CodingKey]
+    /// Records the keys read from this decoder's object (the record's top level only).
+    let readKeys: ReadKeys?
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(_ value: JSONValue, codingPath: [any CodingKey] = []) {
+    init(_ value: JSONValue, codingPath: [any CodingKey] = [], readKeys: ReadKeys? = nil) {
         self.value = value
         self.codingPath = codingPath
+        self.readKeys = readKeys
+    }
+
+    /// The top-level keys a decode read (asked for, or asked whether present).
+    final class ReadKeys {
+        var keys = Set<String>()
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
         try decodeAny(type, from: value, path: [])
     }
 
+    /// Decodes `type` from `value` and returns the top-level keys its `init(from:)` read, so a
+    /// caller can tell whether the object held keys the type does not know.
+    static func decodeTrackingKeys<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> (T, Set<String>) {
+        let readKeys = ReadKeys()
+        let decoded = try T(from: JSONValueDecoder(value, readKeys: readKeys))
+        return (decoded, readKeys.keys)
+    }
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard case let .object(object) = value else {
             throw mismatch([String: Any].self, value, codingPath)
         }
-        return KeyedDecodingContainer(KeyedContainer<Key>(object: object, codingPath: codingPath))
+        return KeyedDecodingContainer(KeyedContainer<Key>(object: object, codingPath: codingPath, readKeys: readKeys))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -44,6 +60,14 @@ struct JSONValueDecoder: Decoder {
                 throw mismatch(Data.self, value, path)
             }
             return data as! T
+        }
+        if T.self == Decimal.self {
+            // Written as a JSON number by JSONEncoder; read its literal text exactly.
+            guard case let .number(text) = value, let decimal = Decimal(string: text, locale: nil),
+                  !decimal.isNaN else {
+                throw mismatch(Decimal.self, value, path)
+            }
+            return decimal as! T
         }
         if T.self == URL.self {
             guard case let .string(text) = value, let url = URL(string: text) else {
@@ -112,12 +136,17 @@ private struct IndexKey: CodingKey {
 private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let object: JSONObject
     let codingPath: [any CodingKey]
+    let readKeys: JSONValueDecoder.ReadKeys?
 
     var allKeys: [Key] { object.members.compactMap { Key(stringValue: $0.key) } }
 
-    func contains(_ key: Key) -> Bool { object[key.stringValue] != nil }
+    func contains(_ key: Key) -> Bool {
+        readKeys?.keys.insert(key.stringValue)
+        return object[key.stringValue] != nil
+    }
 
     private func value(_ key: Key) throws -> JSONValue {
+        readKeys?.keys.insert(key.stringValue)
         guard let value = object[key.stringValue] else {
             throw DecodingError.keyNotFound(key, .init(
                 codingPath: codingPath, debugDescription: "No value for key '\(key.stringValue)'."))
@@ -160,11 +189,13 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func superDecoder() throws -> any Decoder {
-        JSONValueDecoder(object["super"] ?? .null, codingPath: codingPath)
+        readKeys?.keys.insert("super")
+        return JSONValueDecoder(object["super"] ?? .null, codingPath: codingPath)
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
-        JSONValueDecoder(object[key.stringValue] ?? .null, codingPath: codingPath + [key])
+        readKeys?.keys.insert(key.stringValue)
+        return JSONValueDecoder(object[key.stringValue] ?? .null, codingPath: codingPath + [key])
     }
 }
 

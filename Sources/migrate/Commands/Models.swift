@@ -28,8 +28,8 @@ extension Migrate {
                 printJSON(models.map { chain in
                     ModelJSON(name: chain.name, defaultKeys: chain.defaultKeys, latestVersion: chain.latestVersion,
                               versions: chain.versions.map {
-                                  .init(version: $0.version, type: $0.typeName, keys: $0.storedKeys.required.sorted(),
-                                        optionalKeys: $0.storedKeys.optional.sorted())
+                                  .init(version: $0.version, type: $0.typeName, keys: ($0.storedKeys?.required ?? []).sorted(),
+                                        optionalKeys: ($0.storedKeys?.optional ?? []).sorted())
                               })
                 })
                 return
@@ -38,7 +38,7 @@ extension Migrate {
                 if index > 0 { print() }
                 print("\(chain.name) — latest v\(chain.latestVersion), default keys: \(chain.defaultKeys.joined(separator: ", "))")
                 printTable(["VERSION", "TYPE", "STORED KEYS"], chain.versions.map {
-                    ["v\($0.version)", $0.typeName, $0.storedKeys.description]
+                    ["v\($0.version)", $0.typeName, $0.storedKeys?.description ?? "(read by decoding)"]
                 })
             }
         }

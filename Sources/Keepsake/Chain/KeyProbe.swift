@@ -1,11 +1,27 @@
 import Foundation
 
+/// Why the stored keys of a type could not be read off its `Decodable` conformance.
+struct ProbeProblem: Error, Sendable, Equatable {
+    /// The top-level field being decoded when the probe failed, if it had got that far.
+    let field: String?
+    let reason: String
+}
+
 /// A decoder that feeds placeholder values to a `Decodable` type and records which top-level
 /// keys it asks for: `decode` marks a key required, `contains`/`decodeIfPresent` optional.
+///
+/// Nested values get placeholders that their own `init(from:)` accepts where one can be found:
+/// empty strings, zeros, empty collections, `nil` for optionals, fixed dates, URLs and UUIDs,
+/// the first case of a `CaseIterable` enum, and — for a plain value type without references
+/// (`RawRepresentable` enums that are not `CaseIterable`, enums with associated values of plain
+/// types) — its all-zero bit pattern, which is its first case. The placeholder only flows into
+/// the probed type's own initializer and is thrown away; it is never stored or returned.
 final class KeyProbe: Decoder {
     final class Log {
         var required = Set<String>()
         var optional = Set<String>()
+        /// The top-level key whose value was being decoded last.
+        var current: String?
     }
 
     let log = Log()
@@ -15,6 +31,32 @@ final class KeyProbe: Decoder {
 
     init(recording: Bool) { self.recording = recording }
 
+    /// Reads the top-level keys `type` decodes.
+    static func storedKeys<T: Decodable>(of type: T.Type) -> Result<StoredKeys, ProbeProblem> {
+        let probe = KeyProbe(recording: true)
+        do {
+            _ = try T(from: probe)
+        } catch {
+            let field = probe.log.current
+            let detail: String
+            if let failure = error as? PlaceholderFailure {
+                detail = "no placeholder value of \(failure.typeName) could be made to probe it"
+            } else {
+                detail = "its init(from:) threw on placeholder values (\(error))"
+            }
+            let place = field.map { "field '\($0)'" } ?? "its top level"
+            return .failure(ProbeProblem(field: field, reason: """
+                the stored keys of \(T.self) cannot be read off its Decodable conformance at \(place): \(detail); \
+                declare them with `static let storedKeys = StoredKeys(required: [...], optional: [...])`
+                """))
+        }
+        return .success(StoredKeys(required: probe.log.required, optional: probe.log.optional))
+    }
+
+    struct PlaceholderFailure: Error {
+        let typeName: String
+    }
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         KeyedDecodingContainer(Keyed<Key>(probe: self))
     }
@@ -22,17 +64,59 @@ final class KeyProbe: Decoder {
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer { Unkeyed() }
     func singleValueContainer() throws -> any SingleValueDecodingContainer { Single() }
 
+    /// A value of `T` its own decoder accepts, for probing only.
     static func placeholder<T: Decodable>(_ type: T.Type) throws -> T {
-        if T.self == Date.self { return Date(timeIntervalSinceReferenceDate: 0) as! T }
-        if T.self == Data.self { return Data() as! T }
-        if T.self == URL.self { return URL(string: "about:blank")! as! T }
-        return try T(from: KeyProbe(recording: false))
+        if let value = knownPlaceholder(type) { return value }
+        do {
+            return try T(from: KeyProbe(recording: false))
+        } catch {
+            if let cases = T.self as? any CaseIterable.Type, let first = firstCase(of: cases) as? T {
+                return first
+            }
+            if let zero = zeroBitPattern(T.self) { return zero }
+            throw PlaceholderFailure(typeName: String(describing: T.self))
+        }
+    }
+
+    /// Placeholders for the Foundation types whose decoders reject empty strings or zeros.
+    private static func knownPlaceholder<T>(_ type: T.Type) -> T? {
+        switch type {
+        case is Date.Type: return Date(timeIntervalSinceReferenceDate: 0) as? T
+        case is Data.Type: return Data() as? T
+        case is URL.Type: return URL(fileURLWithPath: "/") as? T
+        case is UUID.Type: return UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) as? T
+        case is Decimal.Type: return Decimal.zero as? T
+        default: return nil
+        }
+    }
+
+    private static func firstCase<C: CaseIterable>(of type: C.Type) -> Any? {
+        C.allCases.first
+    }
+
+    /// The all-zero value of a plain value type (no references, no resilient storage): for a
+    /// fieldless enum its first case, for an enum with plain payloads its first case with zero
+    /// payload, for a struct of such values all-zero fields. `nil` for anything else.
+    static func zeroBitPattern<T>(_ type: T.Type) -> T? {
+        guard _isPOD(T.self) else { return nil }
+        let size = max(MemoryLayout<T>.size, 1)
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: MemoryLayout<T>.alignment)
+        defer { raw.deallocate() }
+        raw.initializeMemory(as: UInt8.self, repeating: 0, count: size)
+        return raw.load(as: T.self)
     }
 
     private struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
         let probe: KeyProbe
         var codingPath: [any CodingKey] { [] }
-        var allKeys: [Key] { [] }
+
+        /// At the top level nothing is offered, so that only the keys asked for are recorded.
+        /// Nested, one key is offered when one can be made (the first case of a synthesized
+        /// `CodingKeys` enum), so that an enum with associated values decodes its first case.
+        var allKeys: [Key] {
+            guard !probe.recording, let key = KeyProbe.zeroBitPattern(Key.self) else { return [] }
+            return [key]
+        }
 
         func contains(_ key: Key) -> Bool {
             guard probe.recording else { return false }
@@ -43,7 +127,9 @@ final class KeyProbe: Decoder {
         func decodeNil(forKey key: Key) throws -> Bool { true }
 
         private func required(_ key: Key) {
-            if probe.recording { probe.log.required.insert(key.stringValue) }
+            guard probe.recording else { return }
+            probe.log.required.insert(key.stringValue)
+            probe.log.current = key.stringValue
         }
 
         func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { required(key); return false }

@@ -35,15 +35,19 @@ public protocol ModelVersion: Codable, Sendable {
     init(migrating previous: Predecessor, context: MigrationContext) throws
 
     /// The top-level keys this version stores, used to recognise a record saved without a
-    /// version number. By default they are read off the type's `Decodable` conformance
-    /// (keys it decodes are required, keys it decodes only if present are optional);
-    /// declare them when `init(from:)` cannot run on placeholder values (a `RawRepresentable`
-    /// enum field, a validating initializer).
+    /// version number.
+    ///
+    /// Leave it out: by default (``StoredKeys/inferred``) Keepsake reads the keys off the
+    /// type's `Decodable` conformance — keys it decodes are required, keys it decodes only if
+    /// present are optional — for any ordinary field type: enums, `UUID`, `URL`, `Date`,
+    /// `Data`, `Decimal`, nested types, collections, optionals. Declare them only when your
+    /// `init(from:)` reads keys conditionally in a way a probe cannot see; `ChainValidation`
+    /// tells you when that is needed, naming the type and field.
     static var storedKeys: StoredKeys { get }
 }
 
 extension ModelVersion {
-    public static var storedKeys: StoredKeys { StoredKeys.probing(Self.self) }
+    public static var storedKeys: StoredKeys { .inferred }
 }
 
 extension ModelVersion where Predecessor == NoPredecessor {
@@ -75,11 +79,26 @@ public struct StoredKeys: Sendable, Hashable, CustomStringConvertible {
     public var required: Set<String>
     /// Keys a record of this version may have.
     public var optional: Set<String>
+    /// Whether these keys are to be read off the type's `Decodable` conformance.
+    let isInferred: Bool
 
     public init(required: Set<String>, optional: Set<String> = []) {
         self.required = required
         self.optional = optional.subtracting(required)
+        self.isInferred = false
     }
+
+    /// Read the keys off the version's `Decodable` conformance: the default.
+    public static let inferred = StoredKeys(inferred: ())
+
+    private init(inferred: Void) {
+        required = []
+        optional = []
+        isInferred = true
+    }
+
+    /// Every key a record of this version may have.
+    public var all: Set<String> { required.union(optional) }
 
     /// Whether an object with exactly `keys` is a record of this version: every required key
     /// present and no key this version does not know.
@@ -91,22 +110,30 @@ public struct StoredKeys: Sendable, Hashable, CustomStringConvertible {
         return requiredSeen == required.count
     }
 
+    /// Whether some object without a `"version"` key would match both `self` and `other`.
+    public func overlaps(_ other: StoredKeys) -> Bool {
+        let needed = required.union(other.required)
+        return !needed.contains("version") && needed.isSubset(of: all.intersection(other.all))
+    }
+
     public var description: String {
+        if isInferred { return "{inferred}" }
         let parts = required.sorted() + optional.sorted().map { $0 + "?" }
         return "{" + parts.joined(separator: ", ") + "}"
     }
 
-    /// Reads the keys off `type`'s `Decodable` conformance by running it on placeholders.
-    static func probing<T: Decodable>(_ type: T.Type) -> StoredKeys {
-        let probe = KeyProbe(recording: true)
-        do {
-            _ = try T(from: probe)
-        } catch {
-            preconditionFailure("""
-                Keepsake cannot read the stored keys of \(T.self) from its Decodable conformance \
-                (\(error)). Declare them: `static let storedKeys = StoredKeys(required: [...])`.
-                """)
+    /// The keys `type` stores: its declared ``ModelVersion/storedKeys``, or those read off its
+    /// `Decodable` conformance.
+    ///
+    /// - Throws: ``ChainError`` naming the type and the field whose shape cannot be known.
+    public static func of<V: ModelVersion>(_ type: V.Type) throws(ChainError) -> StoredKeys {
+        let declared = V.storedKeys
+        guard declared.isInferred else { return declared }
+        switch KeyProbe.storedKeys(of: V.self) {
+        case let .success(keys): return keys
+        case let .failure(problem):
+            throw ChainError(chain: nil, version: V.version, typeName: String(describing: V.self),
+                             field: problem.field, problem.reason)
         }
-        return StoredKeys(required: probe.log.required, optional: probe.log.optional)
     }
 }

@@ -1,0 +1,305 @@
+import Foundation
+
+// The one pipeline from stored bytes to a ``RecordOutcome``: parse once, detect the stored
+// version on the parsed tree (DESIGN §4), decode once into that version, run the steps, and —
+// only when a write follows — encode and verify the latest envelope.
+
+extension ModelChain {
+    /// Reads stored bytes and migrates them in memory to `Latest`: the pipeline every reader of
+    /// records uses. Nothing is written anywhere.
+    ///
+    /// - Parameters:
+    ///   - bytes: The stored bytes; `nil` when nothing is stored (the outcome is `.absent`).
+    ///   - context: Clock, identifiers and device identity for the steps.
+    ///   - encodeLatest: Whether to encode and verify the latest envelope of an outdated record
+    ///     (`.outdated(_, latest:)`), as a caller about to write it back needs. A record that
+    ///     fails verification is then `.failed` with `.verificationFailed`. Leave it `false` to
+    ///     only look.
+    /// - Returns: The outcome. Errors in it name no store or key; callers that know them add them.
+    public func outcome(of bytes: Data?, context: MigrationContext, encodeLatest: Bool = false) -> RecordOutcome<Latest> {
+        guard let bytes else { return .absent }
+        do throws(KeepsakeError) {
+            return outcome(of: try ParsedRecord.parse(bytes), context: context, encodeLatest: encodeLatest)
+        } catch {
+            return .failed(error, stored: StoredInfo())
+        }
+    }
+
+    /// The pipeline from a parsed record on (the ``Migrator`` parses once to route by schema).
+    func outcome(of parsed: ParsedRecord, context: MigrationContext, encodeLatest: Bool) -> RecordOutcome<Latest> {
+        var stored = StoredInfo(stringWrapped: parsed.stringWrapped)
+        do throws(KeepsakeError) {
+            let detected = try detect(parsed)
+            stored.version = detected.version
+            stored.form = detected.form
+            if detected.version > latestVersion {
+                return .newer(newerError(detected.version), stored: stored)
+            }
+            let value = try migrate(detected, context: context)
+            let record = DecodedRecord(value: value, storedVersion: detected.version, latestVersion: latestVersion,
+                                       form: detected.form, stringWrapped: detected.stringWrapped)
+            guard record.wasMigrated else { return .current(record) }
+            return .outdated(record, latest: encodeLatest ? try encodeVerified(value) : nil)
+        } catch {
+            return .failed(error, stored: stored)
+        }
+    }
+
+    /// Reads stored bytes in any form DESIGN §4 accepts and migrates them in memory to `Latest`.
+    /// Nothing is written anywhere: use this for stores of your own, or to inspect bytes.
+    ///
+    /// - Throws: ``KeepsakeError`` (`.corruptRecord`, `.unrecognisedRecord`, `.ambiguousRecord`,
+    ///   `.newerVersion`, `.schemaMismatch`, `.migrationFailed`, `.deviceIdentityUnavailable`),
+    ///   without store or key.
+    public func read(_ bytes: Data, context: MigrationContext) throws(KeepsakeError) -> DecodedRecord<Latest> {
+        switch outcome(of: bytes, context: context) {
+        case let .current(record), let .outdated(record, _): return record
+        case let .newer(error, _), let .failed(error, _): throw error
+        case .absent: throw KeepsakeError(.notFound, "no bytes to read")  // unreachable: bytes are given
+        }
+    }
+}
+
+/// A stored record parsed once, before it is matched to a chain.
+struct ParsedRecord: Sendable {
+    /// The record's top-level value, after unwrapping a JSON string that held JSON.
+    let root: JSONValue
+    /// Whether the stored value was a JSON string holding the record (UserDefaults-era apps).
+    let stringWrapped: Bool
+
+    /// Parses stored bytes. A JSON string is unwrapped once and its text parsed as the record.
+    static func parse(_ bytes: Data) throws(KeepsakeError) -> ParsedRecord {
+        let value: JSONValue
+        do throws(JSONSyntaxError) {
+            value = try JSONParser.parse(bytes)
+        } catch {
+            throw KeepsakeError(.corruptRecord, "the stored bytes are not valid JSON", cause: error.cause)
+        }
+        if case let .string(text) = value {
+            do throws(JSONSyntaxError) {
+                return ParsedRecord(root: try JSONParser.parse(text), stringWrapped: true)
+            } catch {
+                throw KeepsakeError(.corruptRecord, "the stored value is a JSON string that does not hold JSON",
+                                    cause: error.cause)
+            }
+        }
+        return ParsedRecord(root: value, stringWrapped: false)
+    }
+
+    /// The envelope's `schema`, if the record is an envelope.
+    var envelopeSchema: String? {
+        guard case let .object(object) = root, object.count == 3,
+              case let .string(schema)? = object["schema"], object["version"] != nil, object["data"] != nil
+        else { return nil }
+        return schema
+    }
+}
+
+/// The version a record was detected as, and the object holding its fields.
+struct DetectedRecord: Sendable {
+    let version: Int
+    let form: RecordForm
+    let stringWrapped: Bool
+    let fields: JSONValue
+    /// The stored version's value, when detection already decoded it (a bare record matched to
+    /// a version whose keys are not known ahead).
+    var decoded: (any ModelVersion)?
+}
+
+extension ModelChain {
+    /// Finds the stored version of `record`, per DESIGN §4: an envelope; an object with an
+    /// integer `version`; or a bare object that exactly one version reads completely.
+    func detect(_ record: ParsedRecord) throws(KeepsakeError) -> DetectedRecord {
+        guard case let .object(object) = record.root else {
+            throw KeepsakeError(.unrecognisedRecord,
+                                "expected a JSON object for a \(name) record but found \(record.root.kindName)")
+        }
+        if record.envelopeSchema != nil {
+            return try detectEnvelope(object, stringWrapped: record.stringWrapped)
+        }
+        if let versionValue = object["version"] {
+            let version = try integerVersion(versionValue, where: "top-level \"version\"")
+            let detected = DetectedRecord(version: version, form: .inlineVersion, stringWrapped: record.stringWrapped,
+                                          fields: record.root)
+            guard version <= latestVersion else { return detected }
+            let entry = try entry(forVersion: version)
+            if let keys = entry.keys {
+                let fieldKeys = keys.all.contains("version") ? object.keys : object.keys.filter { $0 != "version" }
+                try checkKeys(fieldKeys, of: entry, keys: keys)
+            }
+            return detected
+        }
+        return try detectBare(object, record: record)
+    }
+
+    /// A bare record is the version whose key set it matches exactly; a version whose keys are
+    /// not known ahead matches when it decodes the record and reads every one of its keys.
+    private func detectBare(_ object: JSONObject, record: ParsedRecord) throws(KeepsakeError) -> DetectedRecord {
+        var matches: [DetectedRecord] = []
+        for entry in versions {
+            let detected = DetectedRecord(version: entry.version, form: .bare, stringWrapped: record.stringWrapped,
+                                          fields: record.root)
+            if let keys = entry.keys {
+                if keys.matches(object.keys) { matches.append(detected) }
+            } else if let decoded = try? entry.decode(record.root, true), let read = decoded.readKeys,
+                      object.members.allSatisfy({ read.contains($0.key) }) {
+                // `try?` is right here: a version that cannot decode the record is simply not a
+                // match; the record's error (unrecognised) is reported below if none matches.
+                var match = detected
+                match.decoded = decoded.value
+                matches.append(match)
+            }
+        }
+        if matches.count == 1 { return matches[0] }
+        let keyList = "{" + object.keys.sorted().joined(separator: ", ") + "}"
+        if matches.isEmpty {
+            let expected = versions.map { "v\($0.version) \($0.keys?.description ?? "(keys read by decoding)")" }
+                .joined(separator: ", ")
+            throw KeepsakeError(.unrecognisedRecord, """
+                a \(name) record without a version has keys \(keyList), which match no version of \(name) \
+                (expected one of: \(expected))
+                """)
+        }
+        let matching = matches.map { "v\($0.version)" }.joined(separator: ", ")
+        throw KeepsakeError(.ambiguousRecord, """
+            a \(name) record without a version has keys \(keyList), which match several versions \
+            (\(matching)); store it with a version to migrate it
+            """)
+    }
+
+    private func detectEnvelope(_ object: JSONObject, stringWrapped: Bool) throws(KeepsakeError) -> DetectedRecord {
+        guard case let .string(schema)? = object["schema"], schema == name else {
+            let found: String
+            if case let .string(schema)? = object["schema"] { found = "'\(schema)'" } else { found = "none" }
+            throw KeepsakeError(.schemaMismatch, "the envelope's schema is \(found), expected '\(name)'")
+        }
+        let version = try integerVersion(object["version"] ?? .null, where: "the envelope's \"version\"")
+        guard version <= latestVersion else {
+            return DetectedRecord(version: version, form: .envelope, stringWrapped: stringWrapped,
+                                  fields: object["data"] ?? .null)
+        }
+        let entry = try entry(forVersion: version)
+        guard case let .object(fields)? = object["data"] else {
+            throw KeepsakeError(.corruptRecord, "the envelope's \"data\" is \((object["data"] ?? .null).kindName), expected an object")
+        }
+        if let keys = entry.keys { try checkKeys(fields.keys, of: entry, keys: keys) }
+        if let inner = fields["version"], case let .number(text) = inner, Int(text) != version {
+            throw KeepsakeError(.corruptRecord,
+                                "the envelope says version \(version) but its data says version \(text)")
+        }
+        return DetectedRecord(version: version, form: .envelope, stringWrapped: stringWrapped, fields: .object(fields))
+    }
+
+    private func integerVersion(_ value: JSONValue, where place: String) throws(KeepsakeError) -> Int {
+        guard case let .number(text) = value, let version = Int(text) else {
+            throw KeepsakeError(.corruptRecord, "\(place) is \(value.kindName), expected an integer")
+        }
+        return version
+    }
+
+    func newerError(_ version: Int) -> KeepsakeError {
+        KeepsakeError(.newerVersion, """
+            the record is \(name) version \(version), newer than this release knows (latest \(latestVersion)); \
+            it was left untouched — use a release that knows version \(version)
+            """)
+    }
+
+    func entry(forVersion version: Int) throws(KeepsakeError) -> VersionEntry {
+        if version > latestVersion { throw newerError(version) }
+        guard version >= 0 else {
+            throw KeepsakeError(.unrecognisedRecord, "the record claims \(name) version \(version), which does not exist")
+        }
+        return versions[version]
+    }
+
+    private func checkKeys(_ fieldKeys: [String], of entry: VersionEntry, keys: StoredKeys) throws(KeepsakeError) {
+        guard !keys.matches(fieldKeys) else { return }
+        let missing = keys.required.subtracting(fieldKeys).sorted()
+        let unknown = Set(fieldKeys).subtracting(keys.all).sorted()
+        throw fieldsMismatch(entry, missing: missing, unknown: unknown)
+    }
+
+    private func fieldsMismatch(_ entry: VersionEntry, missing: [String], unknown: [String]) -> KeepsakeError {
+        var parts: [String] = []
+        if !missing.isEmpty { parts.append("missing " + missing.joined(separator: ", ")) }
+        if !unknown.isEmpty { parts.append("unknown " + unknown.joined(separator: ", ")) }
+        return KeepsakeError(.corruptRecord, """
+            the record says \(name) version \(entry.version) but its fields do not match that version \
+            (\(parts.joined(separator: "; ")))
+            """)
+    }
+
+    /// Decodes a detected record into its stored version, then walks the steps to `Latest`.
+    func migrate(_ detected: DetectedRecord, context: MigrationContext) throws(KeepsakeError) -> Latest {
+        let entry = try entry(forVersion: detected.version)
+        var value: any ModelVersion
+        if let decoded = detected.decoded { value = decoded } else { value = try decode(detected, entry: entry) }
+        let scoped = context.scopedToOneRecord()
+        var version = detected.version
+        while version < latestVersion {
+            version += 1
+            do {
+                value = try versions[version].migrate(value, scoped)
+            } catch let error as KeepsakeError where error.code == .deviceIdentityUnavailable {
+                throw stepError(from: version - 1, error: error)
+            } catch {
+                throw KeepsakeError(.migrationFailed, """
+                    the step from \(name) version \(version - 1) to \(version) failed; the record was left as it was
+                    """, cause: .other(String(describing: error)), underlying: error)
+            }
+            if let missing = scoped.missingDeviceIdentity() {
+                throw stepError(from: version - 1, error: missing)
+            }
+        }
+        guard let latest = value as? Latest else {
+            // Unreachable: `versions.last` is `Latest`, the type the chain was built from.
+            throw KeepsakeError(.migrationFailed, "the last step of \(name) did not produce \(Latest.self)")
+        }
+        return latest
+    }
+
+    private func stepError(from version: Int, error: KeepsakeError) -> KeepsakeError {
+        KeepsakeError(.deviceIdentityUnavailable, """
+            the step from \(name) version \(version) to \(version + 1) needs this device's identity, and none is \
+            available (\(error.message)); the record was left as it was
+            """, cause: error.cause, underlying: error.underlying)
+    }
+
+    private func decode(_ detected: DetectedRecord, entry: VersionEntry) throws(KeepsakeError) -> any ModelVersion {
+        let decoded: (value: any ModelVersion, readKeys: Set<String>?)
+        do {
+            decoded = try entry.decode(detected.fields, entry.keys == nil)
+        } catch let error as DecodingError {
+            throw KeepsakeError(.corruptRecord, "the record does not decode as \(name) version \(detected.version)",
+                                cause: error.keepsakeCause, underlying: error)
+        } catch {
+            throw KeepsakeError(.corruptRecord, "the record does not decode as \(name) version \(detected.version)",
+                                cause: .other(String(describing: error)), underlying: error)
+        }
+        // A version whose keys were not known ahead: the decode tells which keys it read.
+        if let read = decoded.readKeys, case let .object(object) = detected.fields {
+            let unknown = object.keys.filter {
+                !read.contains($0) && !(detected.form == .inlineVersion && $0 == "version")
+            }
+            if !unknown.isEmpty { throw fieldsMismatch(entry, missing: [], unknown: unknown.sorted()) }
+        }
+        return decoded.value
+    }
+}
+
+extension DecodingError {
+    /// The failing coding path and reason, without any stored value.
+    var keepsakeCause: KeepsakeError.Cause {
+        func path(_ context: Context) -> String {
+            context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch self {
+        case let .typeMismatch(_, context), let .valueNotFound(_, context), let .dataCorrupted(context):
+            return .decoding(path: path(context), reason: context.debugDescription)
+        case let .keyNotFound(key, context):
+            return .decoding(path: path(context), reason: "missing key '\(key.stringValue)'")
+        @unknown default:
+            return .decoding(path: "", reason: String(describing: self))
+        }
+    }
+}

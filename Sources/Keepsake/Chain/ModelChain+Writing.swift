@@ -1,0 +1,53 @@
+import Foundation
+
+// How a chain's latest version is written: one envelope, keys sorted, verified to read back.
+
+extension ModelChain {
+    /// The envelope bytes Keepsake stores for `value`: `{"data":…,"schema":…,"version":…}`,
+    /// keys sorted, dates ISO 8601 — verified to decode back and re-encode to the same bytes.
+    ///
+    /// - Throws: `.encodingFailed` or `.verificationFailed`.
+    public func encode(_ value: Latest) throws(KeepsakeError) -> Data {
+        try encodeVerified(value)
+    }
+
+    /// The envelope bytes for `value`, checked to decode back and re-encode to the same bytes.
+    func encodeVerified(_ value: Latest) throws(KeepsakeError) -> Data {
+        let bytes = try encodeEnvelope(value)
+        do throws(KeepsakeError) {
+            let parsed = try ParsedRecord.parse(bytes)
+            let detected = try detect(parsed)
+            guard detected.version == latestVersion, detected.form == .envelope else {
+                throw KeepsakeError(.verificationFailed, "the encoded record was not read back as the latest envelope")
+            }
+            let again = try encodeEnvelope(try migrate(detected, context: .verification))
+            guard again == bytes else {
+                throw KeepsakeError(.verificationFailed, """
+                    \(name) version \(latestVersion) does not encode the same after a round trip; \
+                    its Codable conformance loses or changes data
+                    """)
+            }
+        } catch {
+            if error.code == .verificationFailed { throw error }
+            throw KeepsakeError(.verificationFailed, "the encoded \(name) record does not read back: \(error.message)",
+                                cause: error.cause, underlying: error.underlying)
+        }
+        return bytes
+    }
+
+    private func encodeEnvelope(_ value: Latest) throws(KeepsakeError) -> Data {
+        do {
+            return try CanonicalJSON.encode(Envelope(schema: name, version: latestVersion, data: value))
+        } catch {
+            throw KeepsakeError(.encodingFailed, "\(name) version \(latestVersion) could not be encoded",
+                                cause: .other(String(describing: error)), underlying: error)
+        }
+    }
+}
+
+/// What Keepsake writes: `{"data": …, "schema": …, "version": …}` (keys sorted).
+struct Envelope<Model: Encodable>: Encodable {
+    let schema: String
+    let version: Int
+    let data: Model
+}

@@ -1,0 +1,286 @@
+import Foundation
+
+/// A model's versions from 0 to the latest, with its name and the storage keys it owns.
+///
+/// The chain is found by walking `Latest.Predecessor` back to version 0, so adding a version
+/// is one new file and one changed line: the chain's `Latest`.
+///
+/// ```swift
+/// public enum Person {
+///     public typealias Latest = PersonV3
+///     public static let chain = ModelChain<Latest>(name: "Person", defaultKeys: ["person"])
+/// }
+/// ```
+///
+/// Reading stored bytes is one pipeline (`ModelChain+Reading.swift`): parse once, detect the
+/// stored version, decode once, run the steps — ``outcome(of:context:encodeLatest:)`` — and
+/// every reader (``read(_:context:)``, ``Vault``, ``Migrator``, the `migrate` CLI) goes
+/// through it. Writing is ``encode(_:)`` (`ModelChain+Writing.swift`).
+///
+/// A chain whose versions are not contiguous from 0 (a gap, a version twice, a predecessor that
+/// is not exactly one below) is a programmer error: ``init(name:defaultKeys:)`` stops the
+/// program with a message naming the chain and the version. Everything else that can be wrong
+/// with a chain — a version whose stored keys cannot be read off its `Decodable` conformance,
+/// two versions one bare record could match, a version that writes keys it does not read —
+/// never stops the program: ``validate()`` throws it, and a test calls it
+/// (`KeepsakeTesting.ChainValidation`). At run time such a version is still read: a bare record
+/// is matched to it by decoding, not by its key set.
+public struct ModelChain<Latest: ModelVersion>: Sendable {
+    /// The model's name, stored in every envelope as `schema`.
+    public let name: String
+    /// The storage keys this model lives under by default (`"person"`).
+    public let defaultKeys: [String]
+    /// The versions, oldest first; `versions[n].version == n`.
+    let versions: [VersionEntry]
+
+    /// The latest version number.
+    public var latestVersion: Int { Latest.version }
+
+    /// Each version's number, type name and stored keys, oldest first.
+    public var versionSummaries: [VersionSummary] {
+        versions.map { VersionSummary(version: $0.version, typeName: $0.typeName, storedKeys: $0.keys) }
+    }
+
+    /// Builds the chain ending at `Latest`.
+    ///
+    /// - Important: Versions that are not contiguous from 0 stop the program (a programmer
+    ///   error, like an out-of-bounds index) with a message naming the chain and the version.
+    ///   Nothing else does: see ``validate()``.
+    public init(name: String, defaultKeys: [String]) {
+        do {
+            self = try Self.structured(name: name, defaultKeys: defaultKeys)
+        } catch {
+            preconditionFailure(error.description)
+        }
+    }
+
+    /// Builds the chain ending at `Latest`, or throws what is wrong with it: what
+    /// ``init(name:defaultKeys:)`` stops on, and what ``validate()`` throws.
+    public static func validated(name: String, defaultKeys: [String]) throws(ChainError) -> ModelChain {
+        let chain = try structured(name: name, defaultKeys: defaultKeys)
+        try chain.validate()
+        return chain
+    }
+
+    private static func structured(name: String, defaultKeys: [String]) throws(ChainError) -> ModelChain {
+        var entries: [VersionEntry] = []
+        Latest.collectVersions(into: &entries, depth: 0)
+        try checkStructure(name: name, entries: entries)
+        return ModelChain(name: name, defaultKeys: defaultKeys, versions: entries)
+    }
+
+    private init(name: String, defaultKeys: [String], versions: [VersionEntry]) {
+        self.name = name
+        self.defaultKeys = defaultKeys
+        self.versions = versions
+    }
+
+    /// Everything ``validate()`` finds wrong with this chain; empty for a sound chain.
+    public var problems: [ChainError] {
+        var found: [ChainError] = []
+        for entry in versions {
+            if let problem = entry.keyProblem ?? entry.roundTripProblem() {
+                found.append(ChainError(chain: name, version: entry.version, typeName: entry.typeName,
+                                        field: problem.field, problem.reason))
+            }
+        }
+        for (index, first) in versions.enumerated() {
+            guard let firstKeys = first.keys else { continue }
+            for second in versions[(index + 1)...] {
+                guard let secondKeys = second.keys, firstKeys.overlaps(secondKeys) else { continue }
+                let example = firstKeys.required.union(secondKeys.required).sorted().joined(separator: ", ")
+                found.append(ChainError(chain: name, version: second.version, typeName: second.typeName, field: nil, """
+                    versions \(first.version) (\(first.typeName), keys \(firstKeys)) and \(second.version) \
+                    (\(second.typeName), keys \(secondKeys)) could both match one record stored without a version, \
+                    such as {\(example)}; give one a required key the other cannot have
+                    """))
+            }
+        }
+        return found
+    }
+
+    /// Checks what ``init(name:defaultKeys:)`` does not: that each version's stored keys can be
+    /// known, that no record stored without a version could match two versions, and that each
+    /// version writes exactly the top-level keys it reads.
+    ///
+    /// - Throws: The first of ``problems``, naming the chain, the version, the type and the
+    ///   field; its ``ChainError/reason`` goes on to list the others when there are several.
+    public func validate() throws(ChainError) {
+        let found = problems
+        guard var first = found.first else { return }
+        if found.count > 1 {
+            first.reason += "; and \(found.count - 1) more: "
+                + found.dropFirst().map(\.description).joined(separator: " ")
+        }
+        throw first
+    }
+
+    private static func checkStructure(name: String, entries: [VersionEntry]) throws(ChainError) {
+        guard !name.isEmpty else { throw ChainError(chain: name, version: nil, "a chain needs a non-empty name") }
+        guard entries.count <= VersionEntry.maxDepth else {
+            throw ChainError(chain: name, version: nil, """
+                the chain has more than \(VersionEntry.maxDepth) versions or its predecessors form a cycle
+                """)
+        }
+        guard let first = entries.first, first.version == 0 else {
+            let found = entries.first.map { "\($0.typeName) has version \($0.version)" } ?? "no version"
+            throw ChainError(chain: name, version: entries.first?.version,
+                             "versions must start at 0, but the first version \(found)")
+        }
+        var seen: [Int: String] = [:]
+        for (index, entry) in entries.enumerated() {
+            if let other = seen[entry.version] {
+                throw ChainError(chain: name, version: entry.version,
+                                 "version \(entry.version) appears twice (\(other) and \(entry.typeName))")
+            }
+            seen[entry.version] = entry.typeName
+            if index > 0 {
+                let previous = entries[index - 1]
+                guard entry.version == previous.version + 1 else {
+                    throw ChainError(chain: name, version: entry.version, """
+                        version \(entry.version) (\(entry.typeName)) has predecessor version \(previous.version) \
+                        (\(previous.typeName)); a predecessor must be exactly one below, so versions run 0, 1, 2, … \
+                        without gaps
+                        """)
+                }
+            }
+        }
+    }
+}
+
+extension ModelChain {
+    /// This chain with its model type erased.
+    public var erased: AnyModelChain { AnyModelChain(self) }
+}
+
+/// One version of a chain, as ``ModelChain/versionSummaries`` describes it.
+public struct VersionSummary: Sendable, Hashable {
+    public let version: Int
+    public let typeName: String
+    /// The keys a record of this version has; `nil` when they cannot be read off the type (a
+    /// bare record is then matched to this version by decoding it).
+    public let storedKeys: StoredKeys?
+}
+
+/// What is wrong with a model chain: the chain, the version, the type and field, and why.
+public struct ChainError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The chain's name (empty when a single version type was checked on its own).
+    public let chain: String
+    public let version: Int?
+    /// The version type the problem is in.
+    public let typeName: String?
+    /// The top-level field the problem is in.
+    public let field: String?
+    /// Why, for a person.
+    public var reason: String
+
+    init(chain: String?, version: Int?, typeName: String? = nil, field: String? = nil, _ reason: String) {
+        self.chain = chain ?? ""
+        self.version = version
+        self.typeName = typeName
+        self.field = field
+        self.reason = reason
+    }
+
+    public var description: String {
+        var which = chain.isEmpty ? "Invalid model version" : "Invalid model chain '\(chain)'"
+        var details: [String] = []
+        if let version { details.append("version \(version)") }
+        if let typeName { details.append(typeName) }
+        if let field { details.append("field '\(field)'") }
+        if !details.isEmpty { which += " (" + details.joined(separator: ", ") + ")" }
+        return "\(which): \(reason)."
+    }
+}
+
+/// A version of a chain with its type erased: how to decode it and how to build it from the
+/// version below.
+struct VersionEntry: Sendable {
+    static let maxDepth = 1_000
+
+    let version: Int
+    let typeName: String
+    /// The stored keys, when known (declared, or read off the `Decodable` conformance).
+    let keys: StoredKeys?
+    /// Why ``keys`` is unknown.
+    let keyProblem: ProbeProblem?
+    /// Decodes the version from a parsed tree; with `tracking`, also says which of its
+    /// top-level keys the decoder read.
+    let decode: @Sendable (JSONValue, _ tracking: Bool) throws -> (value: any ModelVersion, readKeys: Set<String>?)
+    let migrate: @Sendable (any ModelVersion, MigrationContext) throws -> any ModelVersion
+    /// Whether the version writes exactly the keys it reads (checked only by validation).
+    let roundTripProblem: @Sendable () -> ProbeProblem?
+
+    init<V: ModelVersion>(_ type: V.Type) {
+        version = V.version
+        typeName = String(describing: V.self)
+        do throws(ChainError) {
+            keys = try StoredKeys.of(V.self)
+            keyProblem = nil
+        } catch {
+            keys = nil
+            keyProblem = ProbeProblem(field: error.field, reason: error.reason)
+        }
+        decode = { value, tracking in
+            guard tracking else { return (try JSONValueDecoder.decode(V.self, from: value), nil) }
+            let (decoded, readKeys) = try JSONValueDecoder.decodeTrackingKeys(V.self, from: value)
+            return (decoded, readKeys)
+        }
+        migrate = { previous, context in
+            guard let previous = previous as? V.Predecessor else {
+                // Unreachable: the chain walks versions in order. Kept as an error, not a trap.
+                throw KeepsakeError(.migrationFailed, "the step to \(V.self) was given a \(Swift.type(of: previous))")
+            }
+            return try V(migrating: previous, context: context)
+        }
+        let known = keys
+        roundTripProblem = { known.flatMap { KeyProbe.roundTripProblem(V.self, keys: $0) } }
+    }
+}
+
+extension KeyProbe {
+    /// Encodes a placeholder value of `V` and compares the top-level keys written with `keys`,
+    /// the keys read: a required key never written, or a written key never read, means records
+    /// of this version would not read back (or not be recognised when stored bare).
+    static func roundTripProblem<V: ModelVersion>(_ type: V.Type, keys: StoredKeys) -> ProbeProblem? {
+        let value: V
+        do {
+            value = try placeholder(V.self)
+        } catch {
+            return nil  // keys declared for a type the probe cannot build: nothing to compare
+        }
+        let written: [String]
+        do {
+            guard case let .object(object) = try JSONParser.parse(CanonicalJSON.encode(value)) else {
+                return ProbeProblem(field: nil, reason: "\(V.self) does not encode as a JSON object")
+            }
+            written = object.keys
+        } catch {
+            return ProbeProblem(field: nil, reason: "a placeholder \(V.self) could not be encoded (\(error))")
+        }
+        if let unread = written.first(where: { !keys.all.contains($0) }) {
+            return ProbeProblem(field: unread, reason: """
+                \(V.self) writes the key '\(unread)' but does not read it (it reads \(keys)); check its \
+                CodingKeys and encode(to:)
+                """)
+        }
+        if let unwritten = keys.required.sorted().first(where: { !written.contains($0) }) {
+            return ProbeProblem(field: unwritten, reason: """
+                \(V.self) requires the key '\(unwritten)' but does not write it, so what it stores cannot be \
+                read back; check its CodingKeys and encode(to:)
+                """)
+        }
+        return nil
+    }
+}
+
+extension ModelVersion {
+    /// Appends the versions from 0 up to `Self`, oldest first.
+    static func collectVersions(into entries: inout [VersionEntry], depth: Int) {
+        guard depth <= VersionEntry.maxDepth else { return }
+        if Predecessor.self != NoPredecessor.self {
+            Predecessor.collectVersions(into: &entries, depth: depth + 1)
+        }
+        entries.append(VersionEntry(Self.self))
+    }
+}
