@@ -41,7 +41,8 @@ let package = Package(
             dependencies: [
                 "Keepsake", "KeepsakeSodium", "KeepsakeKeyring", "KeepsakeTrial", "Migrations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            path: "Sources/KeepsakeCLI"
         ),
         // Release-mode benchmark: `swift run -c release keepsake-bench`.
         .executableTarget(name: "keepsake-bench", dependencies: ["Keepsake", "Migrations"]),
