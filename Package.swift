@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "KeepsakeSodium", targets: ["KeepsakeSodium"]),
         .library(name: "KeepsakeKeyring", targets: ["KeepsakeKeyring"]),
         .library(name: "KeepsakeTrial", targets: ["KeepsakeTrial"]),
+        .library(name: "KeepsakeStores", targets: ["KeepsakeStores"]),
         .executable(name: "migrate", targets: ["migrate"]),
     ],
     dependencies: [
@@ -35,6 +36,8 @@ let package = Package(
         // Helpers apps reuse in their own tests: chain validation, the store
         // contract suite, golden-fixture checks.
         .target(name: "KeepsakeTesting", dependencies: ["Keepsake"]),
+        // Opening any store from its URI (defaults:, file:, keyring:, memory:), for apps and the CLI.
+        .target(name: "KeepsakeStores", dependencies: ["Keepsake", "KeepsakeSodium", "KeepsakeKeyring"]),
         // The operator CLI: parsing and printing only.
         .executableTarget(
             name: "migrate",
@@ -65,6 +68,10 @@ let package = Package(
         .testTarget(
             name: "KeepsakeTrialTests",
             dependencies: ["KeepsakeTrial", "Keepsake", "Migrations"]
+        ),
+        .testTarget(
+            name: "KeepsakeStoresTests",
+            dependencies: ["KeepsakeStores", "Keepsake", "KeepsakeSodium"]
         ),
         .testTarget(
             name: "MigrateCLITests",
