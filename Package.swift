@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "KeepsakeKeyring", targets: ["KeepsakeKeyring"]),
         .library(name: "KeepsakeTrial", targets: ["KeepsakeTrial"]),
         .library(name: "KeepsakeStores", targets: ["KeepsakeStores"]),
+        .library(name: "KeepsakeCLI", targets: ["KeepsakeCLI"]),
         .executable(name: "migrate", targets: ["migrate"]),
     ],
     dependencies: [
@@ -38,15 +39,17 @@ let package = Package(
         .target(name: "KeepsakeTesting", dependencies: ["Keepsake"]),
         // Opening any store from its URI (defaults:, file:, keyring:, memory:), for apps and the CLI.
         .target(name: "KeepsakeStores", dependencies: ["Keepsake", "KeepsakeSodium", "KeepsakeKeyring"]),
-        // The operator CLI: parsing and printing only.
-        .executableTarget(
-            name: "migrate",
+        // The operator CLI as a library: every `migrate` command, for any app's chains. Parsing
+        // and printing only. Migrations: the trial command reads the TrialInfo chain.
+        .target(
+            name: "KeepsakeCLI",
             dependencies: [
-                "Keepsake", "KeepsakeSodium", "KeepsakeKeyring", "KeepsakeTrial", "Migrations",
+                "Keepsake", "KeepsakeSodium", "KeepsakeKeyring", "KeepsakeStores", "KeepsakeTrial", "Migrations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            path: "Sources/KeepsakeCLI"
+            ]
         ),
+        // The stock `migrate`: KeepsakeCLI on the sample chains.
+        .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Migrations"]),
         // Release-mode benchmark: `swift run -c release keepsake-bench`.
         .executableTarget(name: "keepsake-bench", dependencies: ["Keepsake", "Migrations"]),
         .testTarget(
