@@ -50,6 +50,8 @@ let package = Package(
         ),
         // The stock `migrate`: KeepsakeCLI on the sample chains.
         .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Migrations"]),
+        // Test-only: KeepsakeCLI on a chain of its own (Note), run by MigrateCLITests. Not a product.
+        .executableTarget(name: "custom-migrate", dependencies: ["KeepsakeCLI", "Keepsake"], path: "Tests/CustomMigrate"),
         // Release-mode benchmark: `swift run -c release keepsake-bench`.
         .executableTarget(name: "keepsake-bench", dependencies: ["Keepsake", "Migrations"]),
         .testTarget(
@@ -78,7 +80,8 @@ let package = Package(
         ),
         .testTarget(
             name: "MigrateCLITests",
-            dependencies: ["migrate", "Keepsake", "Migrations"]
+            // Both binaries are run as child processes: the stock one and one on a custom chain.
+            dependencies: ["migrate", "custom-migrate", "Keepsake", "Migrations"]
         ),
     ],
     swiftLanguageModes: [.v6]
