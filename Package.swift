@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "KeepsakeSodium", targets: ["KeepsakeSodium"]),
         .library(name: "KeepsakeKeyring", targets: ["KeepsakeKeyring"]),
         .library(name: "KeepsakeTrial", targets: ["KeepsakeTrial"]),
+        .library(name: "KeepsakeStores", targets: ["KeepsakeStores"]),
+        .library(name: "KeepsakeCLI", targets: ["KeepsakeCLI"]),
         .executable(name: "migrate", targets: ["migrate"]),
     ],
     dependencies: [
@@ -35,14 +37,21 @@ let package = Package(
         // Helpers apps reuse in their own tests: chain validation, the store
         // contract suite, golden-fixture checks.
         .target(name: "KeepsakeTesting", dependencies: ["Keepsake"]),
-        // The operator CLI: parsing and printing only.
-        .executableTarget(
-            name: "migrate",
+        // Opening any store from its URI (defaults:, file:, keyring:, memory:), for apps and the CLI.
+        .target(name: "KeepsakeStores", dependencies: ["Keepsake", "KeepsakeSodium", "KeepsakeKeyring"]),
+        // The operator CLI as a library: every `migrate` command, for any app's chains. Parsing
+        // and printing only. Migrations: the trial command reads the TrialInfo chain.
+        .target(
+            name: "KeepsakeCLI",
             dependencies: [
-                "Keepsake", "KeepsakeSodium", "KeepsakeKeyring", "KeepsakeTrial", "Migrations",
+                "Keepsake", "KeepsakeSodium", "KeepsakeKeyring", "KeepsakeStores", "KeepsakeTrial", "Migrations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The stock `migrate`: KeepsakeCLI on the sample chains.
+        .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Migrations"]),
+        // Test-only: KeepsakeCLI on a chain of its own (Note), run by MigrateCLITests. Not a product.
+        .executableTarget(name: "custom-migrate", dependencies: ["KeepsakeCLI", "Keepsake"], path: "Tests/CustomMigrate"),
         // Release-mode benchmark: `swift run -c release keepsake-bench`.
         .executableTarget(name: "keepsake-bench", dependencies: ["Keepsake", "Migrations"]),
         .testTarget(
@@ -66,8 +75,13 @@ let package = Package(
             dependencies: ["KeepsakeTrial", "Keepsake", "Migrations"]
         ),
         .testTarget(
+            name: "KeepsakeStoresTests",
+            dependencies: ["KeepsakeStores", "Keepsake", "KeepsakeSodium"]
+        ),
+        .testTarget(
             name: "MigrateCLITests",
-            dependencies: ["migrate", "Keepsake", "Migrations"]
+            // Both binaries are run as child processes: the stock one and one on a custom chain.
+            dependencies: ["migrate", "custom-migrate", "Keepsake", "Migrations"]
         ),
     ],
     swiftLanguageModes: [.v6]

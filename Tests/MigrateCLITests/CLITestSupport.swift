@@ -1,19 +1,26 @@
 import Foundation
 import Testing
 
-/// The built `migrate` binary, beside the test bundle (or `$MIGRATE_BINARY`).
-let migrateBinary: String = {
-    if let explicit = ProcessInfo.processInfo.environment["MIGRATE_BINARY"] { return explicit }
+/// The built executable `name`, beside the test bundle (or at `$<variable>` when that is set).
+func builtBinary(_ name: String, overriddenBy variable: String) -> String {
+    if let explicit = ProcessInfo.processInfo.environment[variable] { return explicit }
     let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
     // On Linux the test runner is `<products>/KeepsakePackageTests.xctest`; look there and one level up.
     for _ in 0..<3 {
-        let candidate = directory.appendingPathComponent("migrate").path
+        let candidate = directory.appendingPathComponent(name).path
         if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         directory.deleteLastPathComponent()
     }
-    return "migrate-binary-not-found"
-}()
+    return "\(name)-binary-not-found"
+}
+
+/// The built `migrate` binary, beside the test bundle (or `$MIGRATE_BINARY`).
+let migrateBinary = builtBinary("migrate", overriddenBy: "MIGRATE_BINARY")
+
+/// The built `custom-migrate` binary (KeepsakeCLI on the Note chain, `Tests/CustomMigrate`),
+/// beside the test bundle (or `$CUSTOM_MIGRATE_BINARY`).
+let customMigrateBinary = builtBinary("custom-migrate", overriddenBy: "CUSTOM_MIGRATE_BINARY")
 
 struct CommandResult {
     let stdout: String
@@ -23,9 +30,27 @@ struct CommandResult {
 
 /// Runs `migrate` with `arguments`, feeding `stdin`, and waits for it.
 func migrate(_ arguments: [String], stdin: String? = nil) throws -> CommandResult {
+    try runBinary(migrateBinary, arguments, stdin: stdin)
+}
+
+/// Runs `custom-migrate` with `arguments`, feeding `stdin`, and waits for it.
+func customMigrate(
+    _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]
+) throws -> CommandResult {
+    try runBinary(customMigrateBinary, arguments, stdin: stdin, environment: environment)
+}
+
+/// Runs `binary` with `arguments`, feeding `stdin`, with `environment` added to this process's
+/// environment, and waits for it.
+func runBinary(
+    _ binary: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]
+) throws -> CommandResult {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: migrateBinary)
+    process.executableURL = URL(fileURLWithPath: binary)
     process.arguments = arguments
+    if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    }
     let output = Pipe(), errors = Pipe(), input = Pipe()
     process.standardOutput = output
     process.standardError = errors
@@ -56,9 +81,12 @@ struct Suite {
 
     var contents: String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "<missing>" }
 
-    /// `migrate COMMAND --store this-suite --device-id test-device ARGS...`
-    func run(_ command: String, _ arguments: [String] = [], stdin: String? = nil) throws -> CommandResult {
-        try migrate([command, "--store", store, "--device-id", "test-device"] + arguments, stdin: stdin)
+    /// `migrate COMMAND --store this-suite --device-id test-device ARGS...` (or another
+    /// `binary`, such as `customMigrateBinary`).
+    func run(
+        _ command: String, _ arguments: [String] = [], stdin: String? = nil, binary: String = migrateBinary
+    ) throws -> CommandResult {
+        try runBinary(binary, [command, "--store", store, "--device-id", "test-device"] + arguments, stdin: stdin)
     }
 }
 

@@ -9,7 +9,7 @@ import Glibc
 /// Where a `file:` store's master key comes from: a key file, or a passphrase from a file, an
 /// environment variable or a prompt.
 struct KeySourceOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("A 32-byte key file (created 0600 by `migrate init`).", valueName: "path"))
+    @Option(name: .long, help: ArgumentHelp("A 32-byte key file (created 0600 by `\(CLI.name) init`).", valueName: "path"))
     var keyFile: String?
 
     @Option(name: .long, help: ArgumentHelp("A file holding the passphrase (one trailing newline is ignored).",

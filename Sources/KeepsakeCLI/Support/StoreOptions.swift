@@ -1,9 +1,8 @@
 import ArgumentParser
 import Foundation
 import Keepsake
-import KeepsakeKeyring
 import KeepsakeSodium
-import Migrations
+import KeepsakeStores
 
 /// Options every command shares: which store, how keys map to models, the device identity.
 struct StoreOptions: ParsableArguments {
@@ -19,7 +18,7 @@ struct StoreOptions: ParsableArguments {
     var keyringTimeout: Double = 5
 
     @Option(name: .long, help: ArgumentHelp(
-        "Treat KEY as a record of model NAME (repeatable). See `migrate models` for names.",
+        "Treat KEY as a record of model NAME (repeatable). See `\(CLI.name) models` for names.",
         valueName: "key=name"))
     var model: [String] = []
 
@@ -33,30 +32,26 @@ struct StoreOptions: ParsableArguments {
     var appID: String = "org.keepsake.migrate"
 
     func validate() throws {
-        let (scheme, _) = try parsedURI()
+        let uri = try parsedURI()
         _ = try keyModels()
-        if scheme != "file" && key.given {
+        if uri.scheme == .memory {
+            throw ValidationError("""
+                a memory: store lives only inside one process; \(CLI.name) works on defaults:PATH, \
+                file:DIR or keyring:SERVICE
+                """)
+        }
+        if uri.scheme != .file && key.given {
             throw ValidationError("--key-file and the passphrase options are for file: stores")
         }
         guard keyringTimeout > 0 else { throw ValidationError("--keyring-timeout must be more than 0") }
     }
 
-    /// The store URI split into scheme and location.
-    func parsedURI() throws -> (scheme: String, location: String) {
-        guard let colon = store.firstIndex(of: ":") else {
-            throw ValidationError("--store must look like defaults:PATH, file:DIR or keyring:SERVICE (got '\(store)')")
-        }
-        let scheme = String(store[..<colon])
-        var location = String(store[store.index(after: colon)...])
-        guard !location.isEmpty else { throw ValidationError("--store \(scheme): needs a location after the colon") }
-        if location.hasPrefix("~/"), let home = ProcessInfo.processInfo.environment["HOME"] {
-            location = home + location.dropFirst()
-        }
-        switch scheme {
-        case "defaults", "file": return (scheme, location)
-        case "keyring": return (scheme, String(store[store.index(after: colon)...]))
-        default:
-            throw ValidationError("unknown store kind '\(scheme)'; use defaults:PATH, file:DIR or keyring:SERVICE")
+    /// `--store`, parsed by the library's ``StoreURI`` (a usage error when it is not a URI).
+    func parsedURI() throws -> StoreURI {
+        do {
+            return try StoreURI(parsing: store)
+        } catch {
+            throw ValidationError("--store: \(error.message)")
         }
     }
 
@@ -68,8 +63,9 @@ struct StoreOptions: ParsableArguments {
             guard parts.count == 2, !parts[0].isEmpty else {
                 throw ValidationError("--model takes KEY=NAME (got '\(pair)')")
             }
-            guard SampleModels.all.contains(where: { $0.name == parts[1] }) else {
-                let names = SampleModels.all.map(\.name).joined(separator: ", ")
+            let chains = CLI.chains
+            guard chains.contains(where: { $0.name == parts[1] }) else {
+                let names = chains.isEmpty ? "none" : chains.map(\.name).joined(separator: ", ")
                 throw ValidationError("unknown model '\(parts[1])' in --model; known models: \(names)")
             }
             result[parts[0]] = parts[1]
@@ -77,17 +73,14 @@ struct StoreOptions: ParsableArguments {
         return result
     }
 
-    /// Opens the store.
+    /// Opens the store through ``StoreURI/open(options:)``, with the master key options for a
+    /// `file:` store and `--keyring-timeout`.
     func openStore() throws -> any RecordStore {
-        let (scheme, location) = try parsedURI()
-        switch scheme {
-        case "file":
-            return try SodiumFileStore(directory: location, key: try key.source(for: store))
-        case "keyring":
-            return try KeyringStore.open(service: location, timeout: .milliseconds(Int(keyringTimeout * 1000)))
-        default:
-            return DefaultsStore(path: location)
-        }
+        let uri = try parsedURI()
+        let options = StoreOpenOptions(
+            masterKey: uri.scheme == .file ? try key.source(for: uri.description) : nil,
+            keyringTimeout: .milliseconds(Int(keyringTimeout * 1000)))
+        return try uri.open(options: options)
     }
 
     /// The migration context: the system clock, random identifiers, the device identity.
@@ -103,7 +96,7 @@ struct StoreOptions: ParsableArguments {
     }
 
     func migrator() throws -> Migrator {
-        Migrator(store: try openStore(), chains: SampleModels.all, context: try context(), keyModels: try keyModels())
+        Migrator(store: try openStore(), chains: CLI.chains, context: try context(), keyModels: try keyModels())
     }
 }
 

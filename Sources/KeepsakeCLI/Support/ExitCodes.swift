@@ -1,7 +1,8 @@
 import ArgumentParser
 import Keepsake
+import KeepsakeSodium
 
-/// The CLI's documented exit codes (see `migrate --help`).
+/// The CLI's documented exit codes (see `migrate --help`), chosen by ``KeepsakeError/Code``.
 enum Exit {
     static let unreadable = ExitCode(65)
     static let notFound = ExitCode(66)
@@ -31,9 +32,8 @@ enum Exit {
         case .permissionDenied: return permission
         case .invalidArgument: return .validationFailure
         case .io: return io
-        default:
-            if error.code.rawValue == "wrongKey" { return wrongKey }
-            return .failure
+        case .wrongKey: return wrongKey
+        default: return .failure
         }
     }
 
@@ -64,7 +64,7 @@ private func hint(for error: KeepsakeError) -> String? {
     case .permissionDenied:
         return "check the owner and mode of the store's files (Keepsake creates them 0600 in a 0700 directory)"
     case .newerVersion:
-        return "use a release of the app or of migrate that knows this version; the record was left as it was"
+        return "use a release of the app or of \(CLI.name) that knows this version; the record was left as it was"
     default:
         return nil
     }

@@ -4,18 +4,20 @@ import Keepsake
 
 extension Migrate {
     struct Run: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Migrate every outdated record to its latest version and write it back.",
-            discussion: """
-                Each record is migrated in memory, verified, and written back in one atomic write,
-                only if it still holds the bytes that were read. Current, newer, unreadable and
-                unmanaged records are never written. A record that fails is reported and left as it
-                was; the others still migrate.
+        static var configuration: CommandConfiguration {
+            CommandConfiguration(
+                abstract: "Migrate every outdated record to its latest version and write it back.",
+                discussion: """
+                    Each record is migrated in memory, verified, and written back in one atomic write,
+                    only if it still holds the bytes that were read. Current, newer, unreadable and
+                    unmanaged records are never written. A record that fails is reported and left as it
+                    was; the others still migrate.
 
-                With --backup, the original bytes of each migrated record are first saved to
-                <suite>.backups/<UTC time>/<key>.json beside a defaults suite (or --backup-dir).
-                Restore one with: migrate put KEY --store URI < BACKUP/KEY.json
-                """)
+                    With --backup, the original bytes of each migrated record are first saved to
+                    <suite>.backups/<UTC time>/<key>.json beside a defaults suite (or --backup-dir).
+                    Restore one with: \(CLI.name) put KEY --store URI < BACKUP/KEY.json
+                    """)
+        }
 
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var output: OutputOptions

@@ -23,7 +23,7 @@ extension Migrate {
                 guard let latest else {
                     throw KeepsakeError(.invalidArgument, store: migrator.store.uri, key: key, """
                         this key is not matched to a model; name one with --model \(key)=NAME \
-                        (see `migrate models`), or use `migrate get \(key)` for the raw value
+                        (see `\(CLI.name) models`), or use `\(CLI.name) get \(key)` for the raw value
                         """)
                 }
                 let record = try JSONSerialization.jsonObject(with: latest)

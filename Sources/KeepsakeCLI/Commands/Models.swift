@@ -1,11 +1,10 @@
 import ArgumentParser
 import Keepsake
-import Migrations
 
 extension Migrate {
     struct Models: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List the models this migrate knows, with their versions and default keys.")
+            abstract: "List the models this command knows, with their versions and default keys.")
 
         @OptionGroup var output: OutputOptions
 
@@ -23,7 +22,7 @@ extension Migrate {
         }
 
         func run() throws {
-            let models = SampleModels.all
+            let models = CLI.chains
             if output.json {
                 printJSON(models.map { chain in
                     ModelJSON(name: chain.name, defaultKeys: chain.defaultKeys, latestVersion: chain.latestVersion,
@@ -34,6 +33,7 @@ extension Migrate {
                 })
                 return
             }
+            if models.isEmpty { print("No models are configured; every record is unmanaged.") }
             for (index, chain) in models.enumerated() {
                 if index > 0 { print() }
                 print("\(chain.name) — latest v\(chain.latestVersion), default keys: \(chain.defaultKeys.joined(separator: ", "))")

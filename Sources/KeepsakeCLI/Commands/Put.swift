@@ -4,15 +4,17 @@ import Keepsake
 
 extension Migrate {
     struct Put: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Store standard input under a key, exactly as given (to seed or restore records).",
-            discussion: """
-                Nothing is migrated or checked beyond what the store needs (a defaults suite holds
-                JSON values). Use --string to store the input as a JSON string, the way
-                UserDefaults-era apps stored JSON records.
+        static var configuration: CommandConfiguration {
+            CommandConfiguration(
+                abstract: "Store standard input under a key, exactly as given (to seed or restore records).",
+                discussion: """
+                    Nothing is migrated or checked beyond what the store needs (a defaults suite holds
+                    JSON values). Use --string to store the input as a JSON string, the way
+                    UserDefaults-era apps stored JSON records.
 
-                Example: echo '{"name":"Ada","age":"36"}' | migrate put person --store defaults:suite.json
-                """)
+                    Example: echo '{"name":"Ada","age":"36"}' | \(CLI.name) put person --store defaults:suite.json
+                    """)
+        }
 
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var output: OutputOptions

@@ -5,16 +5,18 @@ import KeepsakeSodium
 
 extension Migrate {
     struct Rekey: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Change the master key (or passphrase) of an encrypted file: store.",
-            discussion: """
-                Only the store's header is rewritten, in one atomic replace: if interrupted, the
-                store opens with the old key or the new one, and every record is intact.
+        static var configuration: CommandConfiguration {
+            CommandConfiguration(
+                abstract: "Change the master key (or passphrase) of an encrypted file: store.",
+                discussion: """
+                    Only the store's header is rewritten, in one atomic replace: if interrupted, the
+                    store opens with the old key or the new one, and every record is intact.
 
-                Examples:
-                  migrate rekey --store file:DIR --key-file OLD.key --new-key-file NEW.key
-                  migrate rekey --store file:DIR --passphrase-env OLD_PW --new-passphrase-env NEW_PW
-                """)
+                    Examples:
+                      \(CLI.name) rekey --store file:DIR --key-file OLD.key --new-key-file NEW.key
+                      \(CLI.name) rekey --store file:DIR --passphrase-env OLD_PW --new-passphrase-env NEW_PW
+                    """)
+        }
 
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var output: OutputOptions
@@ -32,7 +34,7 @@ extension Migrate {
         var askNewPassphrase = false
 
         func validate() throws {
-            guard try storeOptions.parsedURI().scheme == "file" else {
+            guard try storeOptions.parsedURI().scheme == .file else {
                 throw ValidationError("rekey works on file: stores")
             }
         }
@@ -45,7 +47,7 @@ extension Migrate {
                 }
                 let newSource = try KeySourceOptions.source(
                     keyFile: newKeyFile, passphraseFile: newPassphraseFile, passphraseEnv: newPassphraseEnv,
-                    ask: askNewPassphrase, prefix: "new-", store: storeOptions.store)
+                    ask: askNewPassphrase, prefix: "new-", store: fileStore.uri)
                 try fileStore.changeMasterKey(to: newSource)
                 let generation = try fileStore.keyGeneration()
                 if output.json {

@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+import Keepsake
+import KeepsakeSodium
+
+extension Migrate {
+    struct Init: ParsableCommand {
+        static var configuration: CommandConfiguration {
+            CommandConfiguration(
+                abstract: "Create an encrypted file: store.",
+                discussion: """
+                    With --key-file PATH, a new key file (32 random bytes, mode 0600) is created at PATH
+                    if nothing is there; keep it apart from the store. With a passphrase option instead,
+                    the store is protected by the passphrase (Argon2id, moderate limits).
+
+                    Example: \(CLI.name) init --store file:/var/lib/app/records --key-file /etc/app/records.key
+                    """)
+        }
+
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            guard try storeOptions.parsedURI().scheme == .file else {
+                throw ValidationError("init creates file: stores; a defaults: suite is created by its first write")
+            }
+        }
+
+        func run() throws {
+            try guarded {
+                let uri = try storeOptions.parsedURI()
+                let source = try storeOptions.key.source(for: uri.description)
+                let store = try SodiumFileStore.create(directory: uri.location, key: source)
+                if output.json {
+                    printJSON(["store": store.uri, "id": store.identifier, "key": source.description])
+                } else {
+                    print("Created \(store.uri) (id \(store.identifier)), protected by \(source)")
+                }
+            }
+        }
+    }
+}

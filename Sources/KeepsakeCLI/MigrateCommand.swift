@@ -1,0 +1,62 @@
+import ArgumentParser
+import Foundation
+import Keepsake
+
+/// The `migrate` command line, as a library: an app ships its own `migrate` for its own model
+/// chains in a few lines.
+///
+/// The command is the stock `migrate` — every subcommand (`status`, `plan`, `run`, `show`,
+/// `get`, `put`, `delete`, `models`, `init`, `rekey`, `trial`, `doctor`), every table and
+/// `--json` output, the backup and master-key options, and the documented exit codes — with
+/// the app's chains in place of the sample ones: they are what `--model KEY=NAME` accepts,
+/// what `models` lists, and what `status`, `plan`, `run` and `show` match records against.
+///
+/// ```swift
+/// import KeepsakeCLI
+/// import MyModels
+///
+/// @main
+/// struct SettingsMigrate {
+///     static func main() {
+///         MigrateCommand.main(chains: [Settings.chain.erased], commandName: "settings-migrate")
+///     }
+/// }
+/// ```
+///
+/// Run `settings-migrate --help` for the commands and the exit codes.
+public enum MigrateCommand {
+    /// Parses the command line, runs the command it names on `chains`, and exits the process
+    /// with the command's exit code (0 on success; see `--help` for the others).
+    ///
+    /// Call it once, from the executable's entry point: it sets the process-wide configuration
+    /// the commands read, then parses and runs, like `ParsableCommand.main`.
+    ///
+    /// ```swift
+    /// MigrateCommand.main(chains: [Settings.chain.erased, Profile.chain.erased],
+    ///                     commandName: "settings-migrate", version: "2.4.0")
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - chains: The model chains records are matched to, in the order `models` lists them.
+    ///     Each needs its own name. An empty list still leaves every store command (`get`, `put`,
+    ///     `delete`, `init`, `rekey`, `trial`, `doctor`) usable; every record is then unmanaged.
+    ///   - commandName: The name shown in usage lines, `--help` and hints (`"migrate"`).
+    ///   - version: What `--version` prints; `nil` leaves out the `--version` flag.
+    ///   - arguments: The arguments to parse, without the command name; `nil` for the process's
+    ///     own (`CommandLine.arguments.dropFirst()`).
+    /// - Important: Never returns. When two chains share a name or `commandName` is empty, it
+    ///   prints why to standard error and exits with status 1 before parsing anything, so no
+    ///   store is opened.
+    public static func main(
+        chains: [AnyModelChain], commandName: String = "migrate", version: String? = nil, arguments: [String]? = nil
+    ) -> Never {
+        do throws(KeepsakeError) {
+            CLIConfiguration.current = try CLIConfiguration(chains: chains, commandName: commandName, version: version)
+        } catch {
+            printError("error: \(error.message)")
+            exit(ExitCode.failure.rawValue)
+        }
+        Migrate.main(arguments)  // exits on failure, returns on success
+        Migrate.exit()
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+import Keepsake
+import KeepsakeCLI
+
+// A `migrate` for an app of its own: one small chain, Note, defined here and nowhere else.
+// MigrateCLITests runs this binary to check that KeepsakeCLI works with chains it never saw.
+
+/// The first Note: `{"text"}`.
+struct NoteV0: ModelVersion {
+    static let version = 0
+    let text: String
+}
+
+/// Notes can be pinned: `{"text", "pinned"}`; older notes are not.
+struct NoteV1: ModelVersion {
+    typealias Predecessor = NoteV0
+    static let version = 1
+    let text: String
+    let pinned: Bool
+
+    init(migrating previous: NoteV0, context: MigrationContext) {
+        text = previous.text
+        pinned = false
+    }
+}
+
+enum Note {
+    static let chain = ModelChain<NoteV1>(name: "Note", defaultKeys: ["note"])
+}
+
+// A test hook: configure the chain twice, to check that a duplicate name is refused.
+let duplicate = ProcessInfo.processInfo.environment["CUSTOM_MIGRATE_DUPLICATE_CHAIN"] == "1"
+MigrateCommand.main(chains: duplicate ? [Note.chain.erased, Note.chain.erased] : [Note.chain.erased],
+                    commandName: "custom-migrate")

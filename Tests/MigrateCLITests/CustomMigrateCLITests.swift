@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+
+/// `custom-migrate` (Tests/CustomMigrate) is KeepsakeCLI given one chain of its own, Note
+/// (v0 `{text}` → v1 `{text, pinned}`, default key `note`): an app's own `migrate`.
+@Suite("KeepsakeCLI with an app's own chains")
+struct CustomMigrateCLITests {
+    @Test("the custom binary was built and found")
+    func binaryExists() {
+        #expect(FileManager.default.isExecutableFile(atPath: customMigrateBinary), "looked at \(customMigrateBinary)")
+    }
+
+    @Test("models lists the app's Note chain and not the sample chains")
+    func models() throws {
+        let result = try customMigrate(["models"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == """
+            Note — latest v1, default keys: note
+            VERSION  TYPE    STORED KEYS
+            v0       NoteV0  {text}
+            v1       NoteV1  {pinned, text}
+
+            """)
+        let json = try #require(try decodeJSON(try customMigrate(["models", "--json"]).stdout) as? [[String: Any]])
+        #expect(json.map { $0["name"] as? String } == ["Note"])
+        #expect(json.first?["defaultKeys"] as? [String] == ["note"])
+        #expect(json.first?["latestVersion"] as? Int == 1)
+        #expect(!result.stdout.contains("Person"))
+        #expect(!result.stdout.contains("TrialInfo"))
+    }
+
+    @Test("status reports a bare Note as outdated and a Person record as unmanaged; run migrates the Note")
+    func statusAndRun() throws {
+        let original = #"{"note": {"text":"hi"}, "person": {"name":"Ada","age":"36"}}"#
+        let suite = try Suite(original)
+        let status = try suite.run("status", ["--json"], binary: customMigrateBinary)
+        #expect(status.status == 0, "\(status.stderr)")
+        let records = try #require(try decodeJSON(status.stdout) as? [[String: Any]])
+        #expect(records.map { $0["key"] as? String } == ["note", "person"])
+        #expect(records[0]["schema"] as? String == "Note")
+        #expect(records[0]["storedVersion"] as? Int == 0)
+        #expect(records[0]["latestVersion"] as? Int == 1)
+        #expect(records[0]["state"] as? String == "outdated")
+        #expect(records[0]["form"] as? String == "bare")
+        #expect(records[1]["state"] as? String == "unmanaged")
+        #expect(records[1]["schema"] is NSNull)
+        #expect(suite.contents == original, "status writes nothing")
+
+        let run = try suite.run("run", binary: customMigrateBinary)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.hasPrefix("Run on \(suite.store)\n"))
+        #expect(run.stdout.contains("1 migrated, 1 unmanaged"))
+        #expect(suite.contents == """
+            {
+              "note": {"data":{"pinned":false,"text":"hi"},"schema":"Note","version":1},
+              "person": {"name":"Ada","age":"36"}
+            }
+
+            """)
+        let get = try suite.run("get", ["note"], binary: customMigrateBinary)
+        #expect(get.stdout == #"{"data":{"pinned":false,"text":"hi"},"schema":"Note","version":1}"#)
+        let again = try suite.run("status", ["--json"], binary: customMigrateBinary)
+        let states = try #require(try decodeJSON(again.stdout) as? [[String: Any]]).map { $0["state"] as? String }
+        #expect(states == ["current", "unmanaged"])
+    }
+
+    @Test("the stock migrate reads the same suite with its own chains: Note is unmanaged there")
+    func stockDoesNotKnowNote() throws {
+        let suite = try Suite(#"{"note": {"text":"hi"}}"#)
+        let status = try suite.run("status", ["--json"])
+        let records = try #require(try decodeJSON(status.stdout) as? [[String: Any]])
+        #expect(records.map { $0["state"] as? String } == ["unmanaged"])
+    }
+
+    @Test("--model accepts the app's model names and refuses the sample ones with exit 64, listing the known models")
+    func modelOption() throws {
+        let suite = try Suite(#"{"memo": {"text":"remember"}}"#)
+        let refused = try suite.run("run", ["--model", "memo=Person"], binary: customMigrateBinary)
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains("unknown model 'Person' in --model; known models: Note"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("Usage: custom-migrate run "), "the usage line names the app's command")
+        #expect(suite.contents == #"{"memo": {"text":"remember"}}"#)
+
+        let mapped = try suite.run("run", ["--model", "memo=Note", "--json"], binary: customMigrateBinary)
+        #expect(mapped.status == 0, "\(mapped.stderr)")
+        let records = try #require(try decodeJSON(mapped.stdout) as? [[String: Any]])
+        #expect(records.count == 1)
+        #expect(records[0]["key"] as? String == "memo")
+        #expect(records[0]["schema"] as? String == "Note")
+        #expect(records[0]["state"] as? String == "migrated")
+        #expect(records[0]["steps"] as? [Int] == [1])
+        #expect(try suite.run("get", ["memo"], binary: customMigrateBinary).stdout
+                == #"{"data":{"pinned":false,"text":"remember"},"schema":"Note","version":1}"#)
+    }
+
+    @Test("--help and hints name the app's command, not migrate")
+    func help() throws {
+        let result = try customMigrate(["--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("USAGE: custom-migrate <subcommand>"))
+        #expect(result.stdout.contains("`custom-migrate models`"))
+        #expect(!result.stdout.contains("`migrate "))
+        for command in ["status", "plan", "run", "show", "get", "put", "delete", "models", "init", "rekey", "trial", "doctor"] {
+            #expect(result.stdout.contains("  \(command) "), "\(command)")
+        }
+        #expect(result.stdout.contains("67  a managed record was written by a newer release"))
+
+        let put = try customMigrate(["put", "--help"])
+        #expect(put.stdout.contains("USAGE: custom-migrate put --store <uri>"))
+
+        let suite = try Suite(#"{"other": {"text":"x"}}"#)
+        let show = try suite.run("show", ["other"], binary: customMigrateBinary)
+        #expect(show.status == 64)
+        #expect(show.stderr.contains("(see `custom-migrate models`), or use `custom-migrate get other` for the raw value"),
+                "\(show.stderr)")
+    }
+
+    @Test("--version exists only when a version is given: the stock migrate has one, the custom one not")
+    func version() throws {
+        let stock = try migrate(["--version"])
+        #expect(stock.status == 0)
+        #expect(stock.stdout == "0.1.0\n")
+        let custom = try customMigrate(["--version"])
+        #expect(custom.status == 64)
+        #expect(custom.stderr.contains("Unknown option '--version'"))
+    }
+
+    @Test("two chains with the same name are refused before anything runs, with exit 1 and the reason")
+    func duplicateChains() throws {
+        let suite = try Suite(#"{"note": {"text":"hi"}}"#)
+        let result = try customMigrate(["run", "--store", suite.store, "--device-id", "d"],
+                                       environment: ["CUSTOM_MIGRATE_DUPLICATE_CHAIN": "1"])
+        #expect(result.status == 1)
+        #expect(result.stderr == """
+            error: custom-migrate was given two model chains named 'Note'; each chain needs its own name, \
+            since records are matched to chains by name
+
+            """)
+        #expect(result.stdout == "")
+        #expect(suite.contents == #"{"note": {"text":"hi"}}"#)
+    }
+}
