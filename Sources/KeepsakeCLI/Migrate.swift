@@ -26,8 +26,8 @@ struct Migrate: ParsableCommand {
                   0   success (outdated records are not an error for status and plan)
                   1   unexpected internal error
                   64  usage error
-                  65  a managed record is unreadable: corrupt, unrecognised, ambiguous, or its
-                      migration step failed (it was left untouched)
+                  65  a managed record is unreadable: corrupt, unrecognised, ambiguous, its
+                      migration step failed or needs a device identity (it was left untouched)
                   66  no record under the given key
                   67  a managed record was written by a newer release (left untouched)
                   68  the store's own data is corrupt (e.g. a suite file that is not a JSON object)

@@ -42,16 +42,21 @@ public enum MigrateCommand {
     ///     `delete`, `init`, `rekey`, `trial`, `doctor`) usable; every record is then unmanaged.
     ///   - commandName: The name shown in usage lines, `--help` and hints (`"migrate"`).
     ///   - version: What `--version` prints; `nil` leaves out the `--version` flag.
+    ///   - appID: The app id this device's identity is derived with (the default of `--app-id`):
+    ///     pass the app's own, so that a step the tool runs records the same identity the app
+    ///     would. Only steps that ask for a device identity use it.
     ///   - arguments: The arguments to parse, without the command name; `nil` for the process's
     ///     own (`CommandLine.arguments.dropFirst()`).
     /// - Important: Never returns. When two chains share a name or `commandName` is empty, it
     ///   prints why to standard error and exits with status 1 before parsing anything, so no
     ///   store is opened.
     public static func main(
-        chains: [AnyModelChain], commandName: String = "migrate", version: String? = nil, arguments: [String]? = nil
+        chains: [AnyModelChain], commandName: String = "migrate", version: String? = nil,
+        appID: String = "org.keepsake.migrate", arguments: [String]? = nil
     ) -> Never {
         do throws(KeepsakeError) {
-            CLIConfiguration.current = try CLIConfiguration(chains: chains, commandName: commandName, version: version)
+            CLIConfiguration.current = try CLIConfiguration(chains: chains, commandName: commandName, version: version,
+                                                            appID: appID)
         } catch {
             printError("error: \(error.message)")
             exit(ExitCode.failure.rawValue)

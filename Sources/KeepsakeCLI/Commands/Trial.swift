@@ -60,11 +60,11 @@ struct TrialOptions: ParsableArguments {
 
     func makeGuard(_ storeOptions: StoreOptions) throws -> TrialGuard {
         let store = try storeOptions.openStore()
-        let context = try storeOptions.context()
+        let context = storeOptions.context()
         let fixed = now.flatMap(parsedNow)
         return TrialGuard(store: store, key: key, length: .days(lengthDays),
                           rollbackTolerance: TimeInterval(toleranceMinutes * 60),
-                          deviceIdentity: context.deviceIdentity, clock: { fixed ?? Date() })
+                          deviceIdentity: try context.requireDeviceIdentity(), clock: { fixed ?? Date() })
     }
 }
 

@@ -7,12 +7,14 @@ struct CLIConfiguration: Sendable {
     let chains: [AnyModelChain]
     let commandName: String
     let version: String?
+    /// The app id the default device identity is derived with.
+    let appID: String
 
     /// A checked configuration.
     ///
     /// - Throws: `.invalidArgument` when `commandName` is empty or two chains share a name
     ///   (the ``Migrator`` cannot tell their records apart).
-    init(chains: [AnyModelChain], commandName: String, version: String?) throws(KeepsakeError) {
+    init(chains: [AnyModelChain], commandName: String, version: String?, appID: String) throws(KeepsakeError) {
         guard !commandName.isEmpty, !commandName.contains(where: \.isWhitespace) else {
             throw KeepsakeError(.invalidArgument,
                                 "the command name '\(commandName)' must be non-empty and without spaces")
@@ -27,6 +29,7 @@ struct CLIConfiguration: Sendable {
         self.chains = chains
         self.commandName = commandName
         self.version = version
+        self.appID = appID
     }
 
     /// What the commands see if nothing was configured: the name `migrate` and no chains.
@@ -34,6 +37,7 @@ struct CLIConfiguration: Sendable {
         chains = []
         commandName = "migrate"
         version = nil
+        appID = "org.keepsake.migrate"
     }
 
     /// The process-wide configuration. ArgumentParser reads a command's `configuration` as a
@@ -55,4 +59,6 @@ enum CLI {
     static var name: String { CLIConfiguration.current.commandName }
     /// The model chains records are matched to.
     static var chains: [AnyModelChain] { CLIConfiguration.current.chains }
+    /// The app id the default device identity is derived with.
+    static var appID: String { CLIConfiguration.current.appID }
 }

@@ -20,7 +20,7 @@ enum Exit {
     static func code(for error: KeepsakeError) -> ExitCode {
         switch error.code {
         case .corruptRecord, .unrecognisedRecord, .ambiguousRecord, .schemaMismatch, .migrationFailed,
-             .verificationFailed, .encodingFailed:
+             .verificationFailed, .encodingFailed, .deviceIdentityUnavailable:
             return unreadable
         case .newerVersion: return newer
         case .notFound: return notFound
@@ -63,6 +63,8 @@ private func hint(for error: KeepsakeError) -> String? {
         return "wait for the other writer to finish, then run the command again"
     case .permissionDenied:
         return "check the owner and mode of the store's files (Keepsake creates them 0600 in a 0700 directory)"
+    case .deviceIdentityUnavailable:
+        return "name this device with --device-id ID (or --app-id ID on a machine with /etc/machine-id)"
     case .newerVersion:
         return "use a release of the app or of \(CLI.name) that knows this version; the record was left as it was"
     default:

@@ -23,13 +23,13 @@ struct StoreOptions: ParsableArguments {
     var model: [String] = []
 
     @Option(name: .long, help: ArgumentHelp(
-        "Device identity recorded by migration steps (default: derived from /etc/machine-id and --app-id).",
+        "Device identity recorded by migration steps that ask for one (default: derived from /etc/machine-id and --app-id, when a step asks).",
         valueName: "id"))
     var deviceID: String?
 
     @Option(name: .long, help: ArgumentHelp(
-        "App identifier the default device identity is derived with.", valueName: "id"))
-    var appID: String = "org.keepsake.migrate"
+        "App identifier the default device identity is derived with (default: \(CLI.appID)).", valueName: "id"))
+    var appID: String?
 
     func validate() throws {
         let uri = try parsedURI()
@@ -83,20 +83,16 @@ struct StoreOptions: ParsableArguments {
         return try uri.open(options: options)
     }
 
-    /// The migration context: the system clock, random identifiers, the device identity.
-    func context() throws(KeepsakeError) -> MigrationContext {
+    /// The migration context: the system clock, random identifiers, and the device identity —
+    /// `--device-id`, or derived from the machine id the first time a step asks for it, so a
+    /// machine without `/etc/machine-id` can still migrate records whose steps need none.
+    func context() -> MigrationContext {
         if let deviceID { return .live(deviceIdentity: deviceID) }
-        do throws(KeepsakeError) {
-            return .live(deviceIdentity: try DeviceIdentity.derived(appID: appID))
-        } catch {
-            var error = error
-            error.message += "; pass --device-id ID to name this device"
-            throw error
-        }
+        return .live(appID: appID ?? CLI.appID)
     }
 
     func migrator() throws -> Migrator {
-        Migrator(store: try openStore(), chains: CLI.chains, context: try context(), keyModels: try keyModels())
+        Migrator(store: try openStore(), chains: CLI.chains, context: context(), keyModels: try keyModels())
     }
 }
 
