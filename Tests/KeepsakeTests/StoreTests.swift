@@ -160,28 +160,15 @@ struct DefaultsStoreTests {
         let path = directory + "/suite.json"
         let store = DefaultsStore(path: path, lockTimeout: .milliseconds(300))
         try store.set("before", forKey: "k")
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        // Holds the lock until the test creates `release`.
-        holder.arguments = [path + ".lock", "-c",
-                            "touch '\(directory)/held'; while [ ! -e '\(directory)/release' ]; do sleep 0.02; done"]
-        try holder.run()
-        defer {
-            _ = FileManager.default.createFile(atPath: directory + "/release", contents: nil)
-            holder.waitUntilExit()
-        }
-        let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: directory + "/held") && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        #expect(FileManager.default.fileExists(atPath: directory + "/held"), "the other process took the lock")
+        let holder = try LockHolder(lockPath: path + ".lock", signals: directory)
+        defer { holder.release() }
+        #expect(holder.holds, "the other process took the lock")
         #expect { try store.set("during", forKey: "k") } throws: { error in
             let error = error as? KeepsakeError
             return error?.code == .lockTimeout && error?.store == "defaults:" + path
         }
         #expect(try store.value(String.self, forKey: "k") == "before")
-        _ = FileManager.default.createFile(atPath: directory + "/release", contents: nil)
-        holder.waitUntilExit()
+        holder.release()
         try store.set("after", forKey: "k")
         #expect(try store.value(String.self, forKey: "k") == "after")
     }

@@ -28,3 +28,34 @@ func mode(of path: String) throws -> Int {
     let attributes = try FileManager.default.attributesOfItem(atPath: path)
     return (attributes[.posixPermissions] as? Int) ?? -1
 }
+
+/// Another process holding `lockPath` with `flock(1)` until ``release()``: how a second writer
+/// of a defaults suite looks to this one.
+final class LockHolder {
+    private let process = Process()
+    private let signals: String
+
+    /// Starts the holder and waits until it has the lock.
+    init(lockPath: String, signals directory: String) throws {
+        signals = directory
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        process.arguments = [lockPath, "-c",
+                             "touch '\(directory)/held'; while [ ! -e '\(directory)/release' ]; do sleep 0.02; done"]
+        try process.run()
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: directory + "/held") && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+
+    /// Whether the other process took the lock.
+    var holds: Bool { FileManager.default.fileExists(atPath: signals + "/held") }
+
+    /// Lets the holder go and waits for it to exit.
+    func release() {
+        _ = FileManager.default.createFile(atPath: signals + "/release", contents: nil)
+        process.waitUntilExit()
+    }
+
+    deinit { if process.isRunning { release() } }
+}

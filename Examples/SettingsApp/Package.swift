@@ -1,0 +1,50 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// An app adopting Keepsake, as its developer would write it: its own model chain, an app that
+// loads and saves it through a Vault, its own `settings-migrate` tool, and tests that pin it.
+let package = Package(
+    name: "SettingsApp",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        // In a real app: .package(url: "<Keepsake's repository>", from: "…").
+        .package(name: "Keepsake", path: "../.."),
+    ],
+    targets: [
+        // The Settings chain: one frozen file per version, the chain and the typed key.
+        .target(
+            name: "SettingsModels",
+            dependencies: [.product(name: "Keepsake", package: "Keepsake")]
+        ),
+        // The app: prints its settings and changes the theme.
+        .executableTarget(
+            name: "settings-app",
+            dependencies: [
+                "SettingsModels",
+                .product(name: "Keepsake", package: "Keepsake"),
+                .product(name: "KeepsakeStores", package: "Keepsake"),
+                .product(name: "KeepsakeSodium", package: "Keepsake"),
+            ]
+        ),
+        // The app's own `migrate`: Keepsake's CLI on the Settings chain.
+        .executableTarget(
+            name: "settings-migrate",
+            dependencies: ["SettingsModels", .product(name: "KeepsakeCLI", package: "Keepsake")]
+        ),
+        .testTarget(
+            name: "SettingsModelsTests",
+            // The executables are dependencies so that they are built beside the test bundle,
+            // where the end-to-end tests run them.
+            dependencies: [
+                "SettingsModels", "settings-app", "settings-migrate",
+                .product(name: "Keepsake", package: "Keepsake"),
+                .product(name: "KeepsakeTesting", package: "Keepsake"),
+                .product(name: "KeepsakeSodium", package: "Keepsake"),
+                .product(name: "KeepsakeKeyring", package: "Keepsake"),
+                .product(name: "KeepsakeStores", package: "Keepsake"),
+            ],
+            exclude: ["Fixtures"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
