@@ -144,4 +144,44 @@ struct MigratorTests {
         #expect(events.first == MigrationProgress(evaluated: 1, total: 6, written: false))
         #expect(events.last == MigrationProgress(evaluated: 6, total: 6, written: true))
     }
+
+    @Test("status and plan do not verify the bytes to write; run does, and refuses what does not round-trip")
+    func verificationOnlyBeforeAWrite() throws {
+        let store = InMemoryStore(contents: ["drift": bytes(#"{"version":0,"n":1}"#)])
+        let migrator = Migrator(store: store, chains: [Drift.chain.erased], context: context)
+        let planned = try #require(try migrator.plan().first)
+        #expect(planned.state == .outdated && planned.error == nil, "plan migrates in memory only")
+        let ran = try #require(try migrator.run().first)
+        #expect(ran.state == .unreadable)
+        #expect(ran.error?.code == .verificationFailed)
+        #expect(try store.data(forKey: "drift") == bytes(#"{"version":0,"n":1}"#))
+    }
+}
+
+/// A latest version whose encoding changes on every call: it can never be verified.
+private struct DriftV0: ModelVersion {
+    static let version = 0
+    let version: Int
+    let n: Int
+}
+
+private struct DriftV1: ModelVersion {
+    typealias Predecessor = DriftV0
+    static let version = 1
+    let n: Int
+    enum CodingKeys: String, CodingKey { case n }
+    init(migrating previous: DriftV0, context: MigrationContext) { n = previous.n }
+    init(from decoder: any Decoder) throws {
+        n = try decoder.container(keyedBy: CodingKeys.self).decode(Int.self, forKey: .n)
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(driftCounter.add(1, ordering: .relaxed).newValue, forKey: .n)
+    }
+}
+
+private let driftCounter = Atomic<Int>(0)
+
+private enum Drift {
+    static let chain = ModelChain<DriftV1>(name: "Drift", defaultKeys: ["drift"])
 }
