@@ -8,10 +8,8 @@ import Keepsake
 ///
 /// ```swift
 /// let store = try KeyringStore.open(service: "com.example.app")
-/// switch try store.loadRecord(TrialInfo.chain, context: .live(deviceIdentity: device)) {
-/// case .absent: startTrial()
-/// case let .current(info), let .migrated(info, _, _): enforce(info.startDate)
-/// }
+/// let vault = Vault(store: store, context: .live(appID: "com.example.app"))
+/// if let trial = try vault.load(TrialInfo.chain) { enforce(trial.value.startDate) } else { startTrial() }
 /// ```
 ///
 /// ## Items

@@ -13,7 +13,7 @@ import Glibc
 /// // Afterwards:
 /// let store = try SodiumFileStore(directory: "/var/lib/myapp/records",
 ///                                 key: .keyFile(path: "/etc/myapp/records.key"))
-/// try store.saveRecord(person, in: Person.chain)
+/// try Vault(store: store).save(person, in: Person.chain)
 /// ```
 ///
 /// ## Layout

@@ -47,7 +47,7 @@ extension StoreURI {
     /// ```swift
     /// let uri = try StoreURI(parsing: configuration.storeURI)
     /// let store = try uri.open(options: StoreOpenOptions(masterKey: .keyFile(path: keyPath)))
-    /// let person = try store.loadRecord(Person.chain, context: .live(deviceIdentity: id))
+    /// let person = try Vault(store: store).load(Person.chain)?.value
     /// ```
     ///
     /// - Parameter options: The master key of a `file:` store and the keyring timeout.

@@ -6,7 +6,7 @@ import Testing
 // An app's own model, written the way an app developer would: ordinary Codable field types and
 // no key list anywhere.
 
-private enum Theme: String, Codable, Sendable { case light, dark, system }  // not CaseIterable
+private enum Appearance: String, Codable, Sendable { case light, dark, system }  // not CaseIterable
 private enum Density: Int, Codable, Sendable, CaseIterable { case compact = 1, regular = 2 }
 private enum Sync: Codable, Sendable, Equatable {  // associated values
     case off
@@ -16,14 +16,14 @@ private enum Sync: Codable, Sendable, Equatable {  // associated values
 private struct Window: Codable, Sendable, Equatable {
     var width: Int
     var height: Int
-    var theme: Theme
+    var theme: Appearance
 }
 
 private struct ProfileV0: ModelVersion, Equatable {
     static let version = 0
     var id: UUID
     var name: String
-    var theme: Theme
+    var theme: Appearance
 }
 
 private struct ProfileV1: ModelVersion, Equatable {
@@ -31,7 +31,7 @@ private struct ProfileV1: ModelVersion, Equatable {
     static let version = 1
     var id: UUID
     var displayName: String
-    var theme: Theme
+    var theme: Appearance
     var density: Density
     var homepage: URL?
     var created: Date
@@ -43,7 +43,7 @@ private struct ProfileV1: ModelVersion, Equatable {
     var limits: [String: Int]
     var nickname: String?
 
-    init(id: UUID, displayName: String, theme: Theme, density: Density, homepage: URL?, created: Date, avatar: Data,
+    init(id: UUID, displayName: String, theme: Appearance, density: Density, homepage: URL?, created: Date, avatar: Data,
          balance: Decimal, window: Window, sync: Sync, tags: [String], limits: [String: Int], nickname: String?) {
         self.id = id
         self.displayName = displayName
@@ -73,7 +73,7 @@ private struct ProfileV2: ModelVersion, Equatable {
     static let version = 2
     var id: UUID
     var displayName: String
-    var theme: Theme
+    var theme: Appearance
     var window: Window
     var sync: Sync
     var locale: String
@@ -82,7 +82,7 @@ private struct ProfileV2: ModelVersion, Equatable {
         case id = "profile_id", displayName = "display_name", theme, window, sync, locale
     }
 
-    init(id: UUID, displayName: String, theme: Theme, window: Window, sync: Sync, locale: String) {
+    init(id: UUID, displayName: String, theme: Appearance, window: Window, sync: Sync, locale: String) {
         self.id = id
         self.displayName = displayName
         self.theme = theme
@@ -95,7 +95,7 @@ private struct ProfileV2: ModelVersion, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(UUID.self, forKey: .id)
         displayName = try container.decode(String.self, forKey: .displayName)
-        theme = try container.decode(Theme.self, forKey: .theme)
+        theme = try container.decode(Appearance.self, forKey: .theme)
         window = try container.decode(Window.self, forKey: .window)
         sync = try container.decode(Sync.self, forKey: .sync)
         locale = try container.decodeIfPresent(String.self, forKey: .locale) ?? "en"

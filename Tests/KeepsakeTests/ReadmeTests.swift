@@ -35,19 +35,34 @@ struct ReadmeTests {
         #expect(try suite.keys() == ["person"])
     }
 
-    @Test("the README's quick start is the code this suite runs")
-    func quickStartIsVerbatim() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    @Test("every Swift block of the README is code a compiled file holds verbatim")
+    func swiftBlocksAreCompiled() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let start = try #require(readme.range(of: "```swift\nimport Keepsake\n"))
-        let body = readme[start.upperBound...]
-        let end = try #require(body.range(of: "```"))
-        let snippet = body[..<end.lowerBound]
-            .split(separator: "\n", omittingEmptySubsequences: false)
-            .drop { $0.hasPrefix("import") || $0.isEmpty }
-            .map { $0.isEmpty ? "" : "        " + $0 }
-            .joined(separator: "\n")
-        let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
-        #expect(source.contains(snippet.trimmingCharacters(in: .newlines)))
+        let blocks = readme.components(separatedBy: "```swift\n").dropFirst().compactMap {
+            $0.components(separatedBy: "```").first
+        }
+        #expect(blocks.count >= 8)
+        // Every Swift file of the tests and the example app, each line without its indentation.
+        var compiled: [String] = []
+        for folder in ["Tests", "Examples"] {
+            let base = root.appendingPathComponent(folder).path
+            guard let files = FileManager.default.enumerator(atPath: base) else { continue }
+            for case let file as String in files where file.hasSuffix(".swift") && !file.contains(".build") {
+                compiled.append(unindented(try String(contentsOfFile: base + "/" + file, encoding: .utf8)))
+            }
+        }
+        for block in blocks where !block.hasPrefix("// Package.swift") {
+            let body = unindented(block).split(separator: "\n", omittingEmptySubsequences: false)
+                .drop { $0.hasPrefix("import ") || $0.isEmpty }.joined(separator: "\n")
+                .trimmingCharacters(in: .newlines)
+            #expect(compiled.contains { $0.contains(body) }, "not compiled anywhere:\n\(body)")
+        }
+    }
+
+    private func unindented(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.drop { $0 == " " } }.joined(separator: "\n")
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 // The one pipeline from stored bytes to a ``RecordOutcome``: parse once, detect the stored
-// version on the parsed tree (DESIGN §4), decode once into that version, run the steps, and —
+// version on the parsed tree (the record forms README.md lists), decode once into that version, run the steps, and —
 // only when a write follows — encode and verify the latest envelope.
 
 extension ModelChain {
@@ -45,7 +45,8 @@ extension ModelChain {
         }
     }
 
-    /// Reads stored bytes in any form DESIGN §4 accepts and migrates them in memory to `Latest`.
+    /// Reads stored bytes in any stored form (an envelope, an object with an inline `version`, a bare object, or a JSON
+    /// string holding one of those) and migrates them in memory to `Latest`.
     /// Nothing is written anywhere: use this for stores of your own, or to inspect bytes.
     ///
     /// - Throws: ``KeepsakeError`` (`.corruptRecord`, `.unrecognisedRecord`, `.ambiguousRecord`,
@@ -107,7 +108,7 @@ struct DetectedRecord: Sendable {
 }
 
 extension ModelChain {
-    /// Finds the stored version of `record`, per DESIGN §4: an envelope; an object with an
+    /// Finds the stored version of `record`, in the order the forms are tried: an envelope; an object with an
     /// integer `version`; or a bare object that exactly one version reads completely.
     func detect(_ record: ParsedRecord) throws(KeepsakeError) -> DetectedRecord {
         guard case let .object(object) = record.root else {

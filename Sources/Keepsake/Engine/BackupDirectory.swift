@@ -1,6 +1,6 @@
 import Foundation
 
-/// Where `migrate run --backup` and ``RecordStore/loadRecord(_:forKey:context:writeBack:backup:)``
+/// Where `migrate run --backup` and a ``Vault`` with ``Vault/Options/backup``
 /// keep a record's original bytes before replacing them.
 ///
 /// Each record is one file, `<directory>/<key>.json` (characters other than letters, digits,

@@ -8,7 +8,7 @@ import Foundation
 ///
 /// ```swift
 /// do {
-///     let state = try store.loadRecord(Person.chain, context: context)
+///     let person = try vault.load(Person.chain)
 /// } catch where error.code == .newerVersion {
 ///     // written by a newer release: leave it alone
 /// } catch {

@@ -10,7 +10,7 @@ import Glibc
 /// let defaults = try DefaultsStore(suite: "settings", app: "com.example.notes")
 /// try defaults.set("dark", forKey: "theme")
 /// let theme = try defaults.value(String.self, forKey: "theme")      // "dark"
-/// let person = try defaults.loadRecord(Person.chain, context: context) // migrated, written back
+/// let person = try Vault(store: defaults).load(Person.chain)          // migrated, written back
 /// ```
 ///
 /// On disk the document is `0600` in a directory created `0700`. Every change is a

@@ -1,0 +1,88 @@
+import Foundation
+import Keepsake
+import Testing
+
+/// The moment every fixed migration context stops at: 2024-03-01T09:30:00.250Z.
+let fixedNow = Date(timeIntervalSince1970: 1_709_285_400.25)
+
+/// A new fixed context: the clock at ``fixedNow``, identifiers `id-1`, `id-2`, …
+func fixedContext() -> MigrationContext {
+    .fixed(now: fixedNow, deviceIdentity: nil, identifierPrefix: "id")
+}
+
+/// The install identity a V0 record gets from `id-1` (computed independently of the Swift code:
+/// FNV-1a + SplitMix64 of `installID-1:id-1` and `installID-2:id-1`, version 8).
+let installIDFromID1 = UUID(uuidString: "63B8799E-21DD-8D80-96C2-C5397006E13B")!
+
+/// This package's `Tests/SettingsModelsTests/Fixtures`, found from this file's path.
+let fixturesDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+
+/// The stored bytes of fixture `name` (`Fixtures/NAME.json`), as text.
+func fixtureText(_ name: String) throws -> String {
+    try String(contentsOf: fixturesDirectory.appendingPathComponent(name + ".json"), encoding: .utf8)
+}
+
+/// A new, empty temporary directory, named after the test.
+func temporaryDirectory(function: String = #function) throws -> URL {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("settings-app-tests")
+        .appendingPathComponent(function.filter { $0.isLetter } + "-" + UUID().uuidString.prefix(8))
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+func text(_ data: Data?) -> String {
+    data.map { String(decoding: $0, as: UTF8.self) } ?? "<absent>"
+}
+
+// MARK: Running the built executables
+
+/// The built executable `name`: beside the test bundle (SwiftPM puts `<products>/…xctest` and
+/// the package's executables in the same directory), one or two levels up.
+func builtBinary(_ name: String) -> String {
+    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        ?? CommandLine.arguments[0]
+    var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
+    for _ in 0..<3 {
+        let candidate = directory.appendingPathComponent(name).path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        directory.deleteLastPathComponent()
+    }
+    return "\(name)-binary-not-found"
+}
+
+struct CommandResult {
+    let stdout: String
+    let stderr: String
+    let status: Int32
+}
+
+/// Runs `binary` with `arguments` and `environment` added to this process's, and waits for it.
+func run(_ binary: String, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: binary)
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let output = Pipe(), errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    // Read both pipes at once: a child that fills one while we wait on the other would hang.
+    let group = DispatchGroup()
+    nonisolated(unsafe) var err = Data()
+    group.enter()
+    DispatchQueue.global().async {
+        err = errors.fileHandleForReading.readDataToEndOfFile()
+        group.leave()
+    }
+    let out = output.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    process.waitUntilExit()
+    return CommandResult(stdout: text(out), stderr: text(err), status: process.terminationStatus)
+}
+
+/// Parses JSON text.
+func decodeJSON(_ text: String) throws -> Any {
+    try JSONSerialization.jsonObject(with: Data(text.utf8))
+}

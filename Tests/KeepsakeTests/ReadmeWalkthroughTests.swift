@@ -1,0 +1,90 @@
+import Foundation
+import Keepsake
+import KeepsakeTesting
+import Testing
+
+// README.md's "Define your own model", verbatim: ReadmeTests checks that every Swift block of the
+// README appears in a compiled file, and the tests below run it.
+
+// SettingsV0.swift — released in 1.0. Frozen: never edit a released version.
+public struct SettingsV0: ModelVersion {
+    public static let version = 0
+    public var id: UUID
+    public var darkMode: Bool
+}
+
+// SettingsV1.swift — released in 1.1.
+public enum Theme: String, Codable, Sendable { case light, dark, system }
+
+public struct SettingsV1: ModelVersion, Equatable {
+    public typealias Predecessor = SettingsV0
+    public static let version = 1
+
+    public struct Window: Codable, Sendable, Equatable {
+        public var width: Int
+        public var height: Int
+    }
+
+    public var id: UUID
+    public var theme: Theme
+    public var window: Window?
+
+    public init(id: UUID, theme: Theme, window: Window? = nil) {
+        self.id = id
+        self.theme = theme
+        self.window = window
+    }
+
+    public init(migrating previous: SettingsV0, context: MigrationContext) {
+        self.init(id: previous.id, theme: previous.darkMode ? .dark : .light)
+    }
+}
+
+// Settings.swift — the one line that changes with each release is `Latest`.
+public enum Settings {
+    public typealias Latest = SettingsV1
+    public static let chain = ModelChain<Latest>(name: "Settings", defaultKeys: ["settings"])
+}
+
+extension RecordKeys {
+    public static let settings = RecordKey(chain: Settings.chain, default: SettingsV1(id: UUID(), theme: .system))
+}
+
+@Test func settingsChainIsValid() throws {
+    try ChainValidation.validate(Settings.chain)
+}
+
+@Suite("README: define your own model")
+struct ReadmeWalkthroughTests {
+    func app() throws {
+        let vault = Vault(store: try DefaultsStore(suite: "main", app: "com.example.notes"))
+        var settings = try vault.value(.settings)   // a 1.0 record comes back as SettingsV1
+        settings.theme = .dark
+        try vault.save(settings, for: .settings)     // {"data":{…},"schema":"Settings","version":1}
+    }
+
+    @Test("a 1.0 record is read as SettingsV1, its id kept, and the app's change saved as version 1")
+    func walkthroughRuns() throws {
+        let config = try temporaryDirectory()
+        setenv("XDG_CONFIG_HOME", config, 1)
+        defer { unsetenv("XDG_CONFIG_HOME") }
+        let suite = config + "/com.example.notes/main.json"
+        try FileManager.default.createDirectory(atPath: config + "/com.example.notes", withIntermediateDirectories: true)
+        try bytes(#"{"settings":{"id":"6F1C2B9A-7E55-4D7B-9B0E-2F4C1A3D5E6F","darkMode":false}}"#)
+            .write(to: URL(fileURLWithPath: suite))
+        try app()
+        #expect(try DefaultsStore(path: suite).data(forKey: "settings") == bytes(
+            #"{"data":{"id":"6F1C2B9A-7E55-4D7B-9B0E-2F4C1A3D5E6F","theme":"dark"},"schema":"Settings","version":1}"#))
+    }
+
+    @Test("with nothing stored, the key's default is used and the app's change saved")
+    func walkthroughFromNothing() throws {
+        let config = try temporaryDirectory()
+        setenv("XDG_CONFIG_HOME", config, 1)
+        defer { unsetenv("XDG_CONFIG_HOME") }
+        try app()
+        let saved = try Vault(store: DefaultsStore(path: config + "/com.example.notes/main.json")).load(.settings)
+        #expect(saved?.value.theme == .dark)
+        #expect(saved?.wasMigrated == false)
+    }
+}
