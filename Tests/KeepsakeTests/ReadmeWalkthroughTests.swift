@@ -54,8 +54,8 @@ extension RecordKeys {
     try ChainValidation.validate(Settings.chain)
 }
 
-@Suite("README: define your own model")
-struct ReadmeWalkthroughTests {
+// In the serialized README suite: these tests set XDG_CONFIG_HOME, which the suite's other tests read.
+extension ReadmeTests {
     func app() throws {
         let vault = Vault(store: try DefaultsStore(suite: "main", app: "com.example.notes"))
         var settings = try vault.value(.settings)   // a 1.0 record comes back as SettingsV1

@@ -31,6 +31,12 @@ func temporaryDirectory(function: String = #function) throws -> URL {
     return url
 }
 
+/// Milliseconds since 1970, to compare dates without floating-point noise.
+func milliseconds(_ date: Date) -> Int64 {
+    Int64((date.timeIntervalSince1970 * 1000).rounded())
+}
+
+/// Bytes as UTF-8 text, `<absent>` for `nil`.
 func text(_ data: Data?) -> String {
     data.map { String(decoding: $0, as: UTF8.self) } ?? "<absent>"
 }
