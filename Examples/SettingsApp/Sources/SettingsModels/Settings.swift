@@ -21,7 +21,11 @@ extension RecordKeys {
     /// The app's settings, under `"settings"`. While nothing is stored, ``Keepsake/Vault/value(_:)``
     /// returns the defaults of a fresh install (system theme, 14-point text, a new install
     /// identity made once per launch); they are stored only when the app saves.
+    ///
+    /// The install date is a whole second: records keep dates to the millisecond, so a finer
+    /// date would not read back equal to the value saved.
     public static let settings = RecordKey(
         "settings", chain: Settings.chain,
-        default: SettingsV2(theme: .system, textSize: 14, installID: UUID(), installedAt: Date()))
+        default: SettingsV2(theme: .system, textSize: 14, installID: UUID(),
+                            installedAt: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))))
 }

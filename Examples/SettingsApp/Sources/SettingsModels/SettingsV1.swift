@@ -6,7 +6,9 @@ import Keepsake
 /// Frozen with ``SettingsV1``: stored records hold these raw values, so a case is never renamed
 /// or removed. A new case is a new version of the chain (older releases could not read it).
 public enum Theme: String, Codable, Sendable, Hashable {
+    /// Dark text on a light background.
     case light
+    /// Light text on a dark background.
     case dark
     /// Follow the desktop's preference.
     case system

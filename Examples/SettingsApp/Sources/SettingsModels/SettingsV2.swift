@@ -9,7 +9,9 @@ public struct SettingsV2: ModelVersion, Equatable {
 
     /// The main window's size in points. Frozen with ``SettingsV2``.
     public struct Window: Codable, Sendable, Hashable {
+        /// The width in points.
         public var width: Int
+        /// The height in points.
         public var height: Int
 
         /// A window size.
