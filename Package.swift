@@ -19,8 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
-        // The engine: versioned models, chains, the record codec, the migrator,
-        // the store protocol, the in-memory and defaults-style JSON stores.
+        // The engine: versioned models and chains, the one record pipeline, the Vault front door,
+        // the migrator, the store protocol and store URIs, the in-memory and defaults-style JSON stores.
         .target(name: "Keepsake"),
         // libsodium, reached only from KeepsakeSodium.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
