@@ -19,11 +19,27 @@ import Synchronization
 /// for it then fails that record alone with ``KeepsakeError/Code/deviceIdentityUnavailable``,
 /// leaving it as stored, and every other record still migrates.
 public struct MigrationContext: Sendable {
-    private let clock: @Sendable () -> Date
-    private let identifiers: @Sendable () -> String
-    private let identity: IdentitySource
+    /// One reference, so that passing a context to every step of every record copies a pointer.
+    private let sources: Sources
     /// Set for the steps of one record, to notice a step that read a missing identity.
     private let requests: IdentityRequests?
+
+    private var clock: @Sendable () -> Date { sources.clock }
+    private var identifiers: @Sendable () -> String { sources.identifiers }
+    private var identity: IdentitySource { sources.identity }
+
+    private final class Sources: Sendable {
+        let clock: @Sendable () -> Date
+        let identifiers: @Sendable () -> String
+        let identity: IdentitySource
+
+        init(clock: @escaping @Sendable () -> Date, identifiers: @escaping @Sendable () -> String,
+             identity: IdentitySource) {
+            self.clock = clock
+            self.identifiers = identifiers
+            self.identity = identity
+        }
+    }
 
     /// - Parameters:
     ///   - clock: The current time.
@@ -42,9 +58,11 @@ public struct MigrationContext: Sendable {
         clock: @escaping @Sendable () -> Date, makeIdentifier: @escaping @Sendable () -> String,
         identity: IdentitySource, requests: IdentityRequests?
     ) {
-        self.clock = clock
-        self.identifiers = makeIdentifier
-        self.identity = identity
+        self.init(sources: Sources(clock: clock, identifiers: makeIdentifier, identity: identity), requests: requests)
+    }
+
+    private init(sources: Sources, requests: IdentityRequests?) {
+        self.sources = sources
         self.requests = requests
     }
 
@@ -125,8 +143,7 @@ public struct MigrationContext: Sendable {
     /// A copy whose reads of a missing identity are noticed, for the steps of one record.
     func scopedToOneRecord() -> MigrationContext {
         if case .value = identity { return self }
-        return MigrationContext(clock: clock, makeIdentifier: identifiers, identity: identity,
-                                requests: IdentityRequests())
+        return MigrationContext(sources: sources, requests: IdentityRequests())
     }
 
     /// The error of a step that read ``deviceIdentity`` when there was none.

@@ -125,7 +125,8 @@ extension ModelChain {
             guard version <= latestVersion else { return detected }
             let entry = try entry(forVersion: version)
             if let keys = entry.keys {
-                let fieldKeys = keys.all.contains("version") ? object.keys : object.keys.filter { $0 != "version" }
+                let readsVersion = keys.required.contains("version") || keys.optional.contains("version")
+                let fieldKeys = readsVersion ? object.keys : object.keys.filter { $0 != "version" }
                 try checkKeys(fieldKeys, of: entry, keys: keys)
             }
             return detected
@@ -142,8 +143,8 @@ extension ModelChain {
                                           fields: record.root)
             if let keys = entry.keys {
                 if keys.matches(object.keys) { matches.append(detected) }
-            } else if let decoded = try? entry.decode(record.root, true), let read = decoded.readKeys,
-                      object.members.allSatisfy({ read.contains($0.key) }) {
+            } else if let decoded = try? entry.decodeTrackingKeys(record.root),
+                      object.members.allSatisfy({ decoded.readKeys.contains($0.key) }) {
                 // `try?` is right here: a version that cannot decode the record is simply not a
                 // match; the record's error (unrecognised) is reported below if none matches.
                 var match = detected
@@ -235,8 +236,9 @@ extension ModelChain {
         let entry = try entry(forVersion: detected.version)
         var value: any ModelVersion
         if let decoded = detected.decoded { value = decoded } else { value = try decode(detected, entry: entry) }
-        let scoped = context.scopedToOneRecord()
         var version = detected.version
+        guard version < latestVersion else { return try latest(value) }
+        let scoped = context.scopedToOneRecord()
         while version < latestVersion {
             version += 1
             do {
@@ -252,6 +254,10 @@ extension ModelChain {
                 throw stepError(from: version - 1, error: missing)
             }
         }
+        return try latest(value)
+    }
+
+    private func latest(_ value: any ModelVersion) throws(KeepsakeError) -> Latest {
         guard let latest = value as? Latest else {
             // Unreachable: `versions.last` is `Latest`, the type the chain was built from.
             throw KeepsakeError(.migrationFailed, "the last step of \(name) did not produce \(Latest.self)")
@@ -269,7 +275,12 @@ extension ModelChain {
     private func decode(_ detected: DetectedRecord, entry: VersionEntry) throws(KeepsakeError) -> any ModelVersion {
         let decoded: (value: any ModelVersion, readKeys: Set<String>?)
         do {
-            decoded = try entry.decode(detected.fields, entry.keys == nil)
+            if entry.keys == nil {
+                let tracked = try entry.decodeTrackingKeys(detected.fields)
+                decoded = (tracked.value, tracked.readKeys)
+            } else {
+                decoded = (try entry.decode(detected.fields), nil)
+            }
         } catch let error as DecodingError {
             throw KeepsakeError(.corruptRecord, "the record does not decode as \(name) version \(detected.version)",
                                 cause: error.keepsakeCause, underlying: error)

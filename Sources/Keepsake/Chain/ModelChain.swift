@@ -194,8 +194,8 @@ public struct ChainError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A version of a chain with its type erased: how to decode it and how to build it from the
-/// version below.
-struct VersionEntry: Sendable {
+/// version below. A class, so that looking one up per record copies a reference, not its fields.
+final class VersionEntry: Sendable {
     static let maxDepth = 1_000
 
     let version: Int
@@ -204,9 +204,10 @@ struct VersionEntry: Sendable {
     let keys: StoredKeys?
     /// Why ``keys`` is unknown.
     let keyProblem: ProbeProblem?
-    /// Decodes the version from a parsed tree; with `tracking`, also says which of its
-    /// top-level keys the decoder read.
-    let decode: @Sendable (JSONValue, _ tracking: Bool) throws -> (value: any ModelVersion, readKeys: Set<String>?)
+    /// Decodes the version from a parsed tree.
+    let decode: @Sendable (JSONValue) throws -> any ModelVersion
+    /// Decodes the version from a parsed tree and says which of its top-level keys it read.
+    let decodeTrackingKeys: @Sendable (JSONValue) throws -> (value: any ModelVersion, readKeys: Set<String>)
     let migrate: @Sendable (any ModelVersion, MigrationContext) throws -> any ModelVersion
     /// Whether the version writes exactly the keys it reads (checked only by validation).
     let roundTripProblem: @Sendable () -> ProbeProblem?
@@ -221,8 +222,8 @@ struct VersionEntry: Sendable {
             keys = nil
             keyProblem = ProbeProblem(field: error.field, reason: error.reason)
         }
-        decode = { value, tracking in
-            guard tracking else { return (try JSONValueDecoder.decode(V.self, from: value), nil) }
+        decode = { value in try JSONValueDecoder.decode(V.self, from: value) }
+        decodeTrackingKeys = { value in
             let (decoded, readKeys) = try JSONValueDecoder.decodeTrackingKeys(V.self, from: value)
             return (decoded, readKeys)
         }
