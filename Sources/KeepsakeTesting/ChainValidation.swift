@@ -30,14 +30,17 @@ public enum ChainValidation {
     }
 
     /// Pairs of versions that one record stored without a version could match both of (loading
-    /// such a record throws `.ambiguousRecord`); ``validate(_:)`` fails on each.
+    /// such a record throws `.ambiguousRecord`); ``validate(_:)`` fails on each. A later version
+    /// that declares the earlier one's readers compatible is not such a pair: the record is read
+    /// as the earlier version.
     public static func indistinguishableBareVersions<Latest>(_ chain: ModelChain<Latest>) -> [(Int, Int)] {
         let versions = chain.versionSummaries
         var pairs: [(Int, Int)] = []
         for (index, first) in versions.enumerated() {
             guard let firstKeys = first.storedKeys else { continue }
             for second in versions[(index + 1)...] {
-                if let secondKeys = second.storedKeys, firstKeys.overlaps(secondKeys) {
+                if let secondKeys = second.storedKeys, firstKeys.overlaps(secondKeys),
+                   second.oldestReader > first.version {
                     pairs.append((first.version, second.version))
                 }
             }

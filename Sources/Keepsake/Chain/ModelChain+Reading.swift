@@ -33,7 +33,15 @@ extension ModelChain {
             stored.version = detected.version
             stored.form = detected.form
             if detected.version > latestVersion {
-                return .newer(newerError(detected.version), stored: stored)
+                guard let reader = detected.oldestReader, reader <= latestVersion else {
+                    return .newer(newerError(detected.version), stored: stored)
+                }
+                // A newer version that declares this release's readers compatible: read its data
+                // as our latest type, which ignores the keys it does not know. Never migrated.
+                let value = try latest(decodeCompatibly(detected))
+                return .newerReadable(DecodedRecord(value: value, storedVersion: detected.version,
+                                                    latestVersion: latestVersion, form: detected.form,
+                                                    stringWrapped: detected.stringWrapped))
             }
             let value = try migrate(detected, context: context)
             let record = DecodedRecord(value: value, storedVersion: detected.version, latestVersion: latestVersion,
@@ -54,7 +62,7 @@ extension ModelChain {
     ///   without store or key.
     public func read(_ bytes: Data, context: MigrationContext) throws(KeepsakeError) -> DecodedRecord<Latest> {
         switch outcome(of: bytes, context: context) {
-        case let .current(record), let .outdated(record, _): return record
+        case let .current(record), let .outdated(record, _), let .newerReadable(record): return record
         case let .newer(error, _), let .failed(error, _): throw error
         case .absent: throw KeepsakeError(.notFound, "no bytes to read")  // unreachable: bytes are given
         }
@@ -87,9 +95,11 @@ struct ParsedRecord: Sendable {
         return ParsedRecord(root: value, stringWrapped: false)
     }
 
-    /// The envelope's `schema`, if the record is an envelope.
+    /// The envelope's `schema`, if the record is an envelope: `schema`, `version` and `data`,
+    /// and `oldestReader` when the writer declared older readers compatible.
     var envelopeSchema: String? {
-        guard case let .object(object) = root, object.count == 3,
+        guard case let .object(object) = root,
+              object.count == 3 || (object.count == 4 && object["oldestReader"] != nil),
               case let .string(schema)? = object["schema"], object["version"] != nil, object["data"] != nil
         else { return nil }
         return schema
@@ -102,6 +112,8 @@ struct DetectedRecord: Sendable {
     let form: RecordForm
     let stringWrapped: Bool
     let fields: JSONValue
+    /// The envelope's `oldestReader`: the oldest version whose readers can read the record.
+    var oldestReader: Int?
     /// The stored version's value, when detection already decoded it (a bare record matched to
     /// a version whose keys are not known ahead).
     var decoded: (any ModelVersion)?
@@ -153,6 +165,12 @@ extension ModelChain {
             }
         }
         if matches.count == 1 { return matches[0] }
+        // Versions that declare the oldest match's readers compatible only add keys to it: the
+        // record is read as that oldest match (release bare records predate them all).
+        if let oldest = matches.first,
+           matches.dropFirst().allSatisfy({ versions[$0.version].readable(byReadersOf: oldest.version) }) {
+            return oldest
+        }
         let keyList = "{" + object.keys.sorted().joined(separator: ", ") + "}"
         if matches.isEmpty {
             let expected = versions.map { "v\($0.version) \($0.keys?.description ?? "(keys read by decoding)")" }
@@ -176,9 +194,21 @@ extension ModelChain {
             throw KeepsakeError(.schemaMismatch, "the envelope's schema is \(found), expected '\(name)'")
         }
         let version = try integerVersion(object["version"] ?? .null, where: "the envelope's \"version\"")
+        var oldestReader: Int?
+        if let value = object["oldestReader"] {
+            let reader = try integerVersion(value, where: "the envelope's \"oldestReader\"")
+            guard (0...version).contains(reader) else {
+                throw KeepsakeError(.corruptRecord,
+                                    "the envelope's oldestReader \(reader) is not between 0 and its version \(version)")
+            }
+            oldestReader = reader
+        }
         guard version <= latestVersion else {
+            guard case .object? = object["data"] else {
+                throw KeepsakeError(.corruptRecord, "the envelope's \"data\" is \((object["data"] ?? .null).kindName), expected an object")
+            }
             return DetectedRecord(version: version, form: .envelope, stringWrapped: stringWrapped,
-                                  fields: object["data"] ?? .null)
+                                  fields: object["data"] ?? .null, oldestReader: oldestReader)
         }
         let entry = try entry(forVersion: version)
         guard case let .object(fields)? = object["data"] else {
@@ -189,7 +219,8 @@ extension ModelChain {
             throw KeepsakeError(.corruptRecord,
                                 "the envelope says version \(version) but its data says version \(text)")
         }
-        return DetectedRecord(version: version, form: .envelope, stringWrapped: stringWrapped, fields: .object(fields))
+        return DetectedRecord(version: version, form: .envelope, stringWrapped: stringWrapped, fields: .object(fields),
+                              oldestReader: oldestReader)
     }
 
     private func integerVersion(_ value: JSONValue, where place: String) throws(KeepsakeError) -> Int {
@@ -257,7 +288,7 @@ extension ModelChain {
         return try latest(value)
     }
 
-    private func latest(_ value: any ModelVersion) throws(KeepsakeError) -> Latest {
+    func latest(_ value: any ModelVersion) throws(KeepsakeError) -> Latest {
         guard let latest = value as? Latest else {
             // Unreachable: `versions.last` is `Latest`, the type the chain was built from.
             throw KeepsakeError(.migrationFailed, "the last step of \(name) did not produce \(Latest.self)")
@@ -270,6 +301,24 @@ extension ModelChain {
             the step from \(name) version \(version) to \(version + 1) needs this device's identity, and none is \
             available (\(error.message)); the record was left as it was
             """, cause: error.cause, underlying: error.underlying)
+    }
+
+    /// Decodes a newer record's data as `Latest`, ignoring the keys `Latest` does not read.
+    private func decodeCompatibly(_ detected: DetectedRecord) throws(KeepsakeError) -> any ModelVersion {
+        guard let entry = versions.last else {
+            throw KeepsakeError(.unrecognisedRecord, "the \(name) chain has no versions")  // unreachable
+        }
+        do {
+            return try entry.decode(detected.fields)
+        } catch let error as DecodingError {
+            throw KeepsakeError(.corruptRecord, """
+                the record is \(name) version \(detected.version), declared readable by version \(latestVersion), \
+                but does not decode as it
+                """, cause: error.keepsakeCause, underlying: error)
+        } catch {
+            throw KeepsakeError(.corruptRecord, "the newer record does not decode as \(name) version \(latestVersion)",
+                                cause: .other(String(describing: error)), underlying: error)
+        }
     }
 
     private func decode(_ detected: DetectedRecord, entry: VersionEntry) throws(KeepsakeError) -> any ModelVersion {

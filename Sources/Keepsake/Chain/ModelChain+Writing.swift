@@ -37,7 +37,9 @@ extension ModelChain {
 
     private func encodeEnvelope(_ value: Latest) throws(KeepsakeError) -> Data {
         do {
-            return try CanonicalJSON.encode(Envelope(schema: name, version: latestVersion, data: value))
+            let oldestReader = Latest.oldestReader < latestVersion ? Latest.oldestReader : nil
+            return try CanonicalJSON.encode(Envelope(schema: name, version: latestVersion, oldestReader: oldestReader,
+                                                     data: value))
         } catch {
             throw KeepsakeError(.encodingFailed, "\(name) version \(latestVersion) could not be encoded",
                                 cause: .other(String(describing: error)), underlying: error)
@@ -45,9 +47,21 @@ extension ModelChain {
     }
 }
 
-/// What Keepsake writes: `{"data": …, "schema": …, "version": …}` (keys sorted).
+/// What Keepsake writes: `{"data": …, "schema": …, "version": …}` (keys sorted), with
+/// `"oldestReader"` when the version declares older readers compatible.
 struct Envelope<Model: Encodable>: Encodable {
     let schema: String
     let version: Int
+    let oldestReader: Int?
     let data: Model
+
+    enum CodingKeys: String, CodingKey { case schema, version, oldestReader, data }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(schema, forKey: .schema)
+        try container.encode(version, forKey: .version)
+        try container.encodeIfPresent(oldestReader, forKey: .oldestReader)
+        try container.encode(data, forKey: .data)
+    }
 }

@@ -38,7 +38,9 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
 
     /// Each version's number, type name and stored keys, oldest first.
     public var versionSummaries: [VersionSummary] {
-        versions.map { VersionSummary(version: $0.version, typeName: $0.typeName, storedKeys: $0.keys) }
+        versions.map {
+            VersionSummary(version: $0.version, typeName: $0.typeName, storedKeys: $0.keys, oldestReader: $0.oldestReader)
+        }
     }
 
     /// Builds the chain ending at `Latest`.
@@ -84,10 +86,12 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
                                         field: problem.field, problem.reason))
             }
         }
+        found += compatibilityProblems
         for (index, first) in versions.enumerated() {
             guard let firstKeys = first.keys else { continue }
             for second in versions[(index + 1)...] {
-                guard let secondKeys = second.keys, firstKeys.overlaps(secondKeys) else { continue }
+                guard let secondKeys = second.keys, firstKeys.overlaps(secondKeys),
+                      !second.readable(byReadersOf: first.version) else { continue }
                 let example = firstKeys.required.union(secondKeys.required).sorted().joined(separator: ", ")
                 found.append(ChainError(chain: name, version: second.version, typeName: second.typeName, field: nil, """
                     versions \(first.version) (\(first.typeName), keys \(firstKeys)) and \(second.version) \
@@ -99,9 +103,37 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
         return found
     }
 
+    /// A version that declares older readers compatible must hold every key they require.
+    private var compatibilityProblems: [ChainError] {
+        var found: [ChainError] = []
+        for entry in versions where entry.oldestReader != entry.version {
+            guard (0...entry.version).contains(entry.oldestReader) else {
+                found.append(ChainError(chain: name, version: entry.version, typeName: entry.typeName, """
+                    its oldestReader is \(entry.oldestReader), which must be between 0 and its own version \
+                    \(entry.version)
+                    """))
+                continue
+            }
+            guard let keys = entry.keys else { continue }
+            for reader in versions[entry.oldestReader..<entry.version] {
+                guard let readerKeys = reader.keys else { continue }
+                if let missing = readerKeys.required.sorted().first(where: { !keys.required.contains($0) }) {
+                    found.append(ChainError(chain: name, version: entry.version, typeName: entry.typeName,
+                                            field: missing, """
+                        it declares readers from version \(entry.oldestReader) compatible, but version \(reader.version) \
+                        (\(reader.typeName)) requires the key '\(missing)', which \(entry.typeName) does not always \
+                        store; lower no further than the oldest version whose required keys it keeps
+                        """))
+                }
+            }
+        }
+        return found
+    }
+
     /// Checks what ``init(name:defaultKeys:)`` does not: that each version's stored keys can be
-    /// known, that no record stored without a version could match two versions, and that each
-    /// version writes exactly the top-level keys it reads.
+    /// known, that no record stored without a version could match two versions, that each
+    /// version writes exactly the top-level keys it reads, and that a version declaring older
+    /// readers compatible (``ModelVersion/oldestReader``) keeps every key they require.
     ///
     /// - Throws: The first of ``problems``, naming the chain, the version, the type and the
     ///   field; its ``ChainError/reason`` goes on to list the others when there are several.
@@ -160,6 +192,8 @@ public struct VersionSummary: Sendable, Hashable {
     /// The keys a record of this version has; `nil` when they cannot be read off the type (a
     /// bare record is then matched to this version by decoding it).
     public let storedKeys: StoredKeys?
+    /// The oldest version whose readers can read this version's records (``ModelVersion/oldestReader``).
+    public let oldestReader: Int
 }
 
 /// What is wrong with a model chain: the chain, the version, the type and field, and why.
@@ -200,6 +234,8 @@ final class VersionEntry: Sendable {
 
     let version: Int
     let typeName: String
+    /// The oldest version whose readers can read this version's records.
+    let oldestReader: Int
     /// The stored keys, when known (declared, or read off the `Decodable` conformance).
     let keys: StoredKeys?
     /// Why ``keys`` is unknown.
@@ -215,6 +251,7 @@ final class VersionEntry: Sendable {
     init<V: ModelVersion>(_ type: V.Type) {
         version = V.version
         typeName = String(describing: V.self)
+        oldestReader = V.oldestReader
         do throws(ChainError) {
             keys = try StoredKeys.of(V.self)
             keyProblem = nil
@@ -236,6 +273,14 @@ final class VersionEntry: Sendable {
         }
         let known = keys
         roundTripProblem = { known.flatMap { KeyProbe.roundTripProblem(V.self, keys: $0) } }
+    }
+}
+
+extension VersionEntry {
+    /// Whether this version's records are declared readable by readers of `version`, so that a
+    /// bare record matching both is read as the older `version`, which loses nothing.
+    func readable(byReadersOf version: Int) -> Bool {
+        oldestReader <= version && version < self.version
     }
 }
 

@@ -44,10 +44,33 @@ public protocol ModelVersion: Codable, Sendable {
     /// `init(from:)` reads keys conditionally in a way a probe cannot see; `ChainValidation`
     /// tells you when that is needed, naming the type and field.
     static var storedKeys: StoredKeys { get }
+
+    /// The oldest version whose readers can still read this version's records: this version
+    /// itself by default. Declare an older one when this version only adds keys that older
+    /// readers can ignore — then a release whose latest version is that old, or newer, reads
+    /// these records as its own latest type instead of refusing them as newer, and a save by
+    /// it keeps the keys it does not know.
+    ///
+    /// ```swift
+    /// public struct PersonV4: ModelVersion {
+    ///     public typealias Predecessor = PersonV3
+    ///     public static let version = 4
+    ///     public static let oldestReader = 3   // V3 releases can read V4 records
+    ///     public let alias: String
+    ///     public let email: String
+    ///     public let phone: String?           // what V4 adds
+    ///     …
+    /// }
+    /// ```
+    ///
+    /// Every version from `oldestReader` up must find all of its required keys, with the same
+    /// meaning, in this version's records; `ChainValidation` checks the keys.
+    static var oldestReader: Int { get }
 }
 
 extension ModelVersion {
     public static var storedKeys: StoredKeys { .inferred }
+    public static var oldestReader: Int { version }
 }
 
 extension ModelVersion where Predecessor == NoPredecessor {

@@ -11,6 +11,7 @@ import Foundation
 /// case .absent:                 print("nothing stored")
 /// case let .current(record):    print(record.value.alias)
 /// case let .outdated(record, _): print("v\(record.storedVersion) → v\(record.latestVersion)")
+/// case let .newerReadable(record): print("v\(record.storedVersion), read as v\(record.latestVersion)")
 /// case let .newer(error, _):    print(error)   // written by a newer release: leave it
 /// case let .failed(error, _):   print(error)   // corrupt, unrecognised, a failing step…
 /// }
@@ -23,6 +24,11 @@ public enum RecordOutcome<Model: Sendable>: Sendable {
     /// The record is at an older version and was migrated in memory. `latest` holds the
     /// verified envelope bytes to write back when they were asked for (`encodeLatest`), else `nil`.
     case outdated(DecodedRecord<Model>, latest: Data?)
+    /// The record was written by a newer release whose version declares this release's readers
+    /// compatible (``ModelVersion/oldestReader``): read as the latest type this release knows,
+    /// ignoring the keys it does not know. Never migrated or rewritten on its own; a save keeps
+    /// the newer keys and version.
+    case newerReadable(DecodedRecord<Model>)
     /// The record was written by a newer release (its version is above the latest known); the
     /// error's code is ``KeepsakeError/Code/newerVersion``.
     case newer(KeepsakeError, stored: StoredInfo)
@@ -33,7 +39,7 @@ public enum RecordOutcome<Model: Sendable>: Sendable {
     /// The record at the latest version, when it could be read.
     public var record: DecodedRecord<Model>? {
         switch self {
-        case let .current(record), let .outdated(record, _): return record
+        case let .current(record), let .outdated(record, _), let .newerReadable(record): return record
         case .absent, .newer, .failed: return nil
         }
     }
@@ -42,7 +48,7 @@ public enum RecordOutcome<Model: Sendable>: Sendable {
     public var error: KeepsakeError? {
         switch self {
         case let .newer(error, _), let .failed(error, _): return error
-        case .absent, .current, .outdated: return nil
+        case .absent, .current, .outdated, .newerReadable: return nil
         }
     }
 
@@ -50,7 +56,7 @@ public enum RecordOutcome<Model: Sendable>: Sendable {
     public var stored: StoredInfo? {
         switch self {
         case .absent: return nil
-        case let .current(record), let .outdated(record, _): return record.stored
+        case let .current(record), let .outdated(record, _), let .newerReadable(record): return record.stored
         case let .newer(_, stored), let .failed(_, stored): return stored
         }
     }
@@ -61,6 +67,7 @@ public enum RecordOutcome<Model: Sendable>: Sendable {
         case .absent: return .absent
         case let .current(record): return .current(record.map(transform))
         case let .outdated(record, latest): return .outdated(record.map(transform), latest: latest)
+        case let .newerReadable(record): return .newerReadable(record.map(transform))
         case let .newer(error, stored): return .newer(error, stored: stored)
         case let .failed(error, stored): return .failed(error, stored: stored)
         }
@@ -71,7 +78,7 @@ public enum RecordOutcome<Model: Sendable>: Sendable {
         switch self {
         case let .newer(error, stored): return .newer(error.located(store: store, key: key), stored: stored)
         case let .failed(error, stored): return .failed(error.located(store: store, key: key), stored: stored)
-        case .absent, .current, .outdated: return self
+        case .absent, .current, .outdated, .newerReadable: return self
         }
     }
 }
@@ -115,6 +122,10 @@ public struct DecodedRecord<Model: Sendable>: Sendable {
 
     /// Whether the stored record was older than the latest version (and so was migrated).
     public var wasMigrated: Bool { storedVersion < latestVersion }
+
+    /// Whether the stored record was written by a newer release and read compatibly
+    /// (``RecordOutcome/newerReadable(_:)``).
+    public var isNewer: Bool { storedVersion > latestVersion }
 
     /// The versions the record passed through: `[1, 2, 3]` from version 0 to 3.
     public var steps: [Int] { wasMigrated ? Array((storedVersion + 1)...latestVersion) : [] }

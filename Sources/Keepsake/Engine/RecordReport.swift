@@ -8,6 +8,9 @@ public struct RecordReport: Sendable, Equatable {
         case outdated
         /// Migrated and written back by this run.
         case migrated
+        /// Written by a newer release that declared this release's readers compatible: readable,
+        /// never migrated or rewritten by a run.
+        case newerReadable
         /// Written by a newer release; left untouched.
         case newer
         /// Cannot be read or migrated (corrupt, unrecognised, ambiguous, a failing step); left untouched.
@@ -57,6 +60,7 @@ public struct RecordReport: Sendable, Equatable {
         switch outcome {
         case .absent, .current: state = .current
         case .outdated: state = .outdated
+        case .newerReadable: state = .newerReadable
         case .newer: state = .newer
         case .failed: state = .unreadable
         }

@@ -86,9 +86,15 @@ public struct Vault: Sendable {
 
     /// Stores `value` under `key`, in an envelope at the latest version.
     ///
+    /// Over a record of a newer release that declared this release's readers compatible
+    /// (``RecordOutcome/newerReadable(_:)``), the save keeps that record's version and every key
+    /// this release does not know, and replaces only the keys it does: the newer release loses
+    /// nothing.
+    ///
     /// - Throws: ``KeepsakeError/Code/newerVersion`` when the stored record was written by a
-    ///   newer release, ``KeepsakeError/Code/schemaMismatch`` when it is another model's
-    ///   envelope, and the store's own errors. An unreadable record is replaced.
+    ///   newer release that did not declare this one compatible,
+    ///   ``KeepsakeError/Code/schemaMismatch`` when it is another model's envelope, and the
+    ///   store's own errors. An unreadable record is replaced.
     /// - Important: If this throws, the stored bytes are exactly as they were.
     public func save<Latest>(_ value: Latest, for key: RecordKey<Latest>) throws(KeepsakeError) {
         try save(value, in: key.chain, forKey: key.name)
@@ -115,7 +121,7 @@ public struct Vault: Sendable {
         switch chain.outcome(of: bytes, context: context).located(store: store.uri, key: key) {
         case .absent:
             return nil
-        case let .current(record):
+        case let .current(record), let .newerReadable(record):
             return LoadedRecord(record: record, writeBack: .notNeeded)
         case let .outdated(record, _):
             guard options.writeBack, let bytes else { return LoadedRecord(record: record, writeBack: .skipped) }
@@ -147,9 +153,8 @@ public struct Vault: Sendable {
     ) throws(KeepsakeError) {
         let key = try resolve(key, chain)
         do throws(KeepsakeError) {
-            let encoded = try chain.encode(value)
             let existing = try store.data(forKey: key)
-            if let existing { try chain.checkReplaceable(existing) }
+            let encoded = try chain.encodeForSave(value, over: existing)
             try store.commitOne(StoreWrite(key: key, value: encoded, expectation: .unchanged(existing)))
         } catch {
             throw error.located(store: store.uri, key: key)
@@ -187,16 +192,65 @@ public struct Vault: Sendable {
 }
 
 extension ModelChain {
-    /// Whether a save may replace `existing`: anything but a record of a newer release or
-    /// another model's envelope.
-    func checkReplaceable(_ existing: Data) throws(KeepsakeError) {
+    /// The bytes a save of `value` writes over `existing`: the latest envelope; over a newer
+    /// record declared readable by this release, that record with this release's keys replaced;
+    /// refused over a newer record that was not, or another model's envelope.
+    func encodeForSave(_ value: Latest, over existing: Data?) throws(KeepsakeError) -> Data {
+        guard let existing else { return try encode(value) }
+        let parsed: ParsedRecord
+        let detected: DetectedRecord
         do throws(KeepsakeError) {
-            let detected = try detect(ParsedRecord.parse(existing))
-            if detected.version > latestVersion { throw newerError(detected.version) }
-        } catch where error.code == .newerVersion || error.code == .schemaMismatch {
+            parsed = try ParsedRecord.parse(existing)
+            detected = try detect(parsed)
+        } catch where error.code == .schemaMismatch {
             throw error
         } catch {
-            // An unreadable record may be replaced: that is what saving a new value means.
+            return try encode(value)  // an unreadable record may be replaced: that is what a save means
         }
+        guard detected.version > latestVersion else { return try encode(value) }
+        guard let reader = detected.oldestReader, reader <= latestVersion,
+              case let .object(newerFields) = detected.fields
+        else { throw newerError(detected.version) }
+        return try merge(value, into: newerFields, version: detected.version, oldestReader: reader)
+    }
+
+    /// `value`'s keys over a newer record's: keys this release knows come from `value` (absent
+    /// when it has none), the others stay exactly as the newer release wrote them.
+    private func merge(
+        _ value: Latest, into newer: JSONObject, version: Int, oldestReader: Int
+    ) throws(KeepsakeError) -> Data {
+        let own: JSONObject
+        do {
+            guard case let .object(object) = try JSONParser.parse(CanonicalJSON.encode(value)) else {
+                throw KeepsakeError(.encodingFailed, "\(name) version \(latestVersion) does not encode as an object")
+            }
+            own = object
+        } catch let error as KeepsakeError {
+            throw error
+        } catch {
+            throw KeepsakeError(.encodingFailed, "\(name) version \(latestVersion) could not be encoded",
+                                cause: .other(String(describing: error)), underlying: error)
+        }
+        let known = (versions.last?.keys?.all ?? []).union(own.keys)
+        var members = own.members
+        members += newer.members.filter { !known.contains($0.key) }
+        var bytes = Data()
+        let envelope = JSONObject(members: [
+            ("data", .object(JSONObject(members: members).sortedByKey)),
+            ("oldestReader", .number(String(oldestReader))),
+            ("schema", .string(name)),
+            ("version", .number(String(version))),
+        ])
+        JSONValue.object(envelope).write(to: &bytes)
+        // Verify: the merged record reads back, compatibly, as exactly `value`.
+        guard case let .newerReadable(record) = outcome(of: bytes, context: .verification),
+              (try? CanonicalJSON.encode(record.value)) == (try? CanonicalJSON.encode(value))
+        else {
+            throw KeepsakeError(.verificationFailed, """
+                the \(name) record merged into version \(version) does not read back as the value saved; nothing \
+                was written
+                """)
+        }
+        return bytes
     }
 }

@@ -38,6 +38,8 @@ func printPlan(_ reports: [RecordReport]) {
             print("  \(key)  \(model) \(path)  (\(report.formText))")
         case .current:
             print("  \(key)  \(model) \(report.latestText)  up to date, nothing to do")
+        case .newerReadable:
+            print("  \(key)  \(model) \(report.storedText)  newer than \(report.latestText) but readable by it; left untouched")
         case .newer:
             print("  \(key)  \(model) \(report.storedText)  newer than \(report.latestText); left untouched")
         case .unreadable:

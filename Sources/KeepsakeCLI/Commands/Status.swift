@@ -6,7 +6,9 @@ extension Migrate {
         static let configuration = CommandConfiguration(
             abstract: "Show each key of the store with its model, stored and latest version, and state.",
             discussion: """
-                States: current, outdated (run would migrate it), newer (written by a newer release),
+                States: current, outdated (run would migrate it), newerReadable (written by a newer
+                release that declared this one able to read it; not an error), newer (written by a
+                newer release this one cannot read),
                 unreadable (cannot be read or migrated), unmanaged (not a known model; left alone).
                 Outdated records are migrated in memory to check they can be; nothing is written.
                 """)
