@@ -52,6 +52,14 @@ let package = Package(
         .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Migrations"]),
         // Test-only: KeepsakeCLI on a chain of its own (Note), run by MigrateCLITests. Not a product.
         .executableTarget(name: "custom-migrate", dependencies: ["KeepsakeCLI", "Keepsake"], path: "Tests/CustomMigrate"),
+        // Test-only: one app built at two releases of the Person chain (V3, and V4 which declares V3
+        // readers compatible), run in turn against one store by TwoReleaseTests. Not products.
+        .target(name: "TwoReleasesSupport", dependencies: ["Keepsake", "KeepsakeSodium", "KeepsakeStores"],
+                path: "Tests/TwoReleases/Support"),
+        .executableTarget(name: "person-release-3", dependencies: ["TwoReleasesSupport", "Migrations"],
+                          path: "Tests/TwoReleases/Release3"),
+        .executableTarget(name: "person-release-4", dependencies: ["TwoReleasesSupport", "Keepsake", "Migrations"],
+                          path: "Tests/TwoReleases/Release4"),
         // Release-mode benchmark: `swift run -c release keepsake-bench`.
         .executableTarget(name: "keepsake-bench", dependencies: ["Keepsake", "Migrations"]),
         .testTarget(
@@ -69,6 +77,10 @@ let package = Package(
             // KeepsakeTrial and migrate: the trial guard's reinstall scenarios and the CLI on the
             // keyring run here, serialized with the tests that lock and restart the keyring.
             dependencies: ["KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate"]
+        ),
+        .testTarget(
+            name: "TwoReleaseTests",
+            dependencies: ["person-release-3", "person-release-4", "migrate", "Keepsake", "KeepsakeSodium", "KeepsakeKeyring"]
         ),
         .testTarget(
             name: "KeepsakeTrialTests",
