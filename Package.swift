@@ -80,7 +80,8 @@ let package = Package(
         ),
         .testTarget(
             name: "TwoReleaseTests",
-            dependencies: ["person-release-3", "person-release-4", "migrate", "Keepsake", "KeepsakeSodium", "KeepsakeKeyring"]
+            dependencies: ["person-release-3", "person-release-4", "migrate", "Keepsake", "KeepsakeSodium", "KeepsakeKeyring",
+                           "KeepsakeTesting"]
         ),
         .testTarget(
             name: "KeepsakeTrialTests",
@@ -93,7 +94,7 @@ let package = Package(
         .testTarget(
             name: "MigrateCLITests",
             // Both binaries are run as child processes: the stock one and one on a custom chain.
-            dependencies: ["migrate", "custom-migrate", "Keepsake", "Migrations"]
+            dependencies: ["migrate", "custom-migrate", "Keepsake", "Migrations", "KeepsakeTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

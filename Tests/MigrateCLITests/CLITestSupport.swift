@@ -1,18 +1,10 @@
 import Foundation
+import KeepsakeTesting
 import Testing
 
 /// The built executable `name`, beside the test bundle (or at `$<variable>` when that is set).
 func builtBinary(_ name: String, overriddenBy variable: String) -> String {
-    if let explicit = ProcessInfo.processInfo.environment[variable] { return explicit }
-    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-    var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
-    // On Linux the test runner is `<products>/KeepsakePackageTests.xctest`; look there and one level up.
-    for _ in 0..<3 {
-        let candidate = directory.appendingPathComponent(name).path
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        directory.deleteLastPathComponent()
-    }
-    return "\(name)-binary-not-found"
+    BuiltExecutable(named: name, overriddenBy: variable).path
 }
 
 /// The built `migrate` binary, beside the test bundle (or `$MIGRATE_BINARY`).

@@ -2,44 +2,15 @@ import Foundation
 import Keepsake
 import KeepsakeKeyring
 import KeepsakeSodium
+import KeepsakeTesting
 import Testing
 
 // Two builds of one app — Person at V3, and Person at V4, which adds `phone` and declares V3
 // readers compatible — run in turn against one store of each kind, as a user who reinstalls an
 // older release (or runs two apps of one vendor at different releases) would.
 
-/// A built executable beside the test bundle.
-private func binary(_ name: String) -> String {
-    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        ?? CommandLine.arguments[0]
-    var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
-    for _ in 0..<3 {
-        let candidate = directory.appendingPathComponent(name).path
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        directory.deleteLastPathComponent()
-    }
-    return name + "-not-found"
-}
-
-private struct Run {
-    let status: Int32
-    let stdout: String
-    let stderr: String
-}
-
-private func run(_ name: String, _ arguments: [String]) throws -> Run {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: binary(name))
-    process.arguments = arguments
-    let output = Pipe(), errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let out = output.fileHandleForReading.readDataToEndOfFile()
-    let err = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return Run(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
-               stderr: String(decoding: err, as: UTF8.self))
+private func run(_ name: String, _ arguments: [String]) throws -> BuiltExecutable.Result {
+    try BuiltExecutable(named: name).run(arguments)
 }
 
 private func temporaryDirectory() throws -> String {

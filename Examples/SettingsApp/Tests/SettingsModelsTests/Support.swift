@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import KeepsakeTesting
 import Testing
 
 /// The moment every fixed migration context stops at: 2024-03-01T09:30:00.250Z.
@@ -43,49 +44,16 @@ func text(_ data: Data?) -> String {
 
 // MARK: Running the built executables
 
-/// The built executable `name`: beside the test bundle (SwiftPM puts `<products>/…xctest` and
-/// the package's executables in the same directory), one or two levels up.
+/// The built executable `name`, beside the test bundle.
 func builtBinary(_ name: String) -> String {
-    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        ?? CommandLine.arguments[0]
-    var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
-    for _ in 0..<3 {
-        let candidate = directory.appendingPathComponent(name).path
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        directory.deleteLastPathComponent()
-    }
-    return "\(name)-binary-not-found"
+    BuiltExecutable(named: name).path
 }
 
-struct CommandResult {
-    let stdout: String
-    let stderr: String
-    let status: Int32
-}
+typealias CommandResult = BuiltExecutable.Result
 
 /// Runs `binary` with `arguments` and `environment` added to this process's, and waits for it.
 func run(_ binary: String, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: binary)
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let output = Pipe(), errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    // Read both pipes at once: a child that fills one while we wait on the other would hang.
-    let group = DispatchGroup()
-    nonisolated(unsafe) var err = Data()
-    group.enter()
-    DispatchQueue.global().async {
-        err = errors.fileHandleForReading.readDataToEndOfFile()
-        group.leave()
-    }
-    let out = output.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
-    process.waitUntilExit()
-    return CommandResult(stdout: text(out), stderr: text(err), status: process.terminationStatus)
+    try BuiltExecutable(path: binary).run(arguments, environment: environment)
 }
 
 /// Parses JSON text.
