@@ -32,8 +32,9 @@ let package = Package(
         .target(name: "KeepsakeKeyring", dependencies: ["Keepsake", "CLibsecret"]),
         // The trial-period guard, on the TrialInfo chain.
         .target(name: "KeepsakeTrial", dependencies: ["Keepsake", "KeepsakeKeyring", "Migrations"]),
-        // The sample model chains (TrialInfo, Person), one frozen file per version.
-        .target(name: "Migrations", dependencies: ["Keepsake"], path: "Migrations"),
+        // The sample model chains (TrialInfo, Person), one frozen file per version; in
+        // Schemas, each chain's committed schema snapshot (KeepsakeTesting.SchemaSnapshot).
+        .target(name: "Migrations", dependencies: ["Keepsake"], path: "Migrations", exclude: ["Schemas"]),
         // Helpers apps reuse in their own tests: chain validation, the store
         // contract suite, golden-fixture checks.
         .target(name: "KeepsakeTesting", dependencies: ["Keepsake"]),

@@ -34,7 +34,15 @@ public enum ChainValidation {
     /// that declares the earlier one's readers compatible is not such a pair: the record is read
     /// as the earlier version.
     public static func indistinguishableBareVersions<Latest>(_ chain: ModelChain<Latest>) -> [(Int, Int)] {
-        let versions = chain.versionSummaries
+        indistinguishableBareVersions(among: chain.versionSummaries)
+    }
+
+    /// The same pairs for a chain with its model type erased.
+    public static func indistinguishableBareVersions(_ chain: AnyModelChain) -> [(Int, Int)] {
+        indistinguishableBareVersions(among: chain.versions)
+    }
+
+    private static func indistinguishableBareVersions(among versions: [VersionSummary]) -> [(Int, Int)] {
         var pairs: [(Int, Int)] = []
         for (index, first) in versions.enumerated() {
             guard let firstKeys = first.storedKeys else { continue }

@@ -14,6 +14,8 @@ public struct AnyModelChain: Sendable {
     /// What ``ModelChain/validate()`` finds wrong with the chain.
     public let problems: @Sendable () -> [ChainError]
 
+    /// Each version's shape, probed when called (``shapes``).
+    let readShapes: @Sendable () -> [Int: RecordShape]
     let pipeline: @Sendable (ParsedRecord, MigrationContext, _ encodeLatest: Bool) -> RecordOutcome<any ModelVersion>
     private let encodeErased: @Sendable (any ModelVersion) throws(KeepsakeError) -> Data
 
@@ -23,6 +25,7 @@ public struct AnyModelChain: Sendable {
         latestVersion = chain.latestVersion
         versions = chain.versionSummaries
         problems = { chain.problems }
+        readShapes = { chain.shapes }
         pipeline = { parsed, context, encodeLatest in
             chain.outcome(of: parsed, context: context, encodeLatest: encodeLatest).map { $0 as any ModelVersion }
         }

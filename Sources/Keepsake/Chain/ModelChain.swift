@@ -247,6 +247,8 @@ final class VersionEntry: Sendable {
     let migrate: @Sendable (any ModelVersion, MigrationContext) throws -> any ModelVersion
     /// Whether the version writes exactly the keys it reads (checked only by validation).
     let roundTripProblem: @Sendable () -> ProbeProblem?
+    /// The version's stored JSON shape, probed when called (never when the chain is made).
+    let shape: @Sendable () -> RecordShape?
 
     init<V: ModelVersion>(_ type: V.Type) {
         version = V.version
@@ -273,6 +275,7 @@ final class VersionEntry: Sendable {
         }
         let known = keys
         roundTripProblem = { known.flatMap { KeyProbe.roundTripProblem(V.self, keys: $0) } }
+        shape = { ShapeProbe.shape(of: V.self) }
     }
 }
 

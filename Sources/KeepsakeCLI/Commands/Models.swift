@@ -4,7 +4,8 @@ import Keepsake
 extension Migrate {
     struct Models: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List the models this command knows, with their versions and default keys.")
+            abstract: "List the models this command knows, with their versions and default keys.",
+            discussion: "With --json, each version also lists its stored keys and the JSON shape of its records.")
 
         @OptionGroup var output: OutputOptions
 
@@ -14,6 +15,9 @@ extension Migrate {
                 let type: String
                 let keys: [String]
                 let optionalKeys: [String]
+                /// The stored JSON shape, read off the version's `Decodable` conformance; absent
+                /// when it cannot be.
+                let shape: RecordShape?
             }
             let name: String
             let defaultKeys: [String]
@@ -25,11 +29,14 @@ extension Migrate {
             let models = CLI.chains
             if output.json {
                 printJSON(models.map { chain in
-                    ModelJSON(name: chain.name, defaultKeys: chain.defaultKeys, latestVersion: chain.latestVersion,
-                              versions: chain.versions.map {
-                                  .init(version: $0.version, type: $0.typeName, keys: ($0.storedKeys?.required ?? []).sorted(),
-                                        optionalKeys: ($0.storedKeys?.optional ?? []).sorted())
-                              })
+                    let shapes = chain.shapes
+                    return ModelJSON(name: chain.name, defaultKeys: chain.defaultKeys, latestVersion: chain.latestVersion,
+                                     versions: chain.versions.map {
+                                         .init(version: $0.version, type: $0.typeName,
+                                               keys: ($0.storedKeys?.required ?? []).sorted(),
+                                               optionalKeys: ($0.storedKeys?.optional ?? []).sorted(),
+                                               shape: shapes[$0.version])
+                                     })
                 })
                 return
             }

@@ -1,0 +1,216 @@
+import Foundation
+
+/// The JSON shape of one version's stored records: each top-level key, whether every record has
+/// it, and the JSON type of its value — recursively, through nested structs, arrays and maps.
+///
+/// Read off the version's `Decodable` conformance (as its ``StoredKeys`` are), without a value
+/// of it: ``ModelChain/shapes``. A released version's shape never changes, because records of
+/// it are on users' disks; `KeepsakeTesting.SchemaSnapshot` commits each chain's shapes to a
+/// file and fails a test when one changes.
+///
+/// Its JSON encoding is stable and readable: an object of keys, each
+/// `{"required": true, "type": …}`, where a type is a string for a plain value (`"string"`,
+/// `"integer"`, `"number"`, `"bool"`, `"date"`, `"data"`, `"url"`, `"uuid"`, `"decimal"`,
+/// `"unknown"`) and a one-key object otherwise (`{"array": …}`, `{"map": …}`,
+/// `{"nullable": …}`, `{"object": {…keys…}}`):
+///
+/// ```json
+/// {
+///   "tags" : { "required" : true, "type" : { "array" : "string" } },
+///   "window" : { "required" : true, "type" : { "object" : { "width" : { "required" : true, "type" : "integer" } } } },
+///   "lastSyncedAt" : { "required" : false, "type" : "date" }
+/// }
+/// ```
+public struct RecordShape: Codable, Sendable, Hashable, CustomStringConvertible {
+    /// Each key a record (or a nested object) may have.
+    public var fields: [String: Field]
+
+    /// A shape with these keys.
+    public init(fields: [String: Field]) {
+        self.fields = fields
+    }
+
+    /// One key of a record or nested object.
+    public struct Field: Codable, Sendable, Hashable, CustomStringConvertible {
+        /// Whether every record has the key (decoded with `decode`), rather than only some
+        /// (`decodeIfPresent`: an optional property).
+        public var required: Bool
+        /// The JSON type of the key's value.
+        public var type: Value
+
+        /// A key that is required or optional, holding a `type`.
+        public init(required: Bool, type: Value) {
+            self.required = required
+            self.type = type
+        }
+
+        /// A required key holding a `type`.
+        public static func required(_ type: Value) -> Field { Field(required: true, type: type) }
+        /// An optional key holding a `type`.
+        public static func optional(_ type: Value) -> Field { Field(required: false, type: type) }
+
+        public var description: String { (required ? "required " : "optional ") + type.description }
+    }
+
+    /// The JSON type of a value.
+    public indirect enum Value: Codable, Sendable, Hashable, CustomStringConvertible {
+        /// A JSON string (also a `String`-backed enum).
+        case string
+        /// A JSON number without a fraction: any `Int` or `UInt` type (also an `Int`-backed enum).
+        case integer
+        /// A JSON number: `Double` or `Float`.
+        case number
+        /// `true` or `false`.
+        case bool
+        /// A `Date`: Keepsake reads an ISO 8601 string or a number of seconds.
+        case date
+        /// `Data`: a base64 string.
+        case data
+        /// A `URL`: a string.
+        case url
+        /// A `UUID`: a string.
+        case uuid
+        /// A `Decimal`: a JSON number kept exactly.
+        case decimal
+        /// A JSON array whose elements have this type.
+        case array(Value)
+        /// A JSON object with fixed keys: a nested struct.
+        case object(RecordShape)
+        /// A JSON object with any keys whose values have this type: a dictionary.
+        case map(Value)
+        /// This type, or `null`.
+        case nullable(Value)
+        /// A value whose type cannot be read off its `Decodable` conformance: an enum with
+        /// associated values, a type whose decoder the probe cannot satisfy, or a recursive type
+        /// where it recurs.
+        case unknown
+
+        private static let plain: [String: Value] = [
+            "string": .string, "integer": .integer, "number": .number, "bool": .bool, "date": .date,
+            "data": .data, "url": .url, "uuid": .uuid, "decimal": .decimal, "unknown": .unknown,
+        ]
+
+        private enum CodingKeys: String, CodingKey {
+            case array, object, map, nullable
+        }
+
+        public init(from decoder: any Decoder) throws {
+            if let single = try? decoder.singleValueContainer(), let name = try? single.decode(String.self) {
+                guard let value = Self.plain[name] else {
+                    throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                            debugDescription: "unknown value type '\(name)'"))
+                }
+                self = value
+                return
+            }
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            guard container.allKeys.count == 1, let key = container.allKeys.first else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: """
+                    a value type is a name or an object with exactly one of the keys array, object, map, nullable
+                    """))
+            }
+            switch key {
+            case .array: self = .array(try container.decode(Value.self, forKey: .array))
+            case .object: self = .object(try container.decode(RecordShape.self, forKey: .object))
+            case .map: self = .map(try container.decode(Value.self, forKey: .map))
+            case .nullable: self = .nullable(try container.decode(Value.self, forKey: .nullable))
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            switch self {
+            case let .array(element):
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(element, forKey: .array)
+            case let .object(shape):
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(shape, forKey: .object)
+            case let .map(value):
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(value, forKey: .map)
+            case let .nullable(value):
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(value, forKey: .nullable)
+            default:
+                var container = encoder.singleValueContainer()
+                try container.encode(name)
+            }
+        }
+
+        /// The name of a plain type; for the others, what they hold.
+        private var name: String {
+            switch self {
+            case .string: "string"
+            case .integer: "integer"
+            case .number: "number"
+            case .bool: "bool"
+            case .date: "date"
+            case .data: "data"
+            case .url: "url"
+            case .uuid: "uuid"
+            case .decimal: "decimal"
+            case .unknown: "unknown"
+            case .array, .object, .map, .nullable: description
+            }
+        }
+
+        /// `string`, `[string]` (an array), `[string: integer]` (a map), `{a: string, b?: date}`
+        /// (an object; `?` marks an optional key), `date or null`.
+        public var description: String {
+            switch self {
+            case let .array(element): "[\(element)]"
+            case let .object(shape): shape.description
+            case let .map(value): "[string: \(value)]"
+            case let .nullable(value): "\(value) or null"
+            default: name
+            }
+        }
+    }
+
+    /// `{alias: string, email: string, nickname?: string}`: the keys in order, `?` after an
+    /// optional one.
+    public var description: String {
+        "{" + fields.keys.sorted().map { key in
+            let field = fields[key]!
+            return "\(key)\(field.required ? "" : "?"): \(field.type)"
+        }.joined(separator: ", ") + "}"
+    }
+
+    /// The keys every record has.
+    public var requiredKeys: Set<String> { Set(fields.filter { $0.value.required }.keys) }
+    /// The keys some records have.
+    public var optionalKeys: Set<String> { Set(fields.filter { !$0.value.required }.keys) }
+
+    public init(from decoder: any Decoder) throws {
+        fields = try decoder.singleValueContainer().decode([String: Field].self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(fields)
+    }
+
+    /// The shape of `type`'s records, read off its `Decodable` conformance; `nil` when its
+    /// `init(from:)` cannot be run on placeholder values or it does not decode a JSON object.
+    public static func of<T: Decodable>(_ type: T.Type) -> RecordShape? {
+        ShapeProbe.shape(of: T.self)
+    }
+}
+
+extension ModelChain {
+    /// Each version's ``RecordShape``, by version number: computed when asked (never when the
+    /// chain is made). A version whose shape cannot be read off its `Decodable` conformance is
+    /// missing.
+    public var shapes: [Int: RecordShape] {
+        var shapes: [Int: RecordShape] = [:]
+        for entry in versions {
+            if let shape = entry.shape() { shapes[entry.version] = shape }
+        }
+        return shapes
+    }
+}
+
+extension AnyModelChain {
+    /// Each version's ``RecordShape``, by version number (``ModelChain/shapes``).
+    public var shapes: [Int: RecordShape] { readShapes() }
+}

@@ -1,0 +1,392 @@
+import Foundation
+import Keepsake
+
+/// Every version of a chain as its records are stored — number, type, oldest reader, keys and
+/// ``RecordShape`` — committed as a JSON file beside the app's models, so that a test fails
+/// when a released version changes.
+///
+/// A released version is frozen: its records are on users' disks, and the version type is how
+/// they are read. Editing one (adding, removing, renaming or retyping a field, making one
+/// optional or required) compiles and passes tests written against the new code, and breaks
+/// every record of that version in the field. `check(_:file:)` compares the chain with the
+/// snapshot a previous run committed:
+///
+/// ```swift
+/// @Test("no released Settings version has changed shape")
+/// func settingsSchema() throws {
+///     let file = URL(fileURLWithPath: #filePath)
+///         .deletingLastPathComponent().appendingPathComponent("../../Schemas/Settings.json").standardized
+///     let report = try SchemaSnapshot.check(Settings.chain, file: file)
+///     #expect(report.checked.contains(0))
+/// }
+/// ```
+///
+/// A version in the chain but not yet in the file is new: the check writes it into the file and
+/// passes, and the developer commits the file with the version. A missing file is written whole.
+///
+/// - Important: A failure means a released version's stored shape changed, a released version
+///   left the chain, or two versions could match one record stored without a version. Never
+///   edit a released version; add a new one (`PersonV4` with `Predecessor = PersonV3`) and
+///   migrate to it. Only a version that never shipped may be changed: delete its entry from the
+///   snapshot file, and the next run records it anew.
+///
+/// The file is pretty-printed JSON with sorted keys and a trailing newline, so that it diffs
+/// well:
+///
+/// ```json
+/// {
+///   "chain" : "Person",
+///   "versions" : [
+///     {
+///       "keys" : [ "age", "name" ],
+///       "oldestReader" : 0,
+///       "optionalKeys" : [ ],
+///       "shape" : {
+///         "age" : { "required" : true, "type" : "string" },
+///         "name" : { "required" : true, "type" : "string" }
+///       },
+///       "type" : "PersonV0",
+///       "version" : 0
+///     },
+///     …
+/// ```
+public struct SchemaSnapshot: Codable, Sendable, Hashable {
+    /// The chain's name (stored in every envelope as `schema`).
+    public var chain: String
+    /// Every version, oldest first.
+    public var versions: [Version]
+
+    /// One version of the chain as it is stored.
+    public struct Version: Codable, Sendable, Hashable {
+        /// The version number.
+        public var version: Int
+        /// The version type's name (`PersonV1`). Renaming the type changes no record, so the
+        /// check updates it without failing.
+        public var type: String
+        /// The oldest version whose readers can read this version's records (``ModelVersion/oldestReader``).
+        public var oldestReader: Int
+        /// The keys every record has, sorted; `nil` when they cannot be known.
+        public var keys: [String]?
+        /// The keys some records have, sorted; `nil` when they cannot be known.
+        public var optionalKeys: [String]?
+        /// The records' JSON shape; `nil` when it cannot be read off the type's `Decodable`
+        /// conformance (then only its keys are checked).
+        public var shape: RecordShape?
+
+        /// A version as a snapshot holds it.
+        public init(version: Int, type: String, oldestReader: Int, keys: [String]?, optionalKeys: [String]?,
+                    shape: RecordShape?) {
+            self.version = version
+            self.type = type
+            self.oldestReader = oldestReader
+            self.keys = keys
+            self.optionalKeys = optionalKeys
+            self.shape = shape
+        }
+    }
+
+    /// A snapshot with these versions.
+    public init(chain: String, versions: [Version]) {
+        self.chain = chain
+        self.versions = versions
+    }
+
+    /// The snapshot of `chain` as it is now.
+    public init(_ chain: AnyModelChain) {
+        let shapes = chain.shapes
+        self.init(chain: chain.name, versions: chain.versions.map { summary in
+            Version(version: summary.version, type: summary.typeName, oldestReader: summary.oldestReader,
+                    keys: summary.storedKeys.map { $0.required.sorted() },
+                    optionalKeys: summary.storedKeys.map { $0.optional.sorted() },
+                    shape: shapes[summary.version])
+        })
+    }
+
+    /// The snapshot of `chain` as it is now.
+    public init<Latest>(_ chain: ModelChain<Latest>) {
+        self.init(chain.erased)
+    }
+
+    /// The file's bytes: pretty-printed JSON, sorted keys, a trailing newline.
+    public func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(self) + Data("\n".utf8)
+    }
+
+    /// Writes ``encoded()`` to `file`, creating its folder if needed.
+    public func write(to file: URL) throws {
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try encoded().write(to: file, options: .atomic)
+    }
+
+    /// What a passing `check(_:file:)` did.
+    public struct Report: Sendable, Hashable, CustomStringConvertible {
+        /// The chain's name.
+        public let chain: String
+        /// The versions compared with the file (the released ones), oldest first.
+        public let checked: [Int]
+        /// The versions written into the file because it did not have them yet (new ones),
+        /// oldest first. Commit the file with them.
+        public let recorded: [Int]
+        /// Whether the file did not exist and was written.
+        public let createdFile: Bool
+        /// Anything else worth knowing: a file written, a type renamed, a shape the probe can
+        /// now read further than when it was recorded.
+        public let notes: [String]
+
+        /// A report of a check.
+        public init(chain: String, checked: [Int], recorded: [Int], createdFile: Bool, notes: [String]) {
+            self.chain = chain
+            self.checked = checked
+            self.recorded = recorded
+            self.createdFile = createdFile
+            self.notes = notes
+        }
+
+        public var description: String {
+            var parts = ["\(chain): checked \(checked.isEmpty ? "none" : checked.map(String.init).joined(separator: ", "))"]
+            if !recorded.isEmpty { parts.append("recorded \(recorded.map(String.init).joined(separator: ", "))") }
+            return (parts + notes).joined(separator: "; ")
+        }
+    }
+
+    /// Checks `chain` against the snapshot in `file`, and records what is new in it.
+    ///
+    /// Each version in the file must still be in the chain, with the same keys, each key as
+    /// required or optional as it was, each value of the same JSON type (recursively through
+    /// nested objects, arrays and maps) and the same oldest reader; no two versions of the chain
+    /// may match one record stored without a version. Versions the file does not have are
+    /// written into it; a missing file is written whole. The file is written only when the
+    /// check passes and its bytes change.
+    ///
+    /// - Important: A failure means a released version changed. Never edit a released version;
+    ///   add a new one. See ``SchemaSnapshot``.
+    /// - Returns: Which versions were checked and which recorded.
+    /// - Throws: ``SchemaSnapshotError`` naming the chain, each version and key that changed;
+    ///   or the error of reading or writing the file.
+    public static func check(_ chain: AnyModelChain, file: URL) throws -> Report {
+        let current = SchemaSnapshot(chain)
+        var changes = ChainValidation.indistinguishableBareVersions(chain).map { first, second in
+            SchemaSnapshotError.Change(kind: .ambiguous, version: second, typeName: current.typeName(of: second),
+                                       key: nil, reason: """
+                versions \(first) (\(current.typeName(of: first) ?? "?")) and \(second) \
+                (\(current.typeName(of: second) ?? "?")) could both match one record stored without a version; \
+                give one a required key the other cannot have
+                """)
+        }
+        let unreadableShapes = current.versions.filter { $0.shape == nil }.map { version in
+            "version \(version.version)'s shape cannot be read off \(version.type)'s Decodable conformance; "
+                + "only its keys are checked"
+        }
+        let fileName = file.lastPathComponent
+        guard FileManager.default.fileExists(atPath: file.path) else {
+            guard changes.isEmpty else { throw SchemaSnapshotError(chain: chain.name, file: fileName, changes: changes) }
+            try current.write(to: file)
+            return Report(chain: chain.name, checked: [], recorded: current.versions.map(\.version), createdFile: true,
+                          notes: unreadableShapes + ["\(fileName) did not exist and was written; commit it"])
+        }
+        let bytes = try Data(contentsOf: file)
+        let stored: SchemaSnapshot
+        do {
+            stored = try JSONDecoder().decode(SchemaSnapshot.self, from: bytes)
+        } catch {
+            changes.append(.init(kind: .unreadable, version: nil, typeName: nil, key: nil,
+                                 reason: "\(fileName) is not a schema snapshot (\(error)); restore it from version control"))
+            throw SchemaSnapshotError(chain: chain.name, file: fileName, changes: changes)
+        }
+        if stored.chain != chain.name {
+            changes.append(.init(kind: .chainRenamed, version: nil, typeName: nil, key: nil, reason: """
+                the snapshot is of chain '\(stored.chain)'; a chain's name is stored in every envelope, so renaming \
+                it orphans every record (or this is another chain's file)
+                """))
+        }
+        var notes: [String] = []
+        for old in stored.versions {
+            guard let new = current.versions.first(where: { $0.version == old.version }) else {
+                changes.append(.init(kind: .versionRemoved, version: old.version, typeName: old.type, key: nil, reason: """
+                    the version is in the snapshot but no longer in the chain, so its records can no longer be read
+                    """))
+                continue
+            }
+            changes += differences(from: old, to: new)
+            if old.type != new.type {
+                notes.append("version \(old.version) is now \(new.type) (was \(old.type))")
+            }
+            if let oldShape = old.shape, let newShape = new.shape, oldShape != newShape {
+                notes.append("version \(old.version)'s shape is read further than when it was recorded")
+            } else if old.shape == nil, new.shape != nil {
+                notes.append("version \(old.version)'s shape can now be read off its Decodable conformance")
+            }
+        }
+        guard changes.isEmpty else { throw SchemaSnapshotError(chain: chain.name, file: fileName, changes: changes) }
+        notes = unreadableShapes + notes
+        let storedVersions = Set(stored.versions.map(\.version))
+        let recorded = current.versions.map(\.version).filter { !storedVersions.contains($0) }
+        let updated = try current.encoded()
+        if updated != bytes {
+            try updated.write(to: file, options: .atomic)
+            notes.append("\(fileName) was updated; commit it")
+        }
+        return Report(chain: chain.name, checked: stored.versions.map(\.version).sorted(), recorded: recorded,
+                      createdFile: false, notes: notes)
+    }
+
+    /// Checks `chain` against the snapshot in `file`, and records what is new in it: see
+    /// `check(_:file:)`.
+    ///
+    /// - Important: A failure means a released version changed. Never edit a released version;
+    ///   add a new one.
+    public static func check<Latest>(_ chain: ModelChain<Latest>, file: URL) throws -> Report {
+        try check(chain.erased, file: file)
+    }
+
+    private func typeName(of version: Int) -> String? {
+        versions.first { $0.version == version }?.type
+    }
+
+    // MARK: Comparing versions
+
+    /// What changed in a released version, `old` as the file has it and `new` as the chain has it.
+    private static func differences(from old: Version, to new: Version) -> [SchemaSnapshotError.Change] {
+        var found: [(key: String?, reason: String)] = []
+        if let oldShape = old.shape {
+            if let newShape = new.shape {
+                found += fieldDifferences(oldShape.fields, newShape.fields, path: "")
+            } else {
+                found.append((nil, "its shape can no longer be read off its Decodable conformance (was \(oldShape))"))
+            }
+        }
+        // The keys, where the shapes did not already say so (declared keys, or no shape).
+        if let oldRequired = old.keys, let oldOptional = old.optionalKeys,
+           let newRequired = new.keys, let newOptional = new.optionalKeys {
+            let mentioned = Set(found.compactMap { $0.key.map { String($0.prefix { $0 != "." && $0 != "[" }) } })
+            func presence(_ key: String, _ required: [String], _ optional: [String]) -> String? {
+                required.contains(key) ? "required" : optional.contains(key) ? "optional" : nil
+            }
+            for key in Set(oldRequired + oldOptional + newRequired + newOptional).sorted() where !mentioned.contains(key) {
+                let was = presence(key, oldRequired, oldOptional), now = presence(key, newRequired, newOptional)
+                switch (was, now) {
+                case let (was?, nil): found.append((key, "removed (was: \(was))"))
+                case let (nil, now?): found.append((key, "added (now: \(now))"))
+                case let (was?, now?) where was != now: found.append((key, "made \(now) (was \(was))"))
+                default: break
+                }
+            }
+        }
+        if old.oldestReader != new.oldestReader {
+            found.append((nil, "its oldestReader changed from \(old.oldestReader) to \(new.oldestReader)"))
+        }
+        return found.map {
+            SchemaSnapshotError.Change(kind: .shapeChanged, version: old.version, typeName: new.type, key: $0.key,
+                                       reason: $0.reason)
+        }
+    }
+
+    private static func fieldDifferences(
+        _ old: [String: RecordShape.Field], _ new: [String: RecordShape.Field], path: String
+    ) -> [(key: String?, reason: String)] {
+        var found: [(key: String?, reason: String)] = []
+        for key in Set(old.keys).union(new.keys).sorted() {
+            let keyPath = path.isEmpty ? key : path + "." + key
+            switch (old[key], new[key]) {
+            case let (was?, nil):
+                found.append((keyPath, "removed (was: \(was))"))
+            case let (nil, now?):
+                found.append((keyPath, "added (now: \(now))"))
+            case let (was?, now?):
+                if was.required != now.required {
+                    found.append((keyPath, now.required ? "made required (was optional)" : "made optional (was required)"))
+                }
+                found += valueDifferences(was.type, now.type, path: keyPath)
+            case (nil, nil):
+                break
+            }
+        }
+        return found
+    }
+
+    private static func valueDifferences(
+        _ old: RecordShape.Value, _ new: RecordShape.Value, path: String
+    ) -> [(key: String?, reason: String)] {
+        // An unknown recorded before matches anything: the probe reads further now.
+        if old == new || old == .unknown { return [] }
+        switch (old, new) {
+        case let (.object(was), .object(now)): return fieldDifferences(was.fields, now.fields, path: path)
+        case let (.array(was), .array(now)): return valueDifferences(was, now, path: path + "[]")
+        case let (.map(was), .map(now)): return valueDifferences(was, now, path: path + "[*]")
+        case let (.nullable(was), .nullable(now)): return valueDifferences(was, now, path: path)
+        default: return [(path, "type changed from \(old) to \(new)")]
+        }
+    }
+}
+
+/// Why `SchemaSnapshot.check(_:file:)` failed: the chain, the snapshot
+/// file, and each version and key that changed.
+///
+/// - Important: Never edit a released version; add a new one.
+public struct SchemaSnapshotError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The chain's name.
+    public let chain: String
+    /// The snapshot file's name.
+    public let file: String
+    /// Everything that differs, by version.
+    public let changes: [Change]
+
+    /// One difference between the chain and its snapshot.
+    public struct Change: Sendable, Hashable, CustomStringConvertible {
+        /// What kind of difference.
+        public enum Kind: Sendable, Hashable {
+            /// A released version's keys, value types or oldest reader changed.
+            case shapeChanged
+            /// A version in the snapshot is no longer in the chain.
+            case versionRemoved
+            /// Two versions could match one record stored without a version.
+            case ambiguous
+            /// The snapshot is of a chain with another name.
+            case chainRenamed
+            /// The file is not a schema snapshot.
+            case unreadable
+        }
+
+        public let kind: Kind
+        /// The version it is in, if any.
+        public let version: Int?
+        /// The version's type.
+        public let typeName: String?
+        /// The key it is in: a top-level key, or a path into nested values (`window.width`,
+        /// `tags[]` for an array's elements, `scores[*]` for a map's values).
+        public let key: String?
+        /// What changed, for a person.
+        public let reason: String
+
+        /// A difference of `kind` in `version` (of type `typeName`), at `key`.
+        public init(kind: Kind, version: Int?, typeName: String?, key: String?, reason: String) {
+            self.kind = kind
+            self.version = version
+            self.typeName = typeName
+            self.key = key
+            self.reason = reason
+        }
+
+        public var description: String {
+            var place: [String] = []
+            if let version { place.append("version \(version)" + (typeName.map { " (\($0))" } ?? "")) }
+            if let key { place.append("key '\(key)'") }
+            return place.isEmpty ? reason : place.joined(separator: ", ") + ": " + reason
+        }
+    }
+
+    public var description: String {
+        var text = "Schema snapshot \(file) of chain '\(chain)' does not match the chain: "
+            + changes.map(\.description).joined(separator: "; ") + "."
+        if changes.contains(where: { $0.kind == .shapeChanged || $0.kind == .versionRemoved }) {
+            text += """
+                 A released version is frozen: its records are on users' disks and are read by its type as the \
+                snapshot records it. Restore the version and make the change in a new version instead (a version \
+                that never shipped may change: delete its entry from \(file) to record it anew).
+                """
+        }
+        return text
+    }
+}
