@@ -55,7 +55,7 @@ let package = Package(
         .executableTarget(name: "custom-migrate", dependencies: ["KeepsakeCLI", "Keepsake"], path: "Tests/CustomMigrate"),
         // Test-only: one app built at two releases of the Person chain (V3, and V4 which declares V3
         // readers compatible), run in turn against one store by TwoReleaseTests. Not products.
-        .target(name: "TwoReleasesSupport", dependencies: ["Keepsake", "KeepsakeSodium", "KeepsakeStores"],
+        .target(name: "TwoReleasesSupport", dependencies: ["Keepsake", "KeepsakeSodium", "KeepsakeStores", "KeepsakeTesting"],
                 path: "Tests/TwoReleases/Support"),
         .executableTarget(name: "person-release-3", dependencies: ["TwoReleasesSupport", "Migrations"],
                           path: "Tests/TwoReleases/Release3"),
@@ -77,12 +77,13 @@ let package = Package(
             name: "KeepsakeKeyringTests",
             // KeepsakeTrial and migrate: the trial guard's reinstall scenarios and the CLI on the
             // keyring run here, serialized with the tests that lock and restart the keyring.
-            dependencies: ["KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate"]
+            dependencies: ["KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate",
+                           "person-release-3", "person-release-4", "TwoReleasesSupport"]
         ),
         .testTarget(
             name: "TwoReleaseTests",
-            dependencies: ["person-release-3", "person-release-4", "migrate", "Keepsake", "KeepsakeSodium", "KeepsakeKeyring",
-                           "KeepsakeTesting"]
+            dependencies: ["person-release-3", "person-release-4", "migrate", "TwoReleasesSupport", "Keepsake",
+                           "KeepsakeSodium"]
         ),
         .testTarget(
             name: "KeepsakeTrialTests",
