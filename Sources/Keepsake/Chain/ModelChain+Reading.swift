@@ -29,28 +29,37 @@ extension ModelChain {
     func outcome(of parsed: ParsedRecord, context: MigrationContext, encodeLatest: Bool) -> RecordOutcome<Latest> {
         var stored = StoredInfo(stringWrapped: parsed.stringWrapped)
         do throws(KeepsakeError) {
-            let detected = try detect(parsed)
-            stored.version = detected.version
-            stored.form = detected.form
-            if detected.version > latestVersion {
-                guard let reader = detected.oldestReader, reader <= latestVersion else {
-                    return .newer(newerError(detected.version), stored: stored)
-                }
-                // A newer version that declares this release's readers compatible: read its data
-                // as our latest type, which ignores the keys it does not know. Never migrated.
-                let value = try latest(decodeCompatibly(detected))
-                return .newerReadable(DecodedRecord(value: value, storedVersion: detected.version,
-                                                    latestVersion: latestVersion, form: detected.form,
-                                                    stringWrapped: detected.stringWrapped))
-            }
-            let value = try migrate(detected, context: context)
-            let record = DecodedRecord(value: value, storedVersion: detected.version, latestVersion: latestVersion,
-                                       form: detected.form, stringWrapped: detected.stringWrapped)
+            let record = try decodeRecord(parsed, context: context, stored: &stored)
+            if record.isNewer { return .newerReadable(record) }
             guard record.wasMigrated else { return .current(record) }
-            return .outdated(record, latest: encodeLatest ? try encodeVerified(value) : nil)
+            return .outdated(record, latest: encodeLatest ? try encodeVerified(record.value) : nil)
+        } catch where error.code == .newerVersion && stored.version.map({ $0 > latestVersion }) == true {
+            return .newer(error, stored: stored)
         } catch {
             return .failed(error, stored: stored)
         }
+    }
+
+    /// Detects, decodes and migrates a parsed record: the pipeline's one body, which
+    /// ``outcome(of:context:encodeLatest:)`` sorts into outcomes and ``read(_:context:)`` returns.
+    /// `stored` learns the version and form as soon as they are known, for failures.
+    private func decodeRecord(
+        _ parsed: ParsedRecord, context: MigrationContext, stored: inout StoredInfo
+    ) throws(KeepsakeError) -> DecodedRecord<Latest> {
+        let detected = try detect(parsed)
+        stored.version = detected.version
+        stored.form = detected.form
+        let value: Latest
+        if detected.version > latestVersion {
+            guard let reader = detected.oldestReader, reader <= latestVersion else { throw newerError(detected.version) }
+            // A newer version that declares this release's readers compatible: read its data as
+            // our latest type, which ignores the keys it does not know. Never migrated.
+            value = try latest(decodeCompatibly(detected))
+        } else {
+            value = try migrate(detected, context: context)
+        }
+        return DecodedRecord(value: value, storedVersion: detected.version, latestVersion: latestVersion,
+                             form: detected.form, stringWrapped: detected.stringWrapped)
     }
 
     /// Reads stored bytes in any stored form (an envelope, an object with an inline `version`, a bare object, or a JSON
@@ -61,11 +70,8 @@ extension ModelChain {
     ///   `.newerVersion`, `.schemaMismatch`, `.migrationFailed`, `.deviceIdentityUnavailable`),
     ///   without store or key.
     public func read(_ bytes: Data, context: MigrationContext) throws(KeepsakeError) -> DecodedRecord<Latest> {
-        switch outcome(of: bytes, context: context) {
-        case let .current(record), let .outdated(record, _), let .newerReadable(record): return record
-        case let .newer(error, _), let .failed(error, _): throw error
-        case .absent: throw KeepsakeError(.notFound, "no bytes to read")  // unreachable: bytes are given
-        }
+        var stored = StoredInfo()
+        return try decodeRecord(ParsedRecord.parse(bytes), context: context, stored: &stored)
     }
 }
 
