@@ -14,9 +14,17 @@ public struct BackupDirectory: Sendable, Hashable {
         self.path = path
     }
 
-    /// A new directory named after `date` (UTC, `20261121T094500Z`) inside `parent`.
+    /// A new directory named after `date` (UTC, `20261121T094500Z`) inside `parent`. A date
+    /// outside the years 0001–9999 (a broken clock) is named after the nearest date inside.
     public static func timestamped(in parent: String, at date: Date = Date()) -> BackupDirectory {
-        let iso = ISO8601.string(from: date)  // 2026-11-21T09:45:00.123Z
+        let seconds = date.timeIntervalSinceReferenceDate
+        let clamped = seconds.isNaN ? 0 : min(max(seconds, ISO8601.earliest), ISO8601.end - 1)
+        let iso: String  // 2026-11-21T09:45:00.123Z
+        do throws(ISO8601.Failure) {
+            iso = try ISO8601.millisecondString(from: Date(timeIntervalSinceReferenceDate: clamped))
+        } catch {
+            preconditionFailure("BackupDirectory: a clamped date is always in range (\(error.reason))")
+        }
         let compact = iso.prefix(19).filter { $0 != "-" && $0 != ":" } + "Z"
         return BackupDirectory(path: parent + "/" + compact)
     }

@@ -78,20 +78,20 @@ struct JSONValueDecoder: Decoder {
         return try T(from: JSONValueDecoder(value, codingPath: path))
     }
 
+    /// A date in either stored form, read exactly. A date Keepsake could not write back
+    /// identically (not finite, outside the years 0001–9999, an impossible calendar date) is a
+    /// `dataCorrupted` error at the field's coding path.
     private static func decodeDate(_ value: JSONValue, _ path: [any CodingKey]) throws -> Date {
-        switch value {
-        case let .number(text):
-            guard let seconds = Double(text) else { throw mismatch(Date.self, value, path) }
-            return Date(timeIntervalSinceReferenceDate: seconds)
-        case let .string(text):
-            guard let date = ISO8601.date(from: text) else {
-                throw DecodingError.dataCorrupted(.init(
-                    codingPath: path, debugDescription: "Expected an ISO 8601 date or a number of seconds."))
+        do throws(ISO8601.Failure) {
+            switch value {
+            case let .number(text): return try ISO8601.date(secondsSinceReference: text)
+            case let .string(text): return try ISO8601.date(from: text)
+            default: break
             }
-            return date
-        default:
-            throw mismatch(Date.self, value, path)
+        } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "Invalid date: \(error.reason)."))
         }
+        throw mismatch(Date.self, value, path)
     }
 }
 

@@ -146,6 +146,8 @@ public final class DefaultsStore: RecordStore {
 
     /// Stores a plain value under `key` (as JSON, dates ISO 8601), replacing what was there.
     ///
+    /// - Throws: ``KeepsakeError/Code/encodingFailed`` when the value cannot be encoded — a date
+    ///   outside the years 0001–9999 among them — and the store's own errors.
     /// - Important: If this throws, the suite file is as it was.
     public func set<T: Encodable>(_ value: T, forKey key: String) throws(KeepsakeError) {
         let bytes: Data
@@ -153,7 +155,7 @@ public final class DefaultsStore: RecordStore {
             bytes = try CanonicalJSON.encode(value)
         } catch {
             throw KeepsakeError(.encodingFailed, store: uri, key: key, "the value could not be encoded as JSON",
-                                cause: .other(String(describing: error)))
+                                cause: encodingCause(error), underlying: error)
         }
         try setData(bytes, forKey: key)
     }

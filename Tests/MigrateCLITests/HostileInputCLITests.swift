@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+
+/// Untrusted bytes — a stored record, an argument — give a correct result or a documented exit
+/// code, never a crash (a trap ends the process by a signal, which no exit code here matches).
+@Suite("migrate CLI: hostile input")
+struct HostileInputCLITests {
+    @Test("a stored date out of range is exit 65 for status, plan, run and show; the other records still migrate",
+          arguments: ["1e400", "1e300", "-1e12", #""0000-01-01T00:00:00Z""#, #""9999-12-31T23:59:59.99999999999999999Z""#,
+                      #""2023-02-30T00:00:00Z""#])
+    func storedDateOutOfRange(_ date: String) throws {
+        let trial = #"{"version":0,"startDate":\#(date)}"#
+        let suite = try Suite(#"{"person": {"name":"Ada","age":"36"}, "trialInfo": \#(trial)}"#)
+        for command in ["status", "plan"] {
+            let result = try suite.run(command)
+            #expect(result.status == 65, "\(command): \(result.stderr)")
+            #expect(result.stdout.contains("Invalid date"), "\(command)")
+        }
+        let show = try suite.run("show", ["trialInfo"])
+        #expect(show.status == 65, "\(show.stderr)")
+        #expect(show.stderr.contains("at startDate: Invalid date"))
+        let run = try suite.run("run", ["--json"])
+        #expect(run.status == 65, "\(run.stderr)")
+        let records = try #require(try decodeJSON(run.stdout) as? [[String: Any]])
+        #expect(records.map { $0["state"] as? String } == ["migrated", "unreadable"])
+        #expect(records[1]["errorCode"] as? String == "corruptRecord")
+        #expect(suite.contents.contains(#""trialInfo": \#(trial)"#), "the bad record's bytes are unchanged")
+        #expect(suite.contents.contains(#""schema":"Person","version":3"#))
+    }
+
+    @Test("trial status and start on a record with a date out of range are unknown (82), and nothing is written",
+          arguments: ["1e400", "-1e12", #""10000-01-01T00:00:00Z""#])
+    func trialOnHostileDate(_ date: String) throws {
+        let contents = #"{"trialInfo": {"version":0,"startDate":\#(date)}}"#
+        let suite = try Suite(contents)
+        for command in ["status", "start"] {
+            let result = try runBinary(migrateBinary, ["trial", command, "--store", suite.store, "--device-id", "d"])
+            #expect(result.status == 82, "trial \(command): \(result.stderr)")
+            #expect(result.stderr.contains("Trial state unknown"))
+        }
+        #expect(suite.contents == contents)
+    }
+
+    @Test("--now outside the years 0001–9999 or an impossible date is a usage error (64), and nothing is written",
+          arguments: ["0000-01-01T00:00:00Z", "99999-01-01T00:00:00Z", "2023-02-30T00:00:00Z", "2023-01-01T24:00:00Z",
+                      "2023-01-01T00:00:00+25:00", "tomorrow"])
+    func nowOutOfRange(_ now: String) throws {
+        let suite = try Suite()
+        for command in ["status", "start"] {
+            let result = try runBinary(migrateBinary, ["trial", command, "--store", suite.store, "--device-id", "d",
+                                                       "--now", now])
+            #expect(result.status == 64, "\(result.stderr)")
+            #expect(result.stderr.contains("--now must be an ISO 8601 time"))
+        }
+        #expect(suite.contents == "<missing>")
+    }
+
+    @Test("--now in range is used exactly as given")
+    func nowInRange() throws {
+        let suite = try Suite()
+        let start = try runBinary(migrateBinary, ["trial", "start", "--store", suite.store, "--device-id", "d",
+                                                  "--now", "9999-12-01T00:00:00.5Z", "--json"])
+        #expect(start.status == 0, "\(start.stderr)")
+        #expect(suite.contents.contains(#""startDate":"9999-12-01T00:00:00.500Z""#))
+        #expect(suite.contents.contains(#""trialInfo.lastSeen": "9999-12-01T00:00:00.500Z""#))
+    }
+
+    @Test("timeouts and trial lengths that cannot be converted are usage errors (64), never a crash", arguments: [
+        ["status", "--keyring-timeout", "inf"], ["status", "--keyring-timeout", "nan"],
+        ["status", "--keyring-timeout", "1e300"], ["status", "--keyring-timeout", "0"],
+        ["status", "--keyring-timeout=-1"], ["trial", "status", "--length-days", "9223372036854775807"],
+        ["trial", "status", "--length-days", "0"], ["trial", "status", "--tolerance-minutes", "9223372036854775807"],
+        ["trial", "status", "--tolerance-minutes=-1"],
+    ])
+    func unconvertibleOptions(_ arguments: [String]) throws {
+        let suite = try Suite()
+        let result = try runBinary(migrateBinary, arguments + ["--store", suite.store, "--device-id", "d"])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("must be"), "\(result.stderr)")
+    }
+
+    @Test("doctor --timeout inf is a usage error (64)", arguments: ["inf", "nan", "0", "1e300"])
+    func doctorTimeout(_ value: String) throws {
+        let result = try migrate(["doctor", "--timeout", value])
+        #expect(result.status == 64, "\(result.stderr)")
+    }
+}
