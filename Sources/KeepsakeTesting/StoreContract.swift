@@ -69,6 +69,19 @@ public enum StoreContract {
                 try expectEqual(entry.data, Data(values[entry.key]!.utf8), "allData value of \(entry.key)")
             }
         },
+        Check(name: "allRecords lists every readable record, sorted, as allData does") { store in
+            try expect(try store.allRecords().isEmpty, "a new store's allRecords is not empty")
+            let values = ["zeta": "1", "alpha": "2", "Mid.key-1": "3"]
+            for (key, value) in values { try store.setData(Data(value.utf8), forKey: key) }
+            let records = try store.allRecords()
+            try expectEqual(records.map(\.key), values.keys.sorted(), "allRecords keys")
+            for record in records {
+                guard case let .success(data) = record.result else {
+                    throw ContractViolation("allRecords reports a healthy record '\(record.key)' as failed")
+                }
+                try expectEqual(data, Data(values[record.key]!.utf8), "allRecords value of \(record.key)")
+            }
+        },
         Check(name: "a write expecting the current bytes applies; one expecting other bytes is a conflict") { store in
             let old = Data(#"{"v":1}"#.utf8)
             let new = Data(#"{"v":2}"#.utf8)

@@ -84,4 +84,35 @@ struct HostileInputCLITests {
         let result = try migrate(["doctor", "--timeout", value])
         #expect(result.status == 64, "\(result.stderr)")
     }
+
+    @Test("one corrupt record file in a file: store does not stop status or run: it exits 65, the rest migrate")
+    func corruptRecordFile() throws {
+        let directory = try Suite().directory
+        let store = "file:\(directory)/records"
+        let key = ["--key-file", directory + "/records.key"]
+        #expect(try migrate(["init", "--store", store] + key).status == 0)
+        for (name, value) in [("person", #"{"name":"Ada","age":"36"}"#), ("theme", #""dark""#),
+                              ("trialInfo", #"{"version":0,"startDate":700000000}"#)] {
+            #expect(try migrate(["put", name, "--store", store] + key, stdin: value).status == 0)
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory + "/records").filter { $0.hasSuffix(".ksr") }
+        #expect(files.count == 3)
+        let victim = directory + "/records/" + files.sorted()[0]
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: victim))
+        bytes[bytes.count - 1] ^= 0x01
+        try bytes.write(to: URL(fileURLWithPath: victim))
+
+        let status = try migrate(["status", "--store", store, "--json"] + key)
+        #expect(status.status == 65, "\(status.stderr)")
+        let listed = try #require(try decodeJSON(status.stdout) as? [[String: Any]])
+        #expect(listed.count == 3)
+        #expect(listed.filter { $0["state"] as? String == "unreadable" }.map { $0["key"] as? String } == [files.sorted()[0]])
+        let run = try migrate(["run", "--store", store, "--device-id", "dev", "--json"] + key)
+        #expect(run.status == 65, "\(run.stderr)")
+        let reports = try #require(try decodeJSON(run.stdout) as? [[String: Any]])
+        #expect(reports.filter { $0["state"] as? String == "unreadable" }.count == 1)
+        #expect(reports.filter { $0["state"] as? String == "migrated" }.count
+                + reports.filter { $0["state"] as? String == "unmanaged" }.count == 2)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: victim)) == bytes, "the corrupt file is left as it is")
+    }
 }

@@ -28,6 +28,21 @@ public protocol RecordStore: Sendable {
     /// (the defaults store) override this to read once.
     func allData() throws(KeepsakeError) -> [(key: String, data: Data)]
 
+    /// Every record with its bytes or, for a record that cannot be read, why — sorted by key —
+    /// so that one bad record never stops a caller that reads them all (the ``Migrator``).
+    ///
+    /// An entry's key is the record key. A record whose key cannot be known (an encrypted file
+    /// that does not open) is listed under the name the backend found it by, such as its file
+    /// name, and its error, which has no ``KeepsakeError/key``, says so.
+    ///
+    /// The default implementation returns ``allData()``, each entry a success: right for
+    /// backends that read every record in one piece (one document, one query), where a failure
+    /// is the whole store's. Backends that read records one by one override it.
+    ///
+    /// - Throws: Only when the store itself cannot be read (listed, opened, unlocked); a record
+    ///   that cannot be read is an entry, not a throw.
+    func allRecords() throws(KeepsakeError) -> [(key: String, result: Result<Data, KeepsakeError>)]
+
     /// Applies `writes` in order. A write whose ``StoreWrite/Expectation`` does not hold is
     /// skipped and reported as ``StoreWriteResult/conflict``; the others are applied.
     ///
@@ -45,6 +60,10 @@ extension RecordStore {
             if let data = try data(forKey: key) { result.append((key, data)) }
         }
         return result
+    }
+
+    public func allRecords() throws(KeepsakeError) -> [(key: String, result: Result<Data, KeepsakeError>)] {
+        try allData().map { ($0.key, .success($0.data)) }
     }
 
     /// Stores `data` under `key`, replacing what was there.
