@@ -297,7 +297,7 @@ public final class SodiumFileStore: RecordStore {
                     cause: error.cause))))
             }
         }
-        return records.sorted { $0.key < $1.key }
+        return records.sorted { $0.key.precedesExactly($1.key) }
     }
 
     /// Applies `writes` in order under the store's lock, each as one durable file replace (or

@@ -115,4 +115,20 @@ struct HostileInputCLITests {
                 + reports.filter { $0["state"] as? String == "unmanaged" }.count == 2)
         #expect(try Data(contentsOf: URL(fileURLWithPath: victim)) == bytes, "the corrupt file is left as it is")
     }
+
+    @Test("put of the composed and the decomposed form of café keeps two keys; get reads each one's bytes")
+    func exactKeys() throws {
+        let suite = try Suite()
+        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        #expect(try suite.run("put", [composed], stdin: "1").status == 0)
+        #expect(try suite.run("put", [decomposed], stdin: "2").status == 0)
+        #expect(try suite.run("get", [composed]).stdout == "1")
+        #expect(try suite.run("get", [decomposed]).stdout == "2")
+        let status = try suite.run("status", ["--json"])
+        #expect(status.status == 0, "\(status.stderr)")
+        let keys = try #require(try decodeJSON(status.stdout) as? [[String: Any]]).compactMap { $0["key"] as? String }
+        #expect(keys.map { Array($0.utf8) } == [Array(decomposed.utf8), Array(composed.utf8)])
+        #expect(try suite.run("delete", [composed]).status == 0)
+        #expect(try suite.run("get", [decomposed]).stdout == "2")
+    }
 }

@@ -136,7 +136,7 @@ public struct Migrator: Sendable {
     }
 
     private func chain(named name: String) -> AnyModelChain? {
-        chains.first { $0.name == name }
+        chains.first { $0.name.isExactly(name) }
     }
 
     /// A record the store could not read: unreadable, matched to a chain by key when it can be.
@@ -179,9 +179,13 @@ public struct Migrator: Sendable {
         return evaluation
     }
 
+    /// The chain a key belongs to: by `keyModels`, else by the chains' default keys, both
+    /// compared by UTF-8 bytes (keys are exact strings).
     private func chainByKey(_ key: String) -> AnyModelChain? {
-        if let name = keyModels[key] { return chain(named: name) }
-        return chains.first { $0.defaultKeys.contains(key) }
+        if let index = keyModels.index(forKey: key), keyModels[index].key.isExactly(key) {
+            return chain(named: keyModels[index].value)
+        }
+        return chains.first { $0.defaultKeys.contains { $0.isExactly(key) } }
     }
 }
 

@@ -27,12 +27,13 @@ enum JSONValue: Sendable {
 }
 
 /// A JSON object's members in document order. Records are small, so a linear scan over
-/// a contiguous array is faster than hashing.
+/// a contiguous array is faster than hashing. Member names are exact strings: compared by
+/// their UTF-8 bytes, so `"caf\u{E9}"` and `"cafe\u{301}"` are two members.
 struct JSONObject: Sendable {
     var members: [(key: String, value: JSONValue)]
 
     subscript(key: String) -> JSONValue? {
-        for member in members where member.key == key { return member.value }
+        for member in members where member.key.isExactly(key) { return member.value }
         return nil
     }
 

@@ -18,9 +18,9 @@ struct JSONValueDecoder: Decoder {
         self.readKeys = readKeys
     }
 
-    /// The top-level keys a decode read (asked for, or asked whether present).
+    /// The top-level keys a decode read (asked for, or asked whether present), as exact strings.
     final class ReadKeys {
-        var keys = Set<String>()
+        var keys = Set<ExactString>()
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
@@ -29,7 +29,7 @@ struct JSONValueDecoder: Decoder {
 
     /// Decodes `type` from `value` and returns the top-level keys its `init(from:)` read, so a
     /// caller can tell whether the object held keys the type does not know.
-    static func decodeTrackingKeys<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> (T, Set<String>) {
+    static func decodeTrackingKeys<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> (T, Set<ExactString>) {
         let readKeys = ReadKeys()
         let decoded = try T(from: JSONValueDecoder(value, readKeys: readKeys))
         return (decoded, readKeys.keys)
@@ -141,12 +141,12 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     var allKeys: [Key] { object.members.compactMap { Key(stringValue: $0.key) } }
 
     func contains(_ key: Key) -> Bool {
-        readKeys?.keys.insert(key.stringValue)
+        readKeys?.keys.insert(ExactString(key.stringValue))
         return object[key.stringValue] != nil
     }
 
     private func value(_ key: Key) throws -> JSONValue {
-        readKeys?.keys.insert(key.stringValue)
+        readKeys?.keys.insert(ExactString(key.stringValue))
         guard let value = object[key.stringValue] else {
             throw DecodingError.keyNotFound(key, .init(
                 codingPath: codingPath, debugDescription: "No value for key '\(key.stringValue)'."))
@@ -189,12 +189,12 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func superDecoder() throws -> any Decoder {
-        readKeys?.keys.insert("super")
+        readKeys?.keys.insert(ExactString("super"))
         return JSONValueDecoder(object["super"] ?? .null, codingPath: codingPath)
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
-        readKeys?.keys.insert(key.stringValue)
+        readKeys?.keys.insert(ExactString(key.stringValue))
         return JSONValueDecoder(object[key.stringValue] ?? .null, codingPath: codingPath + [key])
     }
 }

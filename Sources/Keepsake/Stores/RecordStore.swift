@@ -9,6 +9,10 @@ import Foundation
 /// Implementations must never turn a failure into "absent": `data(forKey:)` returns `nil` only
 /// when the backend positively reports that nothing is stored under the key; a locked, missing
 /// or unreadable backend throws.
+///
+/// Keys are exact strings: two keys are the same key only when their UTF-8 bytes are the same
+/// (`"caf\u{E9}"` and `"cafe\u{301}"` are two keys, though Swift's `==` calls them equal), and
+/// "sorted" means sorted by UTF-8 bytes.
 public protocol RecordStore: Sendable {
     /// The store as a URI, used in every error and report: `defaults:/path/suite.json`.
     var uri: String { get }
@@ -21,7 +25,7 @@ public protocol RecordStore: Sendable {
     /// - Throws: ``KeepsakeError`` when the backend cannot answer (never `nil` for that).
     func data(forKey key: String) throws(KeepsakeError) -> Data?
 
-    /// Every key that holds a value, sorted.
+    /// Every key that holds a value, sorted by UTF-8 bytes.
     func keys() throws(KeepsakeError) -> [String]
 
     /// Every key with its bytes, sorted by key. Backends that read everything at once
