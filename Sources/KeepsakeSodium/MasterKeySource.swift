@@ -78,7 +78,7 @@ public struct KeyFile: MasterKeyProvider {
     ///
     /// - Throws: ``KeepsakeError/Code/io`` or ``KeepsakeError/Code/permissionDenied`` (with the
     ///   `errno`) when the file cannot be read or created; ``KeepsakeError/Code/invalidArgument``
-    ///   when it does not hold exactly 32 bytes.
+    ///   when it does not hold exactly 32 bytes, or is not a regular file (a FIFO, a device).
     /// - Important: If this throws, no key file was left behind by it.
     public func masterKey(createIfAbsent: Bool) throws(KeepsakeError) -> SecureBytes {
         if createIfAbsent {
@@ -99,11 +99,11 @@ public struct KeyFile: MasterKeyProvider {
     }
 
     /// Reads exactly 32 bytes into secure memory (one byte more is asked for, to detect a
-    /// longer file).
+    /// longer file). Anything but a regular file (a FIFO, a device) is refused before a read.
     private func read() throws(KeepsakeError) -> SecureBytes {
         let fd: Int32
         do throws(SystemFailure) {
-            fd = try Syscall.open(path, O_RDONLY)
+            fd = try Syscall.openRegularFile(path, followSymlinks: true).fd
         } catch {
             let hint = error.errno == ENOENT ? " (it does not exist)" : ""
             throw KeepsakeError(error.code, "cannot read \(description)\(hint)", cause: error.cause)

@@ -131,4 +131,25 @@ struct HostileInputCLITests {
         #expect(try suite.run("delete", [composed]).status == 0)
         #expect(try suite.run("get", [decomposed]).stdout == "2")
     }
+
+    @Test("a FIFO as the suite, the key file or the passphrase file is refused at once (64), never waited on")
+    func fifos() throws {
+        let directory = try Suite().directory
+        try makeFIFO(directory + "/suite.json")
+        let suite = try migrate(["status", "--store", "defaults:\(directory)/suite.json"])
+        #expect(suite.status == 64, "\(suite.stderr)")
+        #expect(suite.stderr.contains("it is a FIFO, not a regular file"))
+
+        let store = "file:\(directory)/records"
+        #expect(try migrate(["init", "--store", store, "--key-file", directory + "/records.key"]).status == 0)
+        try makeFIFO(directory + "/fifo.key")
+        let key = try migrate(["status", "--store", store, "--key-file", directory + "/fifo.key"])
+        #expect(key.status == 64, "\(key.stderr)")
+        #expect(key.stderr.contains("it is a FIFO, not a regular file"))
+
+        try makeFIFO(directory + "/passphrase")
+        let passphrase = try migrate(["status", "--store", store, "--passphrase-file", directory + "/passphrase"])
+        #expect(passphrase.status == 64, "\(passphrase.stderr)")
+        #expect(passphrase.stderr.contains("cannot read the passphrase file \(directory)/passphrase: it is a FIFO"))
+    }
 }

@@ -153,7 +153,7 @@ extension ModelChain {
             }
         }
         if matches.count == 1 { return matches[0] }
-        let keyList = "{" + object.keys.sorted().joined(separator: ", ") + "}"
+        let keyList = "{" + abridged(object.keys.sorted()) + "}"
         if matches.isEmpty {
             let expected = versions.map { "v\($0.version) \($0.keys?.description ?? "(keys read by decoding)")" }
                 .joined(separator: ", ")
@@ -224,8 +224,8 @@ extension ModelChain {
 
     private func fieldsMismatch(_ entry: VersionEntry, missing: [String], unknown: [String]) -> KeepsakeError {
         var parts: [String] = []
-        if !missing.isEmpty { parts.append("missing " + missing.joined(separator: ", ")) }
-        if !unknown.isEmpty { parts.append("unknown " + unknown.joined(separator: ", ")) }
+        if !missing.isEmpty { parts.append("missing " + abridged(missing)) }
+        if !unknown.isEmpty { parts.append("unknown " + abridged(unknown)) }
         return KeepsakeError(.corruptRecord, """
             the record says \(name) version \(entry.version) but its fields do not match that version \
             (\(parts.joined(separator: "; ")))
@@ -298,6 +298,13 @@ extension ModelChain {
         }
         return decoded.value
     }
+}
+
+/// At most `limit` names joined with ", ", then how many more: a hostile record of 100k fields
+/// gets a message of a few lines, not megabytes.
+func abridged(_ names: [String], limit: Int = 20) -> String {
+    guard names.count > limit else { return names.joined(separator: ", ") }
+    return names.prefix(limit).joined(separator: ", ") + ", … (\(names.count - limit) more)"
 }
 
 extension DecodingError {

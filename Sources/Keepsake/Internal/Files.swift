@@ -5,20 +5,36 @@ import Glibc
 import Musl
 #endif
 
-/// A failed system call: its name and `errno`. Paths are not kept: they may hold a hashed
-/// record name at most, but messages say which file in words.
+/// A failed system call: its name and `errno` — or a path that is not a regular file (a FIFO,
+/// a socket, a device, a directory), refused before anything is read from it. Paths are not
+/// kept: they may hold a hashed record name at most, but messages say which file in words.
 package struct SystemFailure: Error, Equatable {
     package let call: String
     package let errno: Int32
+    /// What the path is, when it is not a regular file: `"a FIFO"`, `"a socket"`.
+    package let fileType: String?
 
     package init(call: String, errno: Int32) {
         self.call = call
         self.errno = errno
+        self.fileType = nil
     }
 
-    package var cause: KeepsakeError.Cause { .posix(call: call, errno: errno) }
+    /// The path is `fileType`, not a regular file.
+    package init(notRegularFile fileType: String) {
+        self.call = "fstat"
+        self.errno = 0
+        self.fileType = fileType
+    }
 
+    package var cause: KeepsakeError.Cause {
+        if let fileType { return .other("it is \(fileType), not a regular file") }
+        return .posix(call: call, errno: errno)
+    }
+
+    /// `.invalidArgument` for a path that is not a regular file (a bad location), else by `errno`.
     package var code: KeepsakeError.Code {
+        if fileType != nil { return .invalidArgument }
         switch errno {
         case EACCES, EPERM, EROFS: return .permissionDenied
         default: return .io
@@ -254,17 +270,59 @@ package enum Syscall {
 
     package static func unlock(_ fd: Int32) { _ = cFlock(fd, LOCK_UN) }
 
-    /// Reads the whole file at `path`; `nil` when it does not exist.
-    package static func readFile(_ path: String) throws(SystemFailure) -> [UInt8]? {
+    /// Opens `path` for reading only if it is a regular file, and returns the descriptor with
+    /// the file's `stat`. The open is non-blocking, so a FIFO with no writer never blocks it,
+    /// and the type is checked on the open descriptor (`fstat`): a FIFO, socket, device or
+    /// directory is refused (``SystemFailure/fileType``) before a byte is read.
+    ///
+    /// - Parameter followSymlinks: Whether a symbolic link at `path` is followed (`false`:
+    ///   `ELOOP`, for files a store keeps itself).
+    package static func openRegularFile(
+        _ path: String, followSymlinks: Bool = false
+    ) throws(SystemFailure) -> (fd: Int32, info: Glibc.stat) {
         let fd: Int32
         do throws(SystemFailure) {
-            fd = try open(path, O_RDONLY | O_NOFOLLOW)
+            fd = try open(path, O_RDONLY | O_NONBLOCK | (followSymlinks ? 0 : O_NOFOLLOW))
+        } catch where error.errno == ENXIO {
+            throw SystemFailure(notRegularFile: "a socket")  // open(2) of a Unix socket
+        }
+        var info = Glibc.stat()
+        guard fstat(fd, &info) == 0 else {
+            let failure = SystemFailure(call: "fstat", errno: errno)
+            close(fd)
+            throw failure
+        }
+        let type = info.st_mode & S_IFMT
+        guard type == S_IFREG else {
+            close(fd)
+            switch type {
+            case S_IFIFO: throw SystemFailure(notRegularFile: "a FIFO")
+            case S_IFSOCK: throw SystemFailure(notRegularFile: "a socket")
+            case S_IFCHR: throw SystemFailure(notRegularFile: "a character device")
+            case S_IFBLK: throw SystemFailure(notRegularFile: "a block device")
+            case S_IFDIR: throw SystemFailure(notRegularFile: "a directory")
+            default: throw SystemFailure(notRegularFile: "an unknown kind of file")
+            }
+        }
+        return (fd, info)
+    }
+
+    /// Reads the whole regular file at `path` (symbolic links not followed); `nil` when it does
+    /// not exist. Anything else at `path` is refused at once (see ``openRegularFile(_:followSymlinks:)``).
+    package static func readFile(_ path: String, followSymlinks: Bool = false) throws(SystemFailure) -> [UInt8]? {
+        let fd: Int32
+        let size: Int
+        do throws(SystemFailure) {
+            let opened = try openRegularFile(path, followSymlinks: followSymlinks)
+            fd = opened.fd
+            size = Int(clamping: opened.info.st_size)
         } catch {
             if error.errno == ENOENT { return nil }
             throw error
         }
         defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
+        // Room for the size fstat gave (capped: it is only a hint), plus a byte to see the end.
+        var bytes = [UInt8](repeating: 0, count: max(4096, min(size, 64 << 20) + 1))
         var filled = 0
         while true {
             if filled == bytes.count { bytes += [UInt8](repeating: 0, count: bytes.count) }
