@@ -152,4 +152,79 @@ struct HostileInputCLITests {
         #expect(passphrase.status == 64, "\(passphrase.stderr)")
         #expect(passphrase.stderr.contains("cannot read the passphrase file \(directory)/passphrase: it is a FIFO"))
     }
+
+    /// Keys a hostile store can hold: ESC sequences, a newline that fakes a table row, C1 CSI,
+    /// DEL, a bidirectional override.
+    static let hostileKeys = [
+        "evil\u{1B}[31mred\u{1B}[0m", "fake\nperson  Person  v3  v3  current", "csi\u{9B}2J", "del\u{7F}x", "rtl\u{202E}gpj.exe",
+    ]
+
+    /// Whether `text` holds a byte or character a terminal acts on.
+    func hasTerminalControls(_ text: String, allowingNewlines: Bool = true) -> Bool {
+        text.unicodeScalars.contains { scalar in
+            switch scalar.value {
+            case 0x0A: return !allowingNewlines
+            case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: return true
+            default: return false
+            }
+        }
+    }
+
+    @Test("keys and schema names with control characters are escaped in status, plan and run tables")
+    func escapedTables() throws {
+        var members = try Self.hostileKeys.map { key in
+            "  " + String(decoding: try JSONEncoder().encode(key), as: UTF8.self) + ": 1"
+        }
+        members.append(#"  "other": {"schema":"\u001b]0;pwned\u0007","version":1,"data":{}}"#)
+        let suite = try Suite("{\n" + members.joined(separator: ",\n") + "\n}\n")
+        for command in ["status", "plan", "run"] {
+            let result = try suite.run(command)
+            #expect(result.status == 0, "\(command): \(result.stderr)")
+            #expect(!hasTerminalControls(result.stdout), "\(command) printed a control character")
+            let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+            #expect(result.stdout.contains(#"evil\u{1B}[31mred\u{1B}[0m"#), "\(command)")
+            #expect(result.stdout.contains(#"fake\u{A}person"#), "\(command)")
+            #expect(result.stdout.contains(#"csi\u{9B}2J"#) && result.stdout.contains(#"del\u{7F}x"#))
+            #expect(result.stdout.contains(#"rtl\u{202E}gpj.exe"#))
+            #expect(!lines.contains { $0.hasPrefix("person") }, "\(command): a key faked a table row")
+            if command != "plan" { #expect(result.stdout.contains(#"\u{1B}]0;pwned\u{7}"#), "\(command)") }
+        }
+    }
+
+    @Test("--json keeps keys exact, with every control character as a JSON escape")
+    func exactJSON() throws {
+        let members = try Self.hostileKeys.map { key in
+            "  " + String(decoding: try JSONEncoder().encode(key), as: UTF8.self) + ": 1"
+        }
+        let suite = try Suite("{\n" + members.joined(separator: ",\n") + "\n}\n")
+        let result = try suite.run("status", ["--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!hasTerminalControls(result.stdout))
+        #expect(result.stdout.contains(#"csi\u009b2J"#) && result.stdout.contains(#"rtl\u202egpj.exe"#))
+        let keys = try #require(try decodeJSON(result.stdout) as? [[String: Any]]).compactMap { $0["key"] as? String }
+        #expect(keys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
+                == Self.hostileKeys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
+    }
+
+    @Test("errors and messages quoting a key or an argument are escaped on standard error")
+    func escapedMessages() throws {
+        let suite = try Suite(#"{"x": 1}"#)
+        let key = "evil\u{1B}[2J\u{9B}"
+        for command in ["show", "get", "delete"] {
+            let result = try suite.run(command, [key])
+            #expect(result.status == 66)
+            #expect(!hasTerminalControls(result.stderr), "\(command)")
+            #expect(result.stderr.contains(#"key 'evil\u{1B}[2J\u{9B}'"#), "\(command): \(result.stderr)")
+        }
+        let put = try suite.run("put", [key], stdin: "1")
+        #expect(put.status == 0)
+        #expect(!hasTerminalControls(put.stdout))
+        let model = try suite.run("status", ["--model", "k\u{1B}[31m=Nobody\u{1B}[0m"])
+        #expect(model.status == 64)
+        #expect(!hasTerminalControls(model.stderr))
+        #expect(model.stderr.contains(#"unknown model 'Nobody\u{1B}[0m'"#))
+        let now = try runBinary(migrateBinary, ["trial", "status", "--store", suite.store, "--now", "\u{1B}[31m"])
+        #expect(now.status == 64)
+        #expect(!hasTerminalControls(now.stderr))
+    }
 }

@@ -51,7 +51,7 @@ struct TrialOptions: ParsableArguments {
         do throws(ISO8601.Failure) {
             return try ISO8601.date(from: text)
         } catch {
-            throw ValidationError("""
+            throw usageError("""
                 --now must be an ISO 8601 time such as 2026-01-31T12:00:00Z: \(error.reason) \
                 (got '\(text)')
                 """)
@@ -87,23 +87,23 @@ func report(_ status: TrialStatus, json: Bool) throws {
     case .notStarted:
         object = ["state": "notStarted", "startDate": NSNull(), "daysLeft": NSNull(), "expiresAt": NSNull()]
         code = .success
-        if !json { print("Trial not started.") }
+        if !json { say("Trial not started.") }
     case let .active(trial):
         object = ["state": "active", "startDate": iso(trial.start), "daysLeft": trial.daysLeft,
                   "expiresAt": iso(trial.expiresAt)]
         code = .success
         if !json {
-            print("Trial active: started \(iso(trial.start)), \(trial.daysLeft) whole days left, ends \(iso(trial.expiresAt)).")
+            say("Trial active: started \(iso(trial.start)), \(trial.daysLeft) whole days left, ends \(iso(trial.expiresAt)).")
         }
     case let .expired(since, start):
         object = ["state": "expired", "startDate": iso(start), "daysLeft": 0, "expiresAt": iso(since)]
         code = ExitCode(80)
-        if !json { print("Trial expired on \(iso(since)) (started \(iso(start))).") }
+        if !json { say("Trial expired on \(iso(since)) (started \(iso(start))).") }
     case let .clockMovedBack(lastSeen, now):
         object = ["state": "clockMovedBack", "startDate": NSNull(), "daysLeft": NSNull(), "expiresAt": NSNull(),
                   "lastSeen": iso(lastSeen), "now": iso(now)]
         code = ExitCode(81)
-        if !json { print("The clock moved back: it reads \(iso(now)), but \(iso(lastSeen)) was already seen.") }
+        if !json { say("The clock moved back: it reads \(iso(now)), but \(iso(lastSeen)) was already seen.") }
     case let .unknown(error):
         object = ["state": "unknown", "startDate": NSNull(), "daysLeft": NSNull(), "expiresAt": NSNull(),
                   "error": error.description, "errorCode": error.code.rawValue]
@@ -111,8 +111,7 @@ func report(_ status: TrialStatus, json: Bool) throws {
         if !json { printError("Trial state unknown: \(error)") }
     }
     if json {
-        let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        writeJSON(try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
     }
     if code != .success { throw code }
 }

@@ -37,7 +37,7 @@ struct KeySourceOptions: ParsableArguments {
         guard count == 1 else {
             let names = "--\(prefix)key-file PATH, --\(prefix)passphrase-file PATH, --\(prefix)passphrase-env VAR " +
                 "or --\(prefix == "" ? "ask" : "ask-new")-passphrase"
-            throw ValidationError(count == 0
+            throw usageError(count == 0
                 ? "\(store) needs its master key: give one of \(names)"
                 : "give only one of \(names)")
         }
@@ -48,7 +48,7 @@ struct KeySourceOptions: ParsableArguments {
         }
         if let passphraseEnv {
             guard let value = ProcessInfo.processInfo.environment[passphraseEnv], !value.isEmpty else {
-                throw ValidationError("the environment variable \(passphraseEnv) is not set or empty")
+                throw usageError("the environment variable \(passphraseEnv) is not set or empty")
             }
             return .passphrase(SecureBytes(copying: Array(value.utf8)), origin: "environment variable \(passphraseEnv)")
         }
@@ -66,7 +66,7 @@ struct KeySourceOptions: ParsableArguments {
         do throws(SystemFailure) {
             fd = try Syscall.openRegularFile(path, followSymlinks: true).fd
         } catch {
-            throw ValidationError("cannot read the passphrase file \(path): \(error.cause)")
+            throw usageError("cannot read the passphrase file \(path): \(error.cause)")
         }
         defer { Syscall.close(fd) }
         var length = 0
@@ -75,17 +75,17 @@ struct KeySourceOptions: ParsableArguments {
                 let count = read(fd, buffer.baseAddress! + length, buffer.count - length)
                 if count < 0 {
                     if errno == EINTR { continue }
-                    throw ValidationError("cannot read the passphrase file \(path): \(KeepsakeError.Cause.posix(call: "read", errno: errno))")
+                    throw usageError("cannot read the passphrase file \(path): \(KeepsakeError.Cause.posix(call: "read", errno: errno))")
                 }
                 if count == 0 { break }
                 length += count
             }
         }
         guard length <= maxPassphraseBytes else {
-            throw ValidationError("the passphrase file \(path) holds more than \(maxPassphraseBytes) bytes")
+            throw usageError("the passphrase file \(path) holds more than \(maxPassphraseBytes) bytes")
         }
         if length > 0, buffer.withUnsafeBytes({ $0[length - 1] }) == UInt8(ascii: "\n") { length -= 1 }
-        guard length > 0 else { throw ValidationError("the passphrase file \(path) is empty") }
+        guard length > 0 else { throw usageError("the passphrase file \(path) is empty") }
         return buffer.withUnsafeBytes { SecureBytes(copying: $0[0..<length]) }
     }
 

@@ -63,7 +63,7 @@ struct StoreOptions: ParsableArguments {
         do {
             return try StoreURI(parsing: store)
         } catch {
-            throw ValidationError("--store: \(error.message)")
+            throw usageError("--store: \(error.message)")
         }
     }
 
@@ -73,12 +73,12 @@ struct StoreOptions: ParsableArguments {
         for pair in model {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, !parts[0].isEmpty else {
-                throw ValidationError("--model takes KEY=NAME (got '\(pair)')")
+                throw usageError("--model takes KEY=NAME (got '\(pair)')")
             }
             let chains = CLI.chains
             guard chains.contains(where: { $0.name == parts[1] }) else {
                 let names = chains.isEmpty ? "none" : chains.map(\.name).joined(separator: ", ")
-                throw ValidationError("unknown model '\(parts[1])' in --model; known models: \(names)")
+                throw usageError("unknown model '\(parts[1])' in --model; known models: \(names)")
             }
             result[parts[0]] = parts[1]
         }
