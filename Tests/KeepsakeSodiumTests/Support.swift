@@ -132,3 +132,9 @@ func makeFIFO(_ path: String) throws {
         if fd >= 0 { close(fd) }
     }
 }
+
+/// Writes a key file as a careful user would: `bytes`, mode 0600 (a key file others may read is refused).
+func writeKeyFile(_ bytes: [UInt8], to path: String) throws {
+    try writeBytes(bytes, to: path)
+    guard chmod(path, 0o600) == 0 else { throw TestFailure("chmod \(path): errno \(errno)") }
+}

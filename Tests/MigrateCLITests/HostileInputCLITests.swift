@@ -227,4 +227,43 @@ struct HostileInputCLITests {
         #expect(now.status == 64)
         #expect(!hasTerminalControls(now.stderr))
     }
+
+    @Test("two run --backup in a row each keep their own backup folder; a run with nothing to migrate leaves none")
+    func backupsNeverCollide() throws {
+        let suite = try Suite(legacySuite)
+        var backups: [String] = []
+        for _ in 0..<2 {
+            try Data(legacySuite.utf8).write(to: URL(fileURLWithPath: suite.path))
+            let result = try suite.run("run", ["--backup", "--json"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let records = try #require(try decodeJSON(result.stdout) as? [[String: Any]])
+            backups.append(try #require(records.first { $0["key"] as? String == "person" }?["backup"] as? String))
+        }
+        #expect(Set(backups.map { ($0 as NSString).deletingLastPathComponent }).count == 2)
+        for path in backups {
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == #""{\"name\":\"Ada\",\"age\":\"36\"}""#)
+        }
+        let folders = try FileManager.default.contentsOfDirectory(atPath: suite.directory + "/suite.backups")
+        #expect(try suite.run("run", ["--backup"]).status == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: suite.directory + "/suite.backups").sorted()
+                == folders.sorted(), "nothing to back up: no new folder")
+    }
+
+    @Test("a key file others may read is refused on open and on init (77), with the chmod that fixes it")
+    func looseKeyFile() throws {
+        let directory = try Suite().directory
+        let store = "file:\(directory)/records"
+        let keyPath = directory + "/records.key"
+        #expect(try migrate(["init", "--store", store, "--key-file", keyPath]).status == 0)
+        #expect(chmod(keyPath, 0o644) == 0)
+        let status = try migrate(["status", "--store", store, "--key-file", keyPath])
+        #expect(status.status == 77, "\(status.stderr)")
+        #expect(status.stderr.contains("chmod 600 \(keyPath)"))
+        let other = try migrate(["init", "--store", "file:\(directory)/other", "--key-file", keyPath])
+        #expect(other.status == 77, "\(other.stderr)")
+        #expect(other.stderr.contains("chmod 600 \(keyPath)"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/other/keepsake.header"))
+        #expect(chmod(keyPath, 0o600) == 0)
+        #expect(try migrate(["status", "--store", store, "--key-file", keyPath]).status == 0)
+    }
 }

@@ -74,9 +74,16 @@ package struct FileSystem: Sendable {
     /// the leftovers of a crashed writer of its own, and only those.
     package var temporaryPrefix: String
 
-    package init(fault: (@Sendable (FileStep) -> Int32?)? = nil, temporaryPrefix: String = ".tmp-") {
+    /// Whether ``createExclusively(_:with:)`` may write an unnamed file (`O_TMPFILE`) when the
+    /// system can; tests turn it off to exercise the named temporary file used elsewhere.
+    package var unnamedFiles: Bool
+
+    package init(
+        fault: (@Sendable (FileStep) -> Int32?)? = nil, temporaryPrefix: String = ".tmp-", unnamedFiles: Bool = true
+    ) {
         self.fault = fault
         self.temporaryPrefix = temporaryPrefix
+        self.unnamedFiles = unnamedFiles
     }
 
     package static let live = FileSystem()
@@ -154,26 +161,92 @@ package struct FileSystem: Sendable {
     }
 
     /// Creates the file at `path` holding `data`, mode 0600, only if nothing is there
-    /// (`EEXIST` otherwise): a temporary file written and fsync'd, linked into place (which
-    /// never replaces), then the directory fsync'd. Nothing is left behind if a step fails.
+    /// (`EEXIST` otherwise), then fsyncs the directory. Nothing is left behind if a step fails —
+    /// nor if the process is killed at any point:
+    ///
+    /// - Where the kernel and file system allow it, the file is written as an unnamed file
+    ///   (`O_TMPFILE`), fsync'd, and only then given its name (`linkat`, which never replaces):
+    ///   until the link there is no name to leave behind.
+    /// - Elsewhere (no `O_TMPFILE`, no `/proc`), a named temporary file (``temporaryPrefix`` and
+    ///   16 hex digits) is written, fsync'd and linked into place, then removed; a kill in
+    ///   between leaves it, and the owner removes such leftovers the next time it uses the path
+    ///   (see ``removeLeftovers(in:)``).
     package func createExclusively(_ path: String, with data: UnsafeRawBufferPointer) throws(SystemFailure) {
         let directory = (path as NSString).deletingLastPathComponent
         let parent = directory.isEmpty ? "." : directory
-        let temporary = try writeTemporary(in: parent) { fd throws(SystemFailure) in try Syscall.writeAll(fd, data) }
-        do throws(SystemFailure) {
-            try inject(.link, "link")
-            try Syscall.link(temporary, path)
-        } catch {
+        if let fd = try openUnnamed(in: parent) {
+            do throws(SystemFailure) {
+                try inject(.write, "write")
+                try Syscall.writeAll(fd, data)
+                try inject(.fsync, "fsync")
+                try Syscall.fsync(fd)
+                try inject(.link, "linkat")
+                try Syscall.linkUnnamed(fd, to: path)
+                Syscall.close(fd)
+            } catch {
+                Syscall.close(fd)  // the unnamed file goes with its last descriptor
+                throw error
+            }
+        } else {
+            let temporary = try writeTemporary(in: parent) { fd throws(SystemFailure) in try Syscall.writeAll(fd, data) }
+            do throws(SystemFailure) {
+                try inject(.link, "link")
+                try Syscall.link(temporary, path)
+            } catch {
+                Syscall.unlink(temporary)
+                throw error
+            }
             Syscall.unlink(temporary)
-            throw error
         }
-        Syscall.unlink(temporary)
         do throws(SystemFailure) {
             try inject(.syncDirectory, "fsync")
             try Syscall.syncDirectory(parent)
         } catch {
             Syscall.unlink(path)
             throw error
+        }
+    }
+
+    /// A new unnamed 0600 file in `directory` (`O_TMPFILE`), or `nil` when this system cannot
+    /// make one that ``Syscall/linkUnnamed(_:to:)`` can name (then a named temporary is used).
+    private func openUnnamed(in directory: String) throws(SystemFailure) -> Int32? {
+        guard unnamedFiles, Syscall.canLinkUnnamedFiles else { return nil }
+        let fd: Int32
+        do throws(SystemFailure) {
+            fd = try Syscall.open(directory, O_WRONLY | Syscall.temporaryFileFlag, 0o600)
+        } catch where [EOPNOTSUPP, EISDIR, EINVAL].contains(error.errno) {
+            return nil  // the file system (or kernel) has no O_TMPFILE
+        }
+        do throws(SystemFailure) {
+            try inject(.create, "open")
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    /// Removes the temporary files a killed writer left in `directory`: names of
+    /// ``temporaryPrefix`` followed by exactly 16 hex digits, as ``temporaryName()`` makes them.
+    /// Best effort: a leftover that cannot be removed is tried again next time.
+    package func removeLeftovers(in directory: String) {
+        let names: [String]
+        do throws(SystemFailure) {
+            names = try Syscall.listDirectory(directory)
+        } catch {
+            return  // the caller's own reads and writes report an unreadable directory
+        }
+        for name in names where isTemporaryName(name) {
+            Syscall.unlink(directory + "/" + name)
+        }
+    }
+
+    /// Whether `name` is one ``temporaryName()`` makes.
+    package func isTemporaryName(_ name: String) -> Bool {
+        guard name.hasPrefix(temporaryPrefix) else { return false }
+        let digits = name.utf8.dropFirst(temporaryPrefix.utf8.count)
+        return digits.count == 16 && digits.allSatisfy {
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
         }
     }
 
@@ -238,6 +311,20 @@ package enum Syscall {
 
     package static func link(_ from: String, _ to: String) throws(SystemFailure) {
         _ = try retrying("link") { Glibc.link(from, to) }
+    }
+
+    /// `O_TMPFILE`: Glibc defines it as an expression Swift does not import. `__O_TMPFILE` is
+    /// 020000000 on the architectures Keepsake builds for (x86-64, AArch64), with `O_DIRECTORY`.
+    package static let temporaryFileFlag: Int32 = 0o20000000 | O_DIRECTORY
+
+    /// Whether an unnamed file can be given a name: through `/proc/self/fd` (linking with
+    /// `AT_EMPTY_PATH` needs a capability unprivileged processes lack).
+    package static let canLinkUnnamedFiles: Bool = access("/proc/self/fd", X_OK) == 0
+
+    /// Gives the unnamed file open as `fd` (`O_TMPFILE`) the name `path`; `EEXIST` when
+    /// something is there (an existing file is never replaced).
+    package static func linkUnnamed(_ fd: Int32, to path: String) throws(SystemFailure) {
+        _ = try retrying("linkat") { Glibc.linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) }
     }
 
     /// Removal of a temporary or rollback file; a failure leaves a file that the next open

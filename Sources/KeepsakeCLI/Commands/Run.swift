@@ -14,7 +14,8 @@ extension Migrate {
                     was; the others still migrate.
 
                     With --backup, the original bytes of each migrated record are first saved to
-                    <suite>.backups/<UTC time>/<key>.json beside a defaults suite (or --backup-dir).
+                    <suite>.backups/<UTC time>/<key>.json beside a defaults suite (or --backup-dir); each
+                    run gets a folder of its own (<UTC time>-2 for a second run in the same second).
                     Restore one with: \(CLI.name) put KEY --store URI < BACKUP/KEY.json
                     """)
         }
@@ -51,9 +52,17 @@ extension Migrate {
                 }
                 return
             }
-            let destination = backup ? BackupDirectory.timestamped(in: try backupParent(migrator.store)) : nil
+            // A directory of this run's own, created now: another run in the same second gets another.
+            let destination = backup ? try BackupDirectory.create(in: try backupParent(migrator.store)) : nil
             let showProgress = standardErrorIsTerminal && !output.json
-            let reports = try migrator.run(backup: destination, progress: showProgress ? Self.showProgress : nil)
+            let reports: [RecordReport]
+            do {
+                reports = try migrator.run(backup: destination, progress: showProgress ? Self.showProgress : nil)
+            } catch {
+                destination?.removeIfEmpty()
+                throw error
+            }
+            if let destination, !reports.contains(where: { $0.backupPath != nil }) { destination.removeIfEmpty() }
             try finish(reports, json: output.json) {
                 say("Run on \(migrator.store.uri)")
                 if !reports.isEmpty {
