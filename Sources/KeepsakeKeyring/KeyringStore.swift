@@ -130,7 +130,7 @@ public struct KeyringStore: RecordStore {
     ///   locked (the list could be incomplete), `.unavailable`, `.timeout`, `.io`.
     public func keys() throws(KeepsakeError) -> [String] {
         try converse(key: nil) { conversation throws(LibsecretFailure) in
-            try findAll(in: conversation, loadSecrets: false).keys.sorted()
+            try findAll(in: conversation, loadSecrets: false).keys.sorted().map(\.value)
         }
     }
 
@@ -142,7 +142,7 @@ public struct KeyringStore: RecordStore {
             var result: [(key: String, data: Data)] = []
             for (key, items) in try findAll(in: conversation, loadSecrets: true).sorted(by: { $0.key < $1.key }) {
                 guard let item = items.first else { continue }
-                result.append((key, try secret(of: item, in: conversation)))
+                result.append((key.value, try secret(of: item, in: conversation)))
             }
             return result
         }
@@ -247,7 +247,10 @@ public struct KeyringStore: RecordStore {
         _ key: String, in conversation: LibsecretConversation, loadSecrets: Bool
     ) throws(LibsecretFailure) -> KeyMatch {
         let collection = try conversation.defaultCollection()
+        // Keys are exact strings: keep only items whose `username` is the key's very bytes, in
+        // case a provider matches attributes more loosely (Unicode-equivalent forms).
         let items = try conversation.search(attributes(forKey: key), loadSecrets: loadSecrets)
+            .filter { $0.attribute("username")?.isExactly(key) == true }
         if items.contains(where: \.isLocked) {
             throw LibsecretFailure(stage: .search, kind: .locked, message:
                 "the keyring item holding this key is in a locked collection; unlock the keyring and try again")
@@ -262,7 +265,7 @@ public struct KeyringStore: RecordStore {
     /// Every key of this service with its unlocked items, most recently changed first.
     private func findAll(
         in conversation: LibsecretConversation, loadSecrets: Bool
-    ) throws(LibsecretFailure) -> [String: [LibsecretItem]] {
+    ) throws(LibsecretFailure) -> [ExactString: [LibsecretItem]] {
         let collection = try conversation.defaultCollection()
         if let collection, collection.isLocked {
             throw LibsecretFailure(stage: .search, kind: .locked, message:
@@ -273,11 +276,12 @@ public struct KeyringStore: RecordStore {
             throw LibsecretFailure(stage: .search, kind: .locked, message:
                 "some keyring items of this service are in a locked collection; unlock the keyring and try again")
         }
-        var byKey: [String: [LibsecretItem]] = [:]
+        var byKey: [ExactString: [LibsecretItem]] = [:]
         for item in items {
-            // Items of this service without a `username` are not records: not listed.
+            // Items of this service without a `username` are not records: not listed. Keys
+            // are exact strings: two Unicode-equivalent usernames are two records.
             guard let key = item.attribute("username"), !key.isEmpty else { continue }
-            byKey[key, default: []].append(item)
+            byKey[ExactString(key), default: []].append(item)
         }
         return byKey.mapValues(Self.newestFirst)
     }

@@ -76,16 +76,29 @@ public struct KeyFile: MasterKeyProvider {
     /// with mode 0600 holding 32 new random bytes (written, fsync'd, then linked into place, so
     /// an existing file is never replaced and a crash never leaves a partial key file).
     ///
+    /// The key is written as an unnamed file until it is linked into place, so a process
+    /// killed while creating it (an interrupted `init` or `rekey`) leaves no copy of the key
+    /// behind. Where the system cannot make unnamed files, a temporary file named
+    /// `.<key file name>.tmp-<16 hex digits>` is used instead, and such leftovers beside the key
+    /// file are removed whenever the key file is used.
+    ///
+    /// Like ssh with a private key, a key file that group or others may read or write is
+    /// refused — the key may have been copied or replaced — with the `chmod 600` that fixes it.
+    ///
     /// - Throws: ``KeepsakeError/Code/io`` or ``KeepsakeError/Code/permissionDenied`` (with the
-    ///   `errno`) when the file cannot be read or created; ``KeepsakeError/Code/invalidArgument``
-    ///   when it does not hold exactly 32 bytes.
+    ///   `errno`) when the file cannot be read or created; ``KeepsakeError/Code/permissionDenied``
+    ///   (cause: the mode) when group or others have access to it;
+    ///   ``KeepsakeError/Code/invalidArgument`` when it does not hold exactly 32 bytes, or is not
+    ///   a regular file (a FIFO, a device).
     /// - Important: If this throws, no key file was left behind by it.
     public func masterKey(createIfAbsent: Bool) throws(KeepsakeError) -> SecureBytes {
+        let files = keyFileSystem
+        files.removeLeftovers(in: directory)
         if createIfAbsent {
             let key = SecureBytes.random(count: Format.keyBytes)
             do throws(SystemFailure) {
                 let result = key.withUnsafeBytes { bytes in
-                    Result { () throws(SystemFailure) in try fileSystem.createExclusively(path, with: bytes) }
+                    Result { () throws(SystemFailure) in try files.createExclusively(path, with: bytes) }
                 }
                 try result.get()
                 return key
@@ -98,17 +111,40 @@ public struct KeyFile: MasterKeyProvider {
         return try read()
     }
 
+    /// The key file's directory.
+    private var directory: String {
+        let parent = (path as NSString).deletingLastPathComponent
+        return parent.isEmpty ? "." : parent
+    }
+
+    /// ``fileSystem`` with temporary names of this key file's own (`.<name>.tmp-…`), so that
+    /// only its leftovers are ever removed from a directory the key file may share.
+    private var keyFileSystem: FileSystem {
+        var files = fileSystem
+        files.temporaryPrefix = "." + (path as NSString).lastPathComponent + ".tmp-"
+        return files
+    }
+
     /// Reads exactly 32 bytes into secure memory (one byte more is asked for, to detect a
-    /// longer file).
+    /// longer file). Anything but a regular file (a FIFO, a device) is refused before a read.
     private func read() throws(KeepsakeError) -> SecureBytes {
         let fd: Int32
+        let mode: mode_t
         do throws(SystemFailure) {
-            fd = try Syscall.open(path, O_RDONLY)
+            let opened = try Syscall.openRegularFile(path, followSymlinks: true)
+            fd = opened.fd
+            mode = opened.info.st_mode & 0o7777
         } catch {
             let hint = error.errno == ENOENT ? " (it does not exist)" : ""
             throw KeepsakeError(error.code, "cannot read \(description)\(hint)", cause: error.cause)
         }
         defer { Syscall.close(fd) }
+        guard mode & 0o077 == 0 else {
+            throw KeepsakeError(.permissionDenied, """
+                \(description) may be read or changed by group or others (mode \(String(mode, radix: 8))), so it is \
+                refused; make it private with: chmod 600 \(shellQuoted(path))
+                """, cause: .other("key file mode \(String(mode, radix: 8)), expected 600 or stricter"))
+        }
         var filled = 0
         let buffer = try SecureBytes(count: Format.keyBytes + 1) { (buffer) throws(KeepsakeError) in
             while filled < buffer.count {
@@ -266,4 +302,13 @@ struct RandomSource: Sendable {
             return bytes
         },
         secret: { SecureBytes.random(count: $0) })
+}
+
+/// `text` as one shell word: as it is when it holds only characters no shell treats specially,
+/// else in single quotes.
+func shellQuoted(_ text: String) -> String {
+    let plain = text.unicodeScalars.allSatisfy {
+        CharacterSet.alphanumerics.contains($0) && $0.isASCII || "/._-+,:@%=".unicodeScalars.contains($0)
+    }
+    return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
 }

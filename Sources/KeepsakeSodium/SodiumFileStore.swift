@@ -236,37 +236,68 @@ public final class SodiumFileStore: RecordStore {
         return opened.value
     }
 
-    /// Every record key, sorted; every record file is decrypted to recover its key.
+    /// Every record key that can be read, sorted; every record file is decrypted to recover
+    /// its key.
     ///
-    /// - Throws: ``KeepsakeError/Code/corruptRecord`` naming the hashed file name when any
-    ///   record file fails to open (a damaged or planted file is never skipped silently).
+    /// A record file that cannot be read or opened is not listed here — one bad file does not
+    /// hide the others — and it is never skipped silently elsewhere: ``allRecords()`` (what
+    /// `migrate status` and `run` use) reports it under its file name, and
+    /// ``data(forKey:)`` for its key throws ``KeepsakeError/Code/corruptRecord``.
+    ///
+    /// - Throws: Only when the store directory cannot be listed (`.unavailable` when it is gone).
     public func keys() throws(KeepsakeError) -> [String] {
         try allData().map(\.key)
     }
 
-    /// Every record with its decrypted value, sorted by key.
+    /// Every record that can be read, with its decrypted value, sorted by key. See ``keys()``
+    /// for record files that cannot be read.
     ///
     /// - Throws: As ``keys()``.
     public func allData() throws(KeepsakeError) -> [(key: String, data: Data)] {
+        try allRecords().compactMap { entry in
+            guard case let .success(data) = entry.result else { return nil }
+            return (entry.key, data)
+        }
+    }
+
+    /// Every record with its decrypted value or, for a record file that cannot be read or
+    /// opened (damaged, truncated, planted, from another store, unreadable to this user), the
+    /// error — listed under the file's name (`<64 hex digits>.ksr`), since its key is inside
+    /// the ciphertext. Sorted by key.
+    ///
+    /// - Throws: Only when the store directory cannot be listed (`.unavailable` when it is gone).
+    public func allRecords() throws(KeepsakeError) -> [(key: String, result: Result<Data, KeepsakeError>)] {
         let names: [String]
         do throws(SystemFailure) {
             names = try Syscall.listDirectory(directory)
         } catch {
             throw storeError(error, "cannot list the store directory")
         }
-        var records: [(key: String, data: Data)] = []
+        var records: [(key: String, result: Result<Data, KeepsakeError>)] = []
         for name in names where Self.isRecordFileName(name) {
-            guard let bytes = try readRecordFile(name, key: nil) else { continue }  // deleted meanwhile
+            let read: [UInt8]?
+            do throws(SystemFailure) {
+                read = try Syscall.readFile(directory + "/" + name)
+            } catch where error.errno == ENOTDIR {
+                throw storeError(error, "cannot read the store directory")  // the directory was replaced
+            } catch {
+                records.append((name, .failure(KeepsakeError(
+                    error.code, store: uri, "cannot read the record file \(name); it was left as it is",
+                    cause: error.cause))))
+                continue
+            }
+            guard let bytes = read else { continue }  // deleted meanwhile
             let nameHash = Hex.decode(String(name.dropLast(Format.recordSuffix.count)))!
             do throws(FormatFailure) {
                 let opened = try RecordFile.open(bytes, nameHash: nameHash, storeID: storeID, keys: subkeys)
-                records.append((opened.recordKey, opened.value))
+                records.append((opened.recordKey, .success(opened.value)))
             } catch {
-                throw KeepsakeError(.corruptRecord, store: uri,
-                                    "the record file \(name) cannot be opened; it was left as it is", cause: error.cause)
+                records.append((name, .failure(KeepsakeError(
+                    .corruptRecord, store: uri, "the record file \(name) cannot be opened; it was left as it is",
+                    cause: error.cause))))
             }
         }
-        return records.sorted { $0.key < $1.key }
+        return records.sorted { $0.key.precedesExactly($1.key) }
     }
 
     /// Applies `writes` in order under the store's lock, each as one durable file replace (or

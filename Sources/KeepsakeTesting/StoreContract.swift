@@ -59,15 +59,51 @@ public enum StoreContract {
             try store.removeData(forKey: "a")
             try expectEqual(try store.keys(), ["b"], "keys after removes")
         },
-        Check(name: "keys are listed sorted and allData matches them") { store in
+        Check(name: "keys are listed sorted by UTF-8 bytes and allData matches them") { store in
             let values = ["zeta": "1", "alpha": "2", "Mid.key-1": "3", "ünïcode": "4"]
             for (key, value) in values { try store.setData(Data(value.utf8), forKey: key) }
-            try expectEqual(try store.keys(), values.keys.sorted(), "listed keys")
+            let sorted = values.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            try expectEqual(try store.keys(), sorted, "listed keys")
             let all = try store.allData()
-            try expectEqual(all.map(\.key), values.keys.sorted(), "allData keys")
+            try expectEqual(all.map(\.key), sorted, "allData keys")
             for entry in all {
                 try expectEqual(entry.data, Data(values[entry.key]!.utf8), "allData value of \(entry.key)")
             }
+        },
+        Check(name: "allRecords lists every readable record, sorted, as allData does") { store in
+            try expect(try store.allRecords().isEmpty, "a new store's allRecords is not empty")
+            let values = ["zeta": "1", "alpha": "2", "Mid.key-1": "3"]
+            for (key, value) in values { try store.setData(Data(value.utf8), forKey: key) }
+            let records = try store.allRecords()
+            try expectEqual(records.map(\.key), values.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) },
+                            "allRecords keys")
+            for record in records {
+                guard case let .success(data) = record.result else {
+                    throw ContractViolation("allRecords reports a healthy record '\(record.key)' as failed")
+                }
+                try expectEqual(data, Data(values[record.key]!.utf8), "allRecords value of \(record.key)")
+            }
+        },
+        Check(name: "keys are exact strings: the composed and decomposed forms of café are two keys") { store in
+            let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+            func bytes(_ keys: [String]) -> [[UInt8]] { keys.map { Array($0.utf8) } }
+            try store.setData(Data("1".utf8), forKey: composed)
+            try expect(try store.data(forKey: decomposed) == nil, "the decomposed key read the composed key's value")
+            try store.setData(Data("2".utf8), forKey: decomposed)
+            try expectEqual(try store.data(forKey: composed), Data("1".utf8), "composed key after writing the decomposed one")
+            try expectEqual(try store.data(forKey: decomposed), Data("2".utf8), "decomposed key")
+            // Sorted by UTF-8 bytes: "cafe" + U+0301 (65 CC 81) before "caf" + U+00E9 (C3 A9).
+            try expectEqual(bytes(try store.keys()), bytes([decomposed, composed]), "keys, as UTF-8 bytes")
+            let all = try store.allData()
+            try expectEqual(bytes(all.map(\.key)), bytes([decomposed, composed]), "allData keys, as UTF-8 bytes")
+            try expectEqual(all.map(\.data), [Data("2".utf8), Data("1".utf8)], "allData values")
+            try expectEqual(bytes(try store.allRecords().map(\.key)), bytes([decomposed, composed]), "allRecords keys")
+            let results = try store.commit([StoreWrite(key: decomposed, value: Data("3".utf8),
+                                                       expectation: .unchanged(Data("2".utf8)))])
+            try expectEqual(results, [.applied], "a guarded write to the decomposed key")
+            try store.removeData(forKey: composed)
+            try expectEqual(bytes(try store.keys()), bytes([decomposed]), "keys after removing the composed key")
+            try expectEqual(try store.data(forKey: decomposed), Data("3".utf8), "decomposed key after removing the other")
         },
         Check(name: "a write expecting the current bytes applies; one expecting other bytes is a conflict") { store in
             let old = Data(#"{"v":1}"#.utf8)

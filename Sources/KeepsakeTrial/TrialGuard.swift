@@ -82,6 +82,12 @@ public struct TrialGuard: Sendable {
 
     private func evaluate(startIfAbsent: Bool) -> TrialStatus {
         let now = clock()
+        do throws(ISO8601.Failure) {
+            try ISO8601.check(now)
+        } catch {
+            return .unknown(KeepsakeError(.invalidArgument, store: store.uri, key: key,
+                                          "the clock cannot be used: \(error.reason); nothing was read or written"))
+        }
         let context = MigrationContext(clock: clock, makeIdentifier: { UUID().uuidString }, deviceIdentity: deviceIdentity)
         do throws(KeepsakeError) {
             let lastSeen = try readLastSeen()
@@ -121,16 +127,22 @@ public struct TrialGuard: Sendable {
         }
     }
 
+    /// The latest time seen, a JSON string holding an ISO 8601 date; a value that is not one,
+    /// or a date outside the years 0001–9999, is `.corruptRecord`.
     private func readLastSeen() throws(KeepsakeError) -> Date? {
         guard let bytes = try store.data(forKey: lastSeenKey) else { return nil }
-        guard let text = String(data: bytes, encoding: .utf8),
-              text.count > 2, text.first == "\"", text.last == "\"",
-              let date = TrialGuard.parse(String(text.dropFirst().dropLast()))
-        else {
-            throw KeepsakeError(.corruptRecord, store: store.uri, key: lastSeenKey,
-                                "the latest seen time is not an ISO 8601 date string")
+        let corrupt = { (reason: String) in
+            KeepsakeError(.corruptRecord, store: store.uri, key: lastSeenKey,
+                          "the latest seen time is not an ISO 8601 date string", cause: .other(reason))
         }
-        return date
+        guard let text = String(data: bytes, encoding: .utf8), text.utf8.count > 2,
+              text.utf8.first == UInt8(ascii: "\""), text.utf8.last == UInt8(ascii: "\"")
+        else { throw corrupt("not a JSON string") }
+        do throws(ISO8601.Failure) {
+            return try ISO8601.date(from: String(text.dropFirst().dropLast()))
+        } catch {
+            throw corrupt(error.reason)
+        }
     }
 
     /// Moves the high-water mark forward (never back), at most once a minute.
@@ -141,14 +153,14 @@ public struct TrialGuard: Sendable {
         _ = try store.commit([StoreWrite(key: lastSeenKey, value: Data(text.utf8), expectation: expectation)])
     }
 
+    /// `2026-01-31T12:00:00.250Z`, to the millisecond (rounded down), as earlier releases wrote
+    /// and read it. `date` is a time the clock gave, checked to be in the years 0001–9999.
     static func format(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true)
-            .timeSeparator(.colon).timeZone(separator: .omitted))
-    }
-
-    static func parse(_ text: String) -> Date? {
-        try? Date(text, strategy: .iso8601.year().month().day().dateSeparator(.dash)
-            .time(includingFractionalSeconds: true).timeSeparator(.colon).timeZone(separator: .omitted))
+        do throws(ISO8601.Failure) {
+            return try ISO8601.millisecondString(from: date)
+        } catch {
+            preconditionFailure("TrialGuard: the clock was checked to be in range (\(error.reason))")
+        }
     }
 }
 
@@ -183,7 +195,8 @@ public enum TrialStatus: Sendable, Equatable {
     /// the tolerance; the trial is not extended.
     case clockMovedBack(lastSeen: Date, now: Date)
     /// The trial's state cannot be known: the store is locked or unavailable, the record is
-    /// corrupt, unrecognised or from a newer release. Nothing was written.
+    /// corrupt (a start date outside the years 0001–9999 among them), unrecognised or from a
+    /// newer release, or the clock reads a time outside 0001–9999. Nothing was written.
     case unknown(KeepsakeError)
 
     init(start: Date, length: TrialLength, now: Date) {
@@ -192,7 +205,10 @@ public enum TrialStatus: Sendable, Equatable {
             self = .expired(since: end, start: start)
         } else {
             let left = end.timeIntervalSince(now)
-            self = .active(ActiveTrial(start: start, expiresAt: end, timeLeft: left, daysLeft: Int((left / 86_400).rounded(.down))))
+            // A very long trial has more days left than an Int holds: saturate, never trap.
+            let days = (left / 86_400).rounded(.down)
+            let daysLeft = days < Double(Int.max) ? Int(days) : Int.max
+            self = .active(ActiveTrial(start: start, expiresAt: end, timeLeft: left, daysLeft: daysLeft))
         }
     }
 

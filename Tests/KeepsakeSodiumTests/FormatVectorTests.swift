@@ -100,7 +100,7 @@ struct FormatVectorTests {
                 key = .passphrase(SecureBytes(copying: Array(try #require(input.passphrase).utf8)), origin: "vector")
                 limits = try PassphraseLimits(opsLimit: try #require(input.opsLimit), memLimit: try #require(input.memLimit))
             } else {
-                try writeBytes(try hex(input.masterKey), to: directory + "/master.key")
+                try writeKeyFile(try hex(input.masterKey), to: directory + "/master.key")
                 key = .keyFile(path: directory + "/master.key")
                 limits = fastLimits
             }
@@ -176,7 +176,7 @@ struct FormatVectorTests {
             if let passphrase = vector.passphrase {
                 key = .passphrase(SecureBytes(copying: Array(passphrase.utf8)), origin: "vector")
             } else {
-                try writeBytes(try hex(vector.masterKey), to: directory + "/master.key")
+                try writeKeyFile(try hex(vector.masterKey), to: directory + "/master.key")
                 key = .keyFile(path: directory + "/master.key")
             }
             let store = try SodiumFileStore(directory: storePath, key: key)

@@ -24,7 +24,7 @@ struct MasterKeyTests {
     func existingKeyFileIsUsed() throws {
         try withTemporaryDirectory { directory in
             let key = counting(from: 100, count: 32)
-            try writeBytes(key, to: directory + "/store.key")
+            try writeKeyFile(key, to: directory + "/store.key")
             let store = try makeKeyFileStore(in: directory)
             try store.setData(Data("1".utf8), forKey: "a")
             #expect(try readBytes(directory + "/store.key") == key)
@@ -37,7 +37,7 @@ struct MasterKeyTests {
         try withTemporaryDirectory { directory in
             let store = try makeKeyFileStore(in: directory)
             try store.setData(Data("1".utf8), forKey: "a")
-            try writeBytes(counting(from: 7, count: 32), to: directory + "/wrong.key")
+            try writeKeyFile(counting(from: 7, count: 32), to: directory + "/wrong.key")
             let error = try #require(throws: KeepsakeError.self) {
                 _ = try SodiumFileStore(directory: directory + "/store", key: .keyFile(path: directory + "/wrong.key"))
             }
@@ -59,7 +59,7 @@ struct MasterKeyTests {
             #expect(missing.errno == ENOENT)
             #expect(missing.message.contains(directory + "/none.key"))
             for length in [0, 31, 33, 64] {
-                try writeBytes(counting(from: 0, count: length), to: directory + "/bad.key")
+                try writeKeyFile(counting(from: 0, count: length), to: directory + "/bad.key")
                 let error = try #require(throws: KeepsakeError.self) {
                     _ = try SodiumFileStore(directory: directory + "/store", key: .keyFile(path: directory + "/bad.key"))
                 }
@@ -163,9 +163,9 @@ struct MasterKeyTests {
         try withTemporaryDirectory { directory in
             let store = try SodiumFileStore.create(directory: directory + "/s", key: .provider(FixedProvider()))
             try store.setData(Data("1".utf8), forKey: "a")
-            try writeBytes(counting(from: 42, count: 32), to: directory + "/same.key")
+            try writeKeyFile(counting(from: 42, count: 32), to: directory + "/same.key")
             #expect(try SodiumFileStore(directory: directory + "/s", key: .keyFile(path: directory + "/same.key")).keys() == ["a"])
-            try writeBytes(counting(from: 43, count: 32), to: directory + "/other.key")
+            try writeKeyFile(counting(from: 43, count: 32), to: directory + "/other.key")
             let error = try #require(throws: KeepsakeError.self) {
                 _ = try SodiumFileStore(directory: directory + "/s", key: .keyFile(path: directory + "/other.key"))
             }

@@ -120,3 +120,21 @@ extension KeepsakeError.Cause {
         return false
     }
 }
+
+/// Makes a FIFO at `path` (mode 0600). Five seconds later a writer opens it and closes it at
+/// once, so that code wrongly blocked reading it is released — and then fails the test's
+/// expectations — instead of hanging the test run.
+func makeFIFO(_ path: String) throws {
+    guard mkfifo(path, 0o600) == 0 else { throw TestFailure("mkfifo \(path): errno \(errno)") }
+    Thread.detachNewThread {
+        Thread.sleep(forTimeInterval: 5)
+        let fd = open(path, O_WRONLY | O_NONBLOCK)  // ENXIO when nobody reads: nothing to release
+        if fd >= 0 { close(fd) }
+    }
+}
+
+/// Writes a key file as a careful user would: `bytes`, mode 0600 (a key file others may read is refused).
+func writeKeyFile(_ bytes: [UInt8], to path: String) throws {
+    try writeBytes(bytes, to: path)
+    guard chmod(path, 0o600) == 0 else { throw TestFailure("chmod \(path): errno \(errno)") }
+}

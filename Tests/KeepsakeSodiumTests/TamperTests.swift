@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import Migrations
 import Testing
 @testable import KeepsakeSodium
 
@@ -85,7 +86,15 @@ struct TamperTests {
         }
     }
 
-    @Test("A record file renamed to another record's name fails to open, and listing reports it")
+    /// The failed entries of `allRecords()`: file name and error, each checked to name no key.
+    private func failures(_ store: SodiumFileStore) throws -> [(name: String, error: KeepsakeError)] {
+        try store.allRecords().compactMap { entry in
+            guard case let .failure(error) = entry.result else { return nil }
+            return (entry.key, error)
+        }
+    }
+
+    @Test("A record file renamed to another record's name fails to open, and allRecords reports it by file name")
     func swappedFiles() throws {
         try withTemporaryDirectory { directory in
             let (store, path, a, b) = try prepare(directory)
@@ -95,12 +104,62 @@ struct TamperTests {
             try writeBytes(bytesB, to: path + "/" + a)
             expectCorruptRecord(store, key: "k")
             expectCorruptRecord(store, key: "other")
-            let error = try #require(throws: KeepsakeError.self) { _ = try store.keys() }
-            #expect(error.code == .corruptRecord)
-            #expect(error.key == nil)
-            #expect(error.message.contains(".ksr"))
-            #expect(!error.message.contains("other"))
+            #expect(try store.keys() == [], "no readable record")
+            let failed = try failures(store)
+            #expect(failed.map(\.name) == [a, b].sorted())
+            for (name, error) in failed {
+                #expect(error.code == .corruptRecord)
+                #expect(error.key == nil)
+                #expect(error.store == store.uri)
+                #expect(error.message.contains(name))
+                #expect(!error.message.contains("other"))
+            }
             #expect(try readBytes(path + "/" + a) == bytesB)
+        }
+    }
+
+    @Test("One record file that fails to open does not stop listing the others")
+    func oneBadFileAmongGood() throws {
+        try withTemporaryDirectory { directory in
+            let (store, path, name, _) = try prepare(directory)
+            try store.setData(Data(#"{"c":3}"#.utf8), forKey: "third")
+            var bytes = try readBytes(path + "/" + name)
+            bytes[bytes.count - 1] ^= 0x01
+            try writeBytes(bytes, to: path + "/" + name)
+            #expect(try store.keys() == ["other", "third"])
+            #expect(try store.allData().map(\.data) == [Data(#"{"b":2}"#.utf8), Data(#"{"c":3}"#.utf8)])
+            let records = try store.allRecords()
+            #expect(records.map(\.key) == [name, "other", "third"].sorted())
+            #expect(try failures(store).map(\.name) == [name])
+            #expect(try failures(store).first?.error.cause?.isLibrary == true)
+            #expect(try readBytes(path + "/" + name) == bytes)
+        }
+    }
+
+    @Test("The migrator reports one bad record file as unreadable and still migrates every other record")
+    func migratorGoesOn() throws {
+        try withTemporaryDirectory { directory in
+            let store = try makeKeyFileStore(in: directory)
+            let path = directory + "/store"
+            try store.setData(Data(#"{"name":"Ada","age":"36"}"#.utf8), forKey: "person")
+            try store.setData(Data(#"{"version":1,"startDate":0,"deviceId":"d","userId":"u"}"#.utf8), forKey: "trialInfo")
+            try store.setData(Data(#""dark""#.utf8), forKey: "theme")
+            let bad = store.subkeys.fileName(of: "theme")
+            var bytes = try readBytes(path + "/" + bad)
+            bytes[40] ^= 0x01
+            try writeBytes(bytes, to: path + "/" + bad)
+
+            let migrator = Migrator(store: store, chains: SampleModels.all,
+                                    context: .fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "dev"))
+            let plan = try migrator.plan()
+            #expect(plan.map(\.key) == [bad, "person", "trialInfo"])
+            #expect(plan.map(\.state) == [.unreadable, .outdated, .outdated])
+            let reports = try migrator.run()
+            #expect(reports.map(\.state) == [.unreadable, .migrated, .migrated])
+            #expect(reports[0].error?.code == .corruptRecord)
+            #expect(reports[0].error?.message.contains(bad) == true)
+            #expect(try store.data(forKey: "person") == Data(#"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#.utf8))
+            #expect(try readBytes(path + "/" + bad) == bytes, "the bad file is left as it is")
         }
     }
 
@@ -157,9 +216,10 @@ struct TamperTests {
             // Under the other store's name key no file has the name of "k"; the files that are
             // there belong to another data key, and listing reports them.
             #expect(try opened.data(forKey: "k") == nil)
-            let error = try #require(throws: KeepsakeError.self) { _ = try opened.keys() }
-            #expect(error.code == .corruptRecord)
-            #expect(error.cause?.isLibrary == true)
+            #expect(try opened.keys() == [])
+            let failed = try failures(opened)
+            #expect(failed.count == 2)
+            #expect(failed.allSatisfy { $0.error.code == .corruptRecord && $0.error.cause?.isLibrary == true })
         }
     }
 
@@ -185,7 +245,7 @@ struct TamperTests {
             try writeBytes(bytes, to: path + "/" + name)
             let before = try listing(path).map { ($0, try readBytes(path + "/" + $0)) }
             expectCorruptRecord(store)
-            #expect(throws: KeepsakeError.self) { try store.allData() }
+            #expect(try failures(store).map(\.name) == [name])
             let after = try listing(path).map { ($0, try readBytes(path + "/" + $0)) }
             #expect(before.map(\.0) == after.map(\.0))
             #expect(before.map(\.1) == after.map(\.1))

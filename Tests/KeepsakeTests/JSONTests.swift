@@ -83,43 +83,138 @@ struct JSONParserTests {
 
 @Suite("ISO 8601 dates")
 struct ISO8601Tests {
-    @Test("dates are written in UTC with milliseconds", arguments: [
-        (0.0, "1970-01-01T00:00:00.000Z"),
-        (1_700_000_000.25, "2023-11-14T22:13:20.250Z"),
-        (951_782_400.0, "2000-02-29T00:00:00.000Z"),
-        (-86_400.5, "1969-12-30T23:59:59.500Z"),
-        (4_102_444_799.999, "2099-12-31T23:59:59.999Z"),
-    ])
-    func format(_ seconds: Double, _ text: String) {
-        #expect(ISO8601.string(from: Date(timeIntervalSince1970: seconds)) == text)
-        #expect(ISO8601.date(from: text).map { abs($0.timeIntervalSince1970 - seconds) < 0.000_5 } == true)
+    /// A date from seconds since 2001-01-01 (a `Date`'s own representation, so tests are exact).
+    func date(_ seconds: Double) -> Date { Date(timeIntervalSinceReferenceDate: seconds) }
+
+    /// The failure's reason, or `nil` when `body` does not throw.
+    func reason(_ body: () throws(ISO8601.Failure) -> Date) -> String? {
+        do throws(ISO8601.Failure) {
+            _ = try body()
+            return nil
+        } catch {
+            return error.reason
+        }
     }
 
-    @Test("offsets, missing fractions and long fractions are read", arguments: [
-        ("2023-11-14T22:13:20Z", 1_700_000_000.0),
-        ("2023-11-15T00:13:20+02:00", 1_700_000_000.0),
-        ("2023-11-14T20:13:20-0200", 1_700_000_000.0),
-        ("2023-11-14T22:13:20.123456Z", 1_700_000_000.123456),
+    @Test("dates that are whole milliseconds are written in UTC with three fraction digits", arguments: [
+        (0.0, "2001-01-01T00:00:00.000Z"),
+        (-978_307_200.0, "1970-01-01T00:00:00.000Z"),
+        (721_692_800.25, "2023-11-14T22:13:20.250Z"),
+        (-26_524_800.0, "2000-02-29T00:00:00.000Z"),
+        (-978_393_600.5, "1969-12-30T23:59:59.500Z"),
+        (700_000_000.123, "2023-03-08T20:26:40.123Z"),
+        (-63_113_904_000.0, "0001-01-01T00:00:00.000Z"),
+        (252_423_993_599.0, "9999-12-31T23:59:59.000Z"),
+    ])
+    func format(_ seconds: Double, _ text: String) throws {
+        #expect(try ISO8601.string(from: date(seconds)) == text)
+        #expect(try ISO8601.date(from: text).timeIntervalSinceReferenceDate == seconds)
+    }
+
+    @Test("a date finer than a millisecond is written with the digits it needs, and reads back bit for bit", arguments: [
+        (700_000_000.1234567, "2023-03-08T20:26:40.1234567Z"),
+        (0.000_123_456, "2001-01-01T00:00:00.000123456Z"),
+        (-0.75, "2000-12-31T23:59:59.250Z"),
+        (-0.000_1, "2000-12-31T23:59:59.9999Z"),
+        (252_423_993_599.999_97, "9999-12-31T23:59:59.99997Z"),
+    ])
+    func fineDates(_ seconds: Double, _ text: String) throws {
+        #expect(try ISO8601.string(from: date(seconds)) == text)
+        #expect(try ISO8601.date(from: text).timeIntervalSinceReferenceDate == seconds)
+    }
+
+    @Test("every representable date in the years 0001–9999 round-trips exactly, the extremes included")
+    func exactRoundTrip() throws {
+        var generator = SystemRandomNumberGenerator()
+        var samples: [Double] = [0, -0.0, Double.leastNonzeroMagnitude, -Double.leastNonzeroMagnitude, 1e-300, -1e-300, ISO8601.earliest, ISO8601.end.nextDown,
+                                 ISO8601.earliest.nextUp, 1.0.nextUp, -1.0.nextDown, Date().timeIntervalSinceReferenceDate]
+        for _ in 0..<2000 { samples.append(Double.random(in: ISO8601.earliest..<ISO8601.end, using: &generator)) }
+        for _ in 0..<500 { samples.append(Double.random(in: -1...1, using: &generator)) }
+        for seconds in samples {
+            let text = try ISO8601.string(from: date(seconds))
+            #expect(try ISO8601.date(from: text).timeIntervalSinceReferenceDate == seconds, "\(seconds) → \(text)")
+            #expect(text.utf8.count >= 24 && text.hasSuffix("Z"))
+        }
+    }
+
+    @Test("the last instant of 9999 is written in 9999, never wrapped to year 0000")
+    func lastInstant() throws {
+        let read = try ISO8601.date(from: "9999-12-31T23:59:59.9996Z")
+        #expect(try ISO8601.string(from: read) == "9999-12-31T23:59:59.9996Z")
+        #expect(try ISO8601.string(from: date(ISO8601.end.nextDown)).hasPrefix("9999-12-31T23:59:59.99997"))
+    }
+
+    @Test("a date outside the years 0001–9999 or not finite cannot be written", arguments: [
+        Double.infinity, -Double.infinity, Double.nan, 1e300, -1e12, 1e12, ISO8601.end, ISO8601.earliest.nextDown,
+    ])
+    func unwritable(_ seconds: Double) {
+        #expect(throws: ISO8601.Failure.self) { try ISO8601.string(from: date(seconds)) }
+        #expect(throws: ISO8601.Failure.self) { try ISO8601.millisecondString(from: date(seconds)) }
+    }
+
+    @Test("milliseconds for older readers are rounded down, never into the next year")
+    func milliseconds() throws {
+        #expect(try ISO8601.millisecondString(from: date(ISO8601.end.nextDown)) == "9999-12-31T23:59:59.999Z")
+        #expect(try ISO8601.millisecondString(from: date(-0.0001)) == "2000-12-31T23:59:59.999Z")
+        #expect(try ISO8601.millisecondString(from: date(700_000_000.1234567)) == "2023-03-08T20:26:40.123Z")
+    }
+
+    @Test("offsets, missing fractions and long fractions are read exactly", arguments: [
+        ("2023-11-14T22:13:20Z", 721_692_800.0),
+        ("2023-11-15T00:13:20+02:00", 721_692_800.0),
+        ("2023-11-14T20:13:20-0200", 721_692_800.0),
+        ("2023-11-14t22:13:20z", 721_692_800.0),
+        ("2023-11-14T22:13:20.123456Z", 721_692_800.123456),
+        ("2023-11-14T22:13:20.1234567890123456789012345Z", 721_692_800.1234567890123456789012345),
+        ("1969-12-31T23:59:59.25Z", -978_307_200.75),
+        ("2024-02-29T00:00:00Z", 730_857_600.0),
+        ("2000-02-29T00:00:00Z", -26_524_800.0),
     ])
     func parse(_ text: String, _ seconds: Double) throws {
-        let date = try #require(ISO8601.date(from: text))
-        #expect(abs(date.timeIntervalSince1970 - seconds) < 0.000_001)
+        #expect(try ISO8601.date(from: text).timeIntervalSinceReferenceDate == seconds)
     }
 
-    @Test("malformed dates are rejected", arguments: [
-        "2023-11-14", "2023-11-14T22:13:20", "2023-13-14T22:13:20Z", "2023-11-14T25:13:20Z", "2023-11-14T22:13:20.Z",
-        "2023-11-14T22:13:20Zjunk", "yesterday",
+    @Test("impossible calendar dates, year 0, years past 9999 and bad offsets are refused with the reason", arguments: [
+        ("2023-02-30T00:00:00Z", "day 30 does not exist"),
+        ("2023-02-29T00:00:00Z", "day 29 does not exist"),
+        ("1900-02-29T00:00:00Z", "day 29 does not exist"),
+        ("2023-04-31T00:00:00Z", "day 31 does not exist"),
+        ("2023-13-14T22:13:20Z", "month 13 does not exist"),
+        ("2023-00-14T22:13:20Z", "month 0 does not exist"),
+        ("2023-11-00T22:13:20Z", "day 0 does not exist"),
+        ("2023-11-14T24:00:00Z", "hour 24 does not exist"),
+        ("2023-11-14T22:60:00Z", "minute 60 does not exist"),
+        ("2023-11-14T23:59:60Z", "second 60 cannot be kept"),
+        ("0000-01-01T00:00:00Z", "year 0 does not exist"),
+        ("10000-01-01T00:00:00Z", "more than four digits"),
+        ("99999-01-01T00:00:00Z", "more than four digits"),
+        ("2023-11-14T22:13:20+24:00", "offset is out of range"),
+        ("2023-11-14T22:13:20-00:60", "offset is out of range"),
+        ("9999-12-31T23:00:00-05:00", "outside the years 0001–9999"),
+        ("0001-01-01T00:00:00+01:00", "outside the years 0001–9999"),
+        ("9999-12-31T23:59:59.99999999999999999Z", "outside the years 0001–9999"),
+        ("2023-11-14T22:13:20." + String(repeating: "1", count: 1001) + "Z", "more than 1000 digits"),
+        ("2023-11-14", "not an ISO 8601 date-time"),
+        ("2023-11-14T22:13:20", "not an ISO 8601 date-time"),
+        ("2023-11-14T22:13:20.Z", "not an ISO 8601 date-time"),
+        ("2023-11-14T22:13:20Zjunk", "not an ISO 8601 date-time"),
+        ("-2023-11-14T22:13:20Z", "not an ISO 8601 date-time"),
+        ("yesterday", "not an ISO 8601 date-time"),
     ])
-    func malformed(_ text: String) {
-        #expect(ISO8601.date(from: text) == nil)
+    func refused(_ text: String, _ expected: String) {
+        let found = reason { () throws(ISO8601.Failure) in try ISO8601.date(from: text) }
+        #expect(found?.contains(expected) == true, "\(found ?? "accepted")")
     }
 
-    @Test("a written date reads back and writes the same text")
-    func stable() {
-        for seconds in stride(from: -1_000_000.0, to: 2_000_000_000, by: 123_456_789.0137) {
-            let text = ISO8601.string(from: Date(timeIntervalSince1970: seconds))
-            #expect(ISO8601.date(from: text).map(ISO8601.string(from:)) == text)
-        }
+    @Test("numbers of seconds since 2001 are read exactly, and overflow or out-of-range numbers are refused", arguments: [
+        ("700000000.123", 700_000_000.123 as Double?),
+        ("-63113904000", ISO8601.earliest),
+        ("0", 0),
+        ("1e400", nil), ("-1e400", nil), ("1e300", nil), ("-1e12", nil), ("252423993600", nil), ("-63113904000.001", nil),
+    ])
+    func numeric(_ text: String, _ seconds: Double?) {
+        let result = Result { () throws(ISO8601.Failure) in try ISO8601.date(secondsSinceReference: text) }
+        #expect((try? result.get().timeIntervalSinceReferenceDate) == seconds)
     }
 }
 

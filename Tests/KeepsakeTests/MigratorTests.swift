@@ -105,6 +105,39 @@ struct MigratorTests {
         #expect(files == ["person.json", "trialInfo.json"], "only migrated records are backed up")
     }
 
+    @Test("two runs in the same second get backup directories of their own, and both keep their backups")
+    func backupDirectoriesNeverCollide() throws {
+        let directory = try temporaryDirectory()
+        let second = Date(timeIntervalSince1970: 1_763_700_000)
+        var paths: [String] = []
+        for run in 1...3 {
+            let store = seededStore()
+            try store.setData(bytes(#"{"name":"Run \#(run)","age":"36"}"#), forKey: "person")
+            let destination = try BackupDirectory.create(in: directory + "/backups", at: second)
+            paths.append(destination.path)
+            _ = try migrator(store).run(backup: destination)
+        }
+        #expect(paths.map { ($0 as NSString).lastPathComponent } == ["20251121T044000Z", "20251121T044000Z-2", "20251121T044000Z-3"])
+        for (run, path) in paths.enumerated() {
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path + "/person.json"))
+                    == bytes(#"{"name":"Run \#(run + 1)","age":"36"}"#))
+            #expect(try mode(of: path) == 0o700)
+        }
+    }
+
+    @Test("a second backup of a key in the same directory is kept beside the first, never over it")
+    func backupFilesNeverOverwritten() throws {
+        let destination = BackupDirectory(path: try temporaryDirectory() + "/b")
+        #expect(try destination.save(bytes("1"), forKey: "person", store: "memory:x") == destination.path + "/person.json")
+        #expect(try destination.save(bytes("2"), forKey: "person", store: "memory:x") == destination.path + "/person~2.json")
+        #expect(try destination.save(bytes("3"), forKey: "person", store: "memory:x") == destination.path + "/person~3.json")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: destination.path + "/person.json")) == bytes("1"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: destination.path + "/person~2.json")) == bytes("2"))
+        #expect(BackupDirectory.fileName(forKey: "person~2") == "person%7E2.json", "no key's file name has a ~")
+        destination.removeIfEmpty()
+        #expect(FileManager.default.fileExists(atPath: destination.path), "a directory holding backups is never removed")
+    }
+
     @Test("backup file names escape characters that are not safe in a file name")
     func backupNames() {
         #expect(BackupDirectory.fileName(forKey: "person") == "person.json")

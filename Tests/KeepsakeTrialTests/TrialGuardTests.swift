@@ -102,6 +102,62 @@ struct TrialGuardTests {
         #expect(try store.data(forKey: "trialInfo") == Data(stored.utf8))
     }
 
+    @Test("a trial record whose start date cannot be kept is unknown, never a crash, and nothing is written", arguments: [
+        "1e400", "1e300", "-1e12", #""0000-01-01T00:00:00Z""#, #""10000-01-01T00:00:00Z""#, #""2023-02-30T00:00:00Z""#,
+    ])
+    func hostileStartDate(_ date: String) throws {
+        let stored = #"{"version":0,"startDate":\#(date)}"#
+        let store = InMemoryStore(contents: ["trialInfo": Data(stored.utf8)])
+        let clock = TestClock(launch)
+        for status in [makeGuard(store, clock).status(), makeGuard(store, clock).start()] {
+            guard case let .unknown(error) = status else { Issue.record("expected unknown, got \(status)"); continue }
+            #expect(error.code == .corruptRecord)
+            #expect(error.key == "trialInfo")
+        }
+        #expect(try store.allData().map(\.key) == ["trialInfo"], "no latest-seen time was recorded")
+        #expect(try store.data(forKey: "trialInfo") == Data(stored.utf8))
+    }
+
+    @Test("a latest-seen time that cannot be kept is unknown, and the trial is not restarted", arguments: [
+        #""99999-01-01T00:00:00Z""#, #""0000-01-01T00:00:00Z""#, #""2025-02-30T00:00:00Z""#, "1e400", #""""#,
+    ])
+    func hostileLastSeen(_ text: String) throws {
+        let store = InMemoryStore(contents: ["trialInfo.lastSeen": Data(text.utf8)])
+        guard case let .unknown(error) = makeGuard(store, TestClock(launch)).start() else {
+            Issue.record("expected unknown")
+            return
+        }
+        #expect(error.code == .corruptRecord)
+        #expect(error.key == "trialInfo.lastSeen")
+        #expect(try store.keys() == ["trialInfo.lastSeen"])
+    }
+
+    @Test("a clock outside the years 0001–9999 is unknown, never a crash, and nothing is written",
+          arguments: [1e300, -1e12, Double.infinity, Double.nan])
+    func hostileClock(_ seconds: Double) throws {
+        let store = InMemoryStore()
+        let clock = TestClock(Date(timeIntervalSinceReferenceDate: seconds))
+        guard case let .unknown(error) = makeGuard(store, clock).start() else { Issue.record("expected unknown"); return }
+        #expect(error.code == .invalidArgument)
+        #expect(try store.keys().isEmpty)
+    }
+
+    @Test("the latest-seen time is written to the millisecond, rounded down, as earlier releases read it")
+    func lastSeenText() throws {
+        let store = InMemoryStore()
+        let clock = TestClock(Date(timeIntervalSinceReferenceDate: 785_300_000.123_9))
+        _ = makeGuard(store, clock).start()
+        #expect(try store.data(forKey: "trialInfo.lastSeen") == Data(#""2025-11-20T02:53:20.123Z""#.utf8))
+    }
+
+    @Test("a trial longer than an Int of days saturates its days left instead of trapping")
+    func hugeLength() {
+        let trial = TrialGuard(store: InMemoryStore(), length: TrialLength(seconds: 1e300), deviceIdentity: "d",
+                               clock: { launch })
+        guard case let .active(active) = trial.start() else { Issue.record("not active"); return }
+        #expect(active.daysLeft == Int.max)
+    }
+
     @Test("a locked store is unknown with the cause, and start() writes nothing")
     func locked() {
         let status = makeGuard(LockedStore(), TestClock(launch)).start()

@@ -95,3 +95,15 @@ let legacySuite = #"""
 func decodeJSON(_ text: String) throws -> Any {
     try JSONSerialization.jsonObject(with: Data(text.utf8))
 }
+
+/// Makes a FIFO at `path` (mode 0600). Five seconds later a writer opens it and closes it at
+/// once, so that a command wrongly blocked reading it is released — and then fails the test's
+/// expectations — instead of hanging the test run.
+func makeFIFO(_ path: String) throws {
+    guard mkfifo(path, 0o600) == 0 else { throw CocoaError(.fileWriteUnknown) }
+    Thread.detachNewThread {
+        Thread.sleep(forTimeInterval: 5)
+        let fd = open(path, O_WRONLY | O_NONBLOCK)  // ENXIO when nobody reads: nothing to release
+        if fd >= 0 { close(fd) }
+    }
+}

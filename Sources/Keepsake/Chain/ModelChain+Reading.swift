@@ -144,7 +144,7 @@ extension ModelChain {
             let entry = try entry(forVersion: version)
             if let keys = entry.keys {
                 let readsVersion = keys.required.contains("version") || keys.optional.contains("version")
-                let fieldKeys = readsVersion ? object.keys : object.keys.filter { $0 != "version" }
+                let fieldKeys = readsVersion ? object.keys : object.keys.filter { !$0.isExactly("version") }
                 try checkKeys(fieldKeys, of: entry, keys: keys)
             }
             return detected
@@ -162,7 +162,7 @@ extension ModelChain {
             if let keys = entry.keys {
                 if keys.matches(object.keys) { matches.append(detected) }
             } else if let decoded = try? entry.decodeTrackingKeys(record.root),
-                      object.members.allSatisfy({ decoded.readKeys.contains($0.key) }) {
+                      object.members.allSatisfy({ decoded.readKeys.contains(ExactString($0.key)) }) {
                 // `try?` is right here: a version that cannot decode the record is simply not a
                 // match; the record's error (unrecognised) is reported below if none matches.
                 var match = detected
@@ -177,7 +177,7 @@ extension ModelChain {
            matches.dropFirst().allSatisfy({ versions[$0.version].readable(byReadersOf: oldest.version) }) {
             return oldest
         }
-        let keyList = "{" + object.keys.sorted().joined(separator: ", ") + "}"
+        let keyList = "{" + abridged(object.keys.sorted()) + "}"
         if matches.isEmpty {
             let expected = versions.map { "v\($0.version) \($0.keys?.description ?? "(keys read by decoding)")" }
                 .joined(separator: ", ")
@@ -194,7 +194,7 @@ extension ModelChain {
     }
 
     private func detectEnvelope(_ object: JSONObject, stringWrapped: Bool) throws(KeepsakeError) -> DetectedRecord {
-        guard case let .string(schema)? = object["schema"], schema == name else {
+        guard case let .string(schema)? = object["schema"], schema.isExactly(name) else {
             let found: String
             if case let .string(schema)? = object["schema"] { found = "'\(schema)'" } else { found = "none" }
             throw KeepsakeError(.schemaMismatch, "the envelope's schema is \(found), expected '\(name)'")
@@ -253,15 +253,16 @@ extension ModelChain {
 
     private func checkKeys(_ fieldKeys: [String], of entry: VersionEntry, keys: StoredKeys) throws(KeepsakeError) {
         guard !keys.matches(fieldKeys) else { return }
-        let missing = keys.required.subtracting(fieldKeys).sorted()
-        let unknown = Set(fieldKeys).subtracting(keys.all).sorted()
+        let present = Set(fieldKeys.map(ExactString.init))
+        let missing = keys.required.filter { !present.contains(ExactString($0)) }.sorted()
+        let unknown = fieldKeys.filter { !keys.all.containsExactly($0) }.sorted()
         throw fieldsMismatch(entry, missing: missing, unknown: unknown)
     }
 
     private func fieldsMismatch(_ entry: VersionEntry, missing: [String], unknown: [String]) -> KeepsakeError {
         var parts: [String] = []
-        if !missing.isEmpty { parts.append("missing " + missing.joined(separator: ", ")) }
-        if !unknown.isEmpty { parts.append("unknown " + unknown.joined(separator: ", ")) }
+        if !missing.isEmpty { parts.append("missing " + abridged(missing)) }
+        if !unknown.isEmpty { parts.append("unknown " + abridged(unknown)) }
         return KeepsakeError(.corruptRecord, """
             the record says \(name) version \(entry.version) but its fields do not match that version \
             (\(parts.joined(separator: "; ")))
@@ -328,7 +329,7 @@ extension ModelChain {
     }
 
     private func decode(_ detected: DetectedRecord, entry: VersionEntry) throws(KeepsakeError) -> any ModelVersion {
-        let decoded: (value: any ModelVersion, readKeys: Set<String>?)
+        let decoded: (value: any ModelVersion, readKeys: Set<ExactString>?)
         do {
             if entry.keys == nil {
                 let tracked = try entry.decodeTrackingKeys(detected.fields)
@@ -346,12 +347,19 @@ extension ModelChain {
         // A version whose keys were not known ahead: the decode tells which keys it read.
         if let read = decoded.readKeys, case let .object(object) = detected.fields {
             let unknown = object.keys.filter {
-                !read.contains($0) && !(detected.form == .inlineVersion && $0 == "version")
+                !read.contains(ExactString($0)) && !(detected.form == .inlineVersion && $0.isExactly("version"))
             }
             if !unknown.isEmpty { throw fieldsMismatch(entry, missing: [], unknown: unknown.sorted()) }
         }
         return decoded.value
     }
+}
+
+/// At most `limit` names joined with ", ", then how many more: a hostile record of 100k fields
+/// gets a message of a few lines, not megabytes.
+func abridged(_ names: [String], limit: Int = 20) -> String {
+    guard names.count > limit else { return names.joined(separator: ", ") }
+    return names.prefix(limit).joined(separator: ", ") + ", … (\(names.count - limit) more)"
 }
 
 extension DecodingError {

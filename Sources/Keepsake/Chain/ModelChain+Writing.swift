@@ -6,7 +6,13 @@ extension ModelChain {
     /// The envelope bytes Keepsake stores for `value`: `{"data":…,"schema":…,"version":…}`,
     /// keys sorted, dates ISO 8601 — verified to decode back and re-encode to the same bytes.
     ///
-    /// - Throws: `.encodingFailed` or `.verificationFailed`.
+    /// Dates are written losslessly: with milliseconds, or with as many more fraction digits as
+    /// the date needs to read back equal (`2025-03-01T09:30:00.2501234Z`). A date that cannot be
+    /// written exactly — outside the years 0001–9999, or not finite — is refused, never cut.
+    ///
+    /// - Throws: `.encodingFailed` (its cause names the field, e.g. `at data.startDate: …`) or
+    ///   `.verificationFailed`.
+    /// - Important: Nothing is written anywhere; when this throws there are no bytes to store.
     public func encode(_ value: Latest) throws(KeepsakeError) -> Data {
         try encodeVerified(value)
     }
@@ -42,7 +48,7 @@ extension ModelChain {
                                                      data: value))
         } catch {
             throw KeepsakeError(.encodingFailed, "\(name) version \(latestVersion) could not be encoded",
-                                cause: .other(String(describing: error)), underlying: error)
+                                cause: encodingCause(error), underlying: error)
         }
     }
 }

@@ -243,7 +243,7 @@ final class VersionEntry: Sendable {
     /// Decodes the version from a parsed tree.
     let decode: @Sendable (JSONValue) throws -> any ModelVersion
     /// Decodes the version from a parsed tree and says which of its top-level keys it read.
-    let decodeTrackingKeys: @Sendable (JSONValue) throws -> (value: any ModelVersion, readKeys: Set<String>)
+    let decodeTrackingKeys: @Sendable (JSONValue) throws -> (value: any ModelVersion, readKeys: Set<ExactString>)
     let migrate: @Sendable (any ModelVersion, MigrationContext) throws -> any ModelVersion
     /// Whether the version writes exactly the keys it reads (checked only by validation).
     let roundTripProblem: @Sendable () -> ProbeProblem?

@@ -124,11 +124,16 @@ public struct StoredKeys: Sendable, Hashable, CustomStringConvertible {
     public var all: Set<String> { required.union(optional) }
 
     /// Whether an object with exactly `keys` is a record of this version: every required key
-    /// present and no key this version does not know.
+    /// present and no key this version does not know. Keys are compared by their UTF-8 bytes,
+    /// not by canonical equivalence (`"caf\u{E9}"` is not `"cafe\u{301}"`).
     public func matches<Keys: Sequence<String>>(_ keys: Keys) -> Bool {
         var requiredSeen = 0
         for key in keys {
-            if required.contains(key) { requiredSeen += 1 } else if !optional.contains(key) { return false }
+            if required.containsExactly(key) {
+                requiredSeen += 1
+            } else if !optional.containsExactly(key) {
+                return false
+            }
         }
         return requiredSeen == required.count
     }

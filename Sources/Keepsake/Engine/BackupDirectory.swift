@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where `migrate run --backup` and a ``Vault`` with ``Vault/Options/backup``
 /// keep a record's original bytes before replacing them.
@@ -7,6 +10,10 @@ import Foundation
 /// `.`, `_` and `-` percent-encoded), holding the bytes exactly as they were stored, mode 0600
 /// in a 0700 directory, fsync'd before the record is replaced. Restore one with
 /// `migrate put KEY --store URI < <directory>/<key>.json`.
+///
+/// A backup is never overwritten: a second backup of the same key in the same directory is
+/// `<key>~2.json`, then `~3`… (`~` is always percent-encoded in a key, so these names are
+/// no key's). ``create(in:at:)`` makes a directory of its own for each run.
 public struct BackupDirectory: Sendable, Hashable {
     public let path: String
 
@@ -14,11 +21,45 @@ public struct BackupDirectory: Sendable, Hashable {
         self.path = path
     }
 
-    /// A new directory named after `date` (UTC, `20261121T094500Z`) inside `parent`.
+    /// A new directory named after `date` (UTC, `20261121T094500Z`) inside `parent`. A date
+    /// outside the years 0001–9999 (a broken clock) is named after the nearest date inside.
     public static func timestamped(in parent: String, at date: Date = Date()) -> BackupDirectory {
-        let iso = ISO8601.string(from: date)  // 2026-11-21T09:45:00.123Z
+        let seconds = date.timeIntervalSinceReferenceDate
+        let clamped = seconds.isNaN ? 0 : min(max(seconds, ISO8601.earliest), ISO8601.end - 1)
+        let iso: String  // 2026-11-21T09:45:00.123Z
+        do throws(ISO8601.Failure) {
+            iso = try ISO8601.millisecondString(from: Date(timeIntervalSinceReferenceDate: clamped))
+        } catch {
+            preconditionFailure("BackupDirectory: a clamped date is always in range (\(error.reason))")
+        }
         let compact = iso.prefix(19).filter { $0 != "-" && $0 != ":" } + "Z"
         return BackupDirectory(path: parent + "/" + compact)
+    }
+
+    /// A new, empty directory named after `date` (see ``timestamped(in:at:)``) inside `parent`,
+    /// created now and never one that exists: two runs in the same second get `…Z` and `…Z-2`,
+    /// so neither overwrites the other's backups. `parent` and missing parents are created 0700.
+    ///
+    /// - Throws: ``KeepsakeError/Code/backupFailed`` (with the `errno`) when the directory cannot
+    ///   be created.
+    /// - Important: If this throws, no backup directory was created.
+    public static func create(in parent: String, at date: Date = Date()) throws(KeepsakeError) -> BackupDirectory {
+        let base = timestamped(in: parent, at: date).path
+        do throws(SystemFailure) {
+            try Syscall.makeDirectories(parent)
+            for attempt in 1...10_000 {
+                let path = attempt == 1 ? base : base + "-\(attempt)"
+                do throws(SystemFailure) {
+                    try Syscall.mkdir(path, 0o700)
+                    return BackupDirectory(path: path)
+                } catch where error.errno == EEXIST {
+                    continue
+                }
+            }
+            throw SystemFailure(call: "mkdir", errno: EEXIST)
+        } catch {
+            throw KeepsakeError(.backupFailed, "cannot create a backup directory in \(parent)", cause: error.cause)
+        }
     }
 
     /// The backup file name for `key`.
@@ -38,20 +79,38 @@ public struct BackupDirectory: Sendable, Hashable {
         return name + ".json"
     }
 
-    /// Writes `bytes` as the backup of `key` and returns the file's path.
+    /// Writes `bytes` as the backup of `key` and returns the file's path: `<key>.json`, or
+    /// `<key>~2.json`, `~3`… when an earlier backup of the key is there (it is kept).
     ///
     /// - Important: The file is durable when this returns; if it throws, the record must not be
     ///   replaced (callers stop that record's write).
     @discardableResult
     public func save(_ bytes: Data, forKey key: String, store: String) throws(KeepsakeError) -> String {
-        let file = path + "/" + Self.fileName(forKey: key)
+        let name = Self.fileName(forKey: key).dropLast(".json".count)
+        var file = path + "/" + name + ".json"
         do throws(SystemFailure) {
             try Syscall.makeDirectories(path)
-            try FileSystem.live.replace(Self.fileName(forKey: key), in: path, with: bytes)
+            for attempt in 1...10_000 {
+                file = path + "/" + name + (attempt == 1 ? "" : "~\(attempt)") + ".json"
+                do throws(SystemFailure) {
+                    try bytes.withUnsafeBytes { buffer in
+                        Result { () throws(SystemFailure) in try FileSystem.live.createExclusively(file, with: buffer) }
+                    }.get()
+                    return file
+                } catch where error.errno == EEXIST {
+                    continue
+                }
+            }
+            throw SystemFailure(call: "link", errno: EEXIST)
         } catch {
             throw KeepsakeError(.backupFailed, store: store, key: key,
                                 "cannot write the backup \(file); the record was not changed", cause: error.cause)
         }
-        return file
+    }
+
+    /// Removes the directory if nothing was backed up into it (a run that migrated nothing).
+    /// Best effort: only an empty directory is ever removed.
+    public func removeIfEmpty() {
+        _ = Glibc.rmdir(path)
     }
 }

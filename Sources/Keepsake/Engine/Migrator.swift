@@ -36,7 +36,12 @@ public struct Migrator: Sendable {
     ///
     /// - Throws: Only when the store itself cannot be read; a bad record is a report.
     public func plan() throws(KeepsakeError) -> [RecordReport] {
-        try store.allData().map { evaluate(key: $0.key, bytes: $0.data, encodeLatest: false).report }
+        try store.allRecords().map { entry in
+            switch entry.result {
+            case let .success(bytes): return evaluate(key: entry.key, bytes: bytes, encodeLatest: false).report
+            case let .failure(error): return unreadable(key: entry.key, error).report
+            }
+        }
     }
 
     /// The record under `key` migrated in memory, and its latest envelope bytes; nothing written.
@@ -62,8 +67,9 @@ public struct Migrator: Sendable {
     ///
     /// Writes go to the store as one batch (for the defaults store, one durable document write),
     /// each applied only if its record still holds the bytes that were read. A record that is
-    /// newer, unreadable, fails its step, fails its backup or changed meanwhile keeps its bytes
-    /// and is reported; the others still migrate.
+    /// newer, unreadable (its bytes, or the store's copy of it, cannot be read — see
+    /// ``RecordStore/allRecords()``), fails its step, fails its backup or changed meanwhile keeps
+    /// its bytes and is reported; the others still migrate.
     ///
     /// - Parameters:
     ///   - backup: When set, each record's original bytes are saved there before the batch.
@@ -73,19 +79,27 @@ public struct Migrator: Sendable {
         backup: BackupDirectory? = nil,
         progress: (@Sendable (MigrationProgress) -> Void)? = nil
     ) throws(KeepsakeError) -> [RecordReport] {
-        let entries = try store.allData()
+        let entries = try store.allRecords()
         var reports: [RecordReport] = []
         var writes: [StoreWrite] = []
         var writeIndex: [Int] = []  // report index for each write
         reports.reserveCapacity(entries.count)
         for (offset, entry) in entries.enumerated() {
-            var evaluation = evaluate(key: entry.key, bytes: entry.data, encodeLatest: true)
+            let bytes: Data
+            switch entry.result {
+            case let .success(read): bytes = read
+            case let .failure(error):
+                reports.append(unreadable(key: entry.key, error).report)
+                progress?(MigrationProgress(evaluated: offset + 1, total: entries.count, written: false))
+                continue
+            }
+            var evaluation = evaluate(key: entry.key, bytes: bytes, encodeLatest: true)
             if let encoded = evaluation.encoded {
                 do throws(KeepsakeError) {
                     if let backup {
-                        evaluation.report.backupPath = try backup.save(entry.data, forKey: entry.key, store: store.uri)
+                        evaluation.report.backupPath = try backup.save(bytes, forKey: entry.key, store: store.uri)
                     }
-                    writes.append(StoreWrite(key: entry.key, value: encoded, expectation: .unchanged(entry.data)))
+                    writes.append(StoreWrite(key: entry.key, value: encoded, expectation: .unchanged(bytes)))
                     writeIndex.append(reports.count)
                 } catch {
                     evaluation.report.error = error
@@ -122,7 +136,15 @@ public struct Migrator: Sendable {
     }
 
     private func chain(named name: String) -> AnyModelChain? {
-        chains.first { $0.name == name }
+        chains.first { $0.name.isExactly(name) }
+    }
+
+    /// A record the store could not read: unreadable, matched to a chain by key when it can be.
+    private func unreadable(key: String, _ error: KeepsakeError) -> Evaluation {
+        let chain = chainByKey(key)
+        return Evaluation(report: RecordReport(
+            key: key, schema: chain?.name, latestVersion: chain?.latestVersion, state: .unreadable,
+            error: error.located(store: store.uri, key: nil)))
     }
 
     /// Routes the record to its chain (by envelope schema, else by key) and runs the pipeline.
@@ -157,9 +179,13 @@ public struct Migrator: Sendable {
         return evaluation
     }
 
+    /// The chain a key belongs to: by `keyModels`, else by the chains' default keys, both
+    /// compared by UTF-8 bytes (keys are exact strings).
     private func chainByKey(_ key: String) -> AnyModelChain? {
-        if let name = keyModels[key] { return chain(named: name) }
-        return chains.first { $0.defaultKeys.contains(key) }
+        if let index = keyModels.index(forKey: key), keyModels[index].key.isExactly(key) {
+            return chain(named: keyModels[index].value)
+        }
+        return chains.first { $0.defaultKeys.contains { $0.isExactly(key) } }
     }
 }
 

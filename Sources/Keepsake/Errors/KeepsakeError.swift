@@ -145,7 +145,8 @@ public struct KeepsakeError: Error, Sendable, Equatable, CustomStringConvertible
     /// Errors are equal when their code, store, key, message and cause are; the underlying
     /// errors are compared by their descriptions.
     public static func == (lhs: KeepsakeError, rhs: KeepsakeError) -> Bool {
-        lhs.code == rhs.code && lhs.store == rhs.store && lhs.key == rhs.key && lhs.message == rhs.message
+        lhs.code == rhs.code && lhs.store == rhs.store && lhs.key.map(ExactString.init) == rhs.key.map(ExactString.init)
+            && lhs.message == rhs.message
             && lhs.cause == rhs.cause
             && lhs.underlying.map { String(describing: $0) } == rhs.underlying.map { String(describing: $0) }
     }

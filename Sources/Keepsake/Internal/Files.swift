@@ -5,20 +5,36 @@ import Glibc
 import Musl
 #endif
 
-/// A failed system call: its name and `errno`. Paths are not kept: they may hold a hashed
-/// record name at most, but messages say which file in words.
+/// A failed system call: its name and `errno` — or a path that is not a regular file (a FIFO,
+/// a socket, a device, a directory), refused before anything is read from it. Paths are not
+/// kept: they may hold a hashed record name at most, but messages say which file in words.
 package struct SystemFailure: Error, Equatable {
     package let call: String
     package let errno: Int32
+    /// What the path is, when it is not a regular file: `"a FIFO"`, `"a socket"`.
+    package let fileType: String?
 
     package init(call: String, errno: Int32) {
         self.call = call
         self.errno = errno
+        self.fileType = nil
     }
 
-    package var cause: KeepsakeError.Cause { .posix(call: call, errno: errno) }
+    /// The path is `fileType`, not a regular file.
+    package init(notRegularFile fileType: String) {
+        self.call = "fstat"
+        self.errno = 0
+        self.fileType = fileType
+    }
 
+    package var cause: KeepsakeError.Cause {
+        if let fileType { return .other("it is \(fileType), not a regular file") }
+        return .posix(call: call, errno: errno)
+    }
+
+    /// `.invalidArgument` for a path that is not a regular file (a bad location), else by `errno`.
     package var code: KeepsakeError.Code {
+        if fileType != nil { return .invalidArgument }
         switch errno {
         case EACCES, EPERM, EROFS: return .permissionDenied
         default: return .io
@@ -58,9 +74,16 @@ package struct FileSystem: Sendable {
     /// the leftovers of a crashed writer of its own, and only those.
     package var temporaryPrefix: String
 
-    package init(fault: (@Sendable (FileStep) -> Int32?)? = nil, temporaryPrefix: String = ".tmp-") {
+    /// Whether ``createExclusively(_:with:)`` may write an unnamed file (`O_TMPFILE`) when the
+    /// system can; tests turn it off to exercise the named temporary file used elsewhere.
+    package var unnamedFiles: Bool
+
+    package init(
+        fault: (@Sendable (FileStep) -> Int32?)? = nil, temporaryPrefix: String = ".tmp-", unnamedFiles: Bool = true
+    ) {
         self.fault = fault
         self.temporaryPrefix = temporaryPrefix
+        self.unnamedFiles = unnamedFiles
     }
 
     package static let live = FileSystem()
@@ -138,26 +161,92 @@ package struct FileSystem: Sendable {
     }
 
     /// Creates the file at `path` holding `data`, mode 0600, only if nothing is there
-    /// (`EEXIST` otherwise): a temporary file written and fsync'd, linked into place (which
-    /// never replaces), then the directory fsync'd. Nothing is left behind if a step fails.
+    /// (`EEXIST` otherwise), then fsyncs the directory. Nothing is left behind if a step fails —
+    /// nor if the process is killed at any point:
+    ///
+    /// - Where the kernel and file system allow it, the file is written as an unnamed file
+    ///   (`O_TMPFILE`), fsync'd, and only then given its name (`linkat`, which never replaces):
+    ///   until the link there is no name to leave behind.
+    /// - Elsewhere (no `O_TMPFILE`, no `/proc`), a named temporary file (``temporaryPrefix`` and
+    ///   16 hex digits) is written, fsync'd and linked into place, then removed; a kill in
+    ///   between leaves it, and the owner removes such leftovers the next time it uses the path
+    ///   (see ``removeLeftovers(in:)``).
     package func createExclusively(_ path: String, with data: UnsafeRawBufferPointer) throws(SystemFailure) {
         let directory = (path as NSString).deletingLastPathComponent
         let parent = directory.isEmpty ? "." : directory
-        let temporary = try writeTemporary(in: parent) { fd throws(SystemFailure) in try Syscall.writeAll(fd, data) }
-        do throws(SystemFailure) {
-            try inject(.link, "link")
-            try Syscall.link(temporary, path)
-        } catch {
+        if let fd = try openUnnamed(in: parent) {
+            do throws(SystemFailure) {
+                try inject(.write, "write")
+                try Syscall.writeAll(fd, data)
+                try inject(.fsync, "fsync")
+                try Syscall.fsync(fd)
+                try inject(.link, "linkat")
+                try Syscall.linkUnnamed(fd, to: path)
+                Syscall.close(fd)
+            } catch {
+                Syscall.close(fd)  // the unnamed file goes with its last descriptor
+                throw error
+            }
+        } else {
+            let temporary = try writeTemporary(in: parent) { fd throws(SystemFailure) in try Syscall.writeAll(fd, data) }
+            do throws(SystemFailure) {
+                try inject(.link, "link")
+                try Syscall.link(temporary, path)
+            } catch {
+                Syscall.unlink(temporary)
+                throw error
+            }
             Syscall.unlink(temporary)
-            throw error
         }
-        Syscall.unlink(temporary)
         do throws(SystemFailure) {
             try inject(.syncDirectory, "fsync")
             try Syscall.syncDirectory(parent)
         } catch {
             Syscall.unlink(path)
             throw error
+        }
+    }
+
+    /// A new unnamed 0600 file in `directory` (`O_TMPFILE`), or `nil` when this system cannot
+    /// make one that ``Syscall/linkUnnamed(_:to:)`` can name (then a named temporary is used).
+    private func openUnnamed(in directory: String) throws(SystemFailure) -> Int32? {
+        guard unnamedFiles, Syscall.canLinkUnnamedFiles else { return nil }
+        let fd: Int32
+        do throws(SystemFailure) {
+            fd = try Syscall.open(directory, O_WRONLY | Syscall.temporaryFileFlag, 0o600)
+        } catch where [EOPNOTSUPP, EISDIR, EINVAL].contains(error.errno) {
+            return nil  // the file system (or kernel) has no O_TMPFILE
+        }
+        do throws(SystemFailure) {
+            try inject(.create, "open")
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    /// Removes the temporary files a killed writer left in `directory`: names of
+    /// ``temporaryPrefix`` followed by exactly 16 hex digits, as ``temporaryName()`` makes them.
+    /// Best effort: a leftover that cannot be removed is tried again next time.
+    package func removeLeftovers(in directory: String) {
+        let names: [String]
+        do throws(SystemFailure) {
+            names = try Syscall.listDirectory(directory)
+        } catch {
+            return  // the caller's own reads and writes report an unreadable directory
+        }
+        for name in names where isTemporaryName(name) {
+            Syscall.unlink(directory + "/" + name)
+        }
+    }
+
+    /// Whether `name` is one ``temporaryName()`` makes.
+    package func isTemporaryName(_ name: String) -> Bool {
+        guard name.hasPrefix(temporaryPrefix) else { return false }
+        let digits = name.utf8.dropFirst(temporaryPrefix.utf8.count)
+        return digits.count == 16 && digits.allSatisfy {
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
         }
     }
 
@@ -224,6 +313,20 @@ package enum Syscall {
         _ = try retrying("link") { Glibc.link(from, to) }
     }
 
+    /// `O_TMPFILE`: Glibc defines it as an expression Swift does not import. `__O_TMPFILE` is
+    /// 020000000 on the architectures Keepsake builds for (x86-64, AArch64), with `O_DIRECTORY`.
+    package static let temporaryFileFlag: Int32 = 0o20000000 | O_DIRECTORY
+
+    /// Whether an unnamed file can be given a name: through `/proc/self/fd` (linking with
+    /// `AT_EMPTY_PATH` needs a capability unprivileged processes lack).
+    package static let canLinkUnnamedFiles: Bool = access("/proc/self/fd", X_OK) == 0
+
+    /// Gives the unnamed file open as `fd` (`O_TMPFILE`) the name `path`; `EEXIST` when
+    /// something is there (an existing file is never replaced).
+    package static func linkUnnamed(_ fd: Int32, to path: String) throws(SystemFailure) {
+        _ = try retrying("linkat") { Glibc.linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) }
+    }
+
     /// Removal of a temporary or rollback file; a failure leaves a file that the next open
     /// removes, so it is not reported.
     package static func unlink(_ path: String) { _ = Glibc.unlink(path) }
@@ -254,17 +357,59 @@ package enum Syscall {
 
     package static func unlock(_ fd: Int32) { _ = cFlock(fd, LOCK_UN) }
 
-    /// Reads the whole file at `path`; `nil` when it does not exist.
-    package static func readFile(_ path: String) throws(SystemFailure) -> [UInt8]? {
+    /// Opens `path` for reading only if it is a regular file, and returns the descriptor with
+    /// the file's `stat`. The open is non-blocking, so a FIFO with no writer never blocks it,
+    /// and the type is checked on the open descriptor (`fstat`): a FIFO, socket, device or
+    /// directory is refused (``SystemFailure/fileType``) before a byte is read.
+    ///
+    /// - Parameter followSymlinks: Whether a symbolic link at `path` is followed (`false`:
+    ///   `ELOOP`, for files a store keeps itself).
+    package static func openRegularFile(
+        _ path: String, followSymlinks: Bool = false
+    ) throws(SystemFailure) -> (fd: Int32, info: Glibc.stat) {
         let fd: Int32
         do throws(SystemFailure) {
-            fd = try open(path, O_RDONLY | O_NOFOLLOW)
+            fd = try open(path, O_RDONLY | O_NONBLOCK | (followSymlinks ? 0 : O_NOFOLLOW))
+        } catch where error.errno == ENXIO {
+            throw SystemFailure(notRegularFile: "a socket")  // open(2) of a Unix socket
+        }
+        var info = Glibc.stat()
+        guard fstat(fd, &info) == 0 else {
+            let failure = SystemFailure(call: "fstat", errno: errno)
+            close(fd)
+            throw failure
+        }
+        let type = info.st_mode & S_IFMT
+        guard type == S_IFREG else {
+            close(fd)
+            switch type {
+            case S_IFIFO: throw SystemFailure(notRegularFile: "a FIFO")
+            case S_IFSOCK: throw SystemFailure(notRegularFile: "a socket")
+            case S_IFCHR: throw SystemFailure(notRegularFile: "a character device")
+            case S_IFBLK: throw SystemFailure(notRegularFile: "a block device")
+            case S_IFDIR: throw SystemFailure(notRegularFile: "a directory")
+            default: throw SystemFailure(notRegularFile: "an unknown kind of file")
+            }
+        }
+        return (fd, info)
+    }
+
+    /// Reads the whole regular file at `path` (symbolic links not followed); `nil` when it does
+    /// not exist. Anything else at `path` is refused at once (see ``openRegularFile(_:followSymlinks:)``).
+    package static func readFile(_ path: String, followSymlinks: Bool = false) throws(SystemFailure) -> [UInt8]? {
+        let fd: Int32
+        let size: Int
+        do throws(SystemFailure) {
+            let opened = try openRegularFile(path, followSymlinks: followSymlinks)
+            fd = opened.fd
+            size = Int(clamping: opened.info.st_size)
         } catch {
             if error.errno == ENOENT { return nil }
             throw error
         }
         defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
+        // Room for the size fstat gave (capped: it is only a hint), plus a byte to see the end.
+        var bytes = [UInt8](repeating: 0, count: max(4096, min(size, 64 << 20) + 1))
         var filled = 0
         while true {
             if filled == bytes.count { bytes += [UInt8](repeating: 0, count: bytes.count) }

@@ -1,14 +1,24 @@
 import Foundation
 
 /// The one way Keepsake writes JSON: UTF-8, keys sorted, no escaped slashes,
-/// dates as ISO 8601 UTC with milliseconds (see ``ISO8601``).
+/// dates as ISO 8601 UTC with at least milliseconds, losslessly (see ``ISO8601``).
 enum CanonicalJSON {
+    /// - Throws: `EncodingError.invalidValue` at the field's coding path for a date that
+    ///   cannot be written exactly (outside the years 0001–9999, not finite), and what the
+    ///   value's own `encode(to:)` throws.
     static func encode<T: Encodable>(_ value: T) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
+            let text: String
+            do throws(ISO8601.Failure) {
+                text = try ISO8601.string(from: date)
+            } catch {
+                throw EncodingError.invalidValue(date, .init(
+                    codingPath: encoder.codingPath, debugDescription: "Cannot write the date: \(error.reason)."))
+            }
             var container = encoder.singleValueContainer()
-            try container.encode(ISO8601.string(from: date))
+            try container.encode(text)
         }
         encoder.dataEncodingStrategy = .base64
         return try encoder.encode(value)
@@ -33,4 +43,14 @@ enum CanonicalJSON {
         }
         out.append(UInt8(ascii: "\""))
     }
+}
+
+/// The cause of a failed encode, for a ``KeepsakeError``: the failing coding path and reason of
+/// an `EncodingError` (never the value), else the error described.
+func encodingCause(_ error: any Error) -> KeepsakeError.Cause {
+    guard let error = error as? EncodingError, case let .invalidValue(_, context) = error else {
+        return .other(String(describing: error))
+    }
+    let path = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+    return .other(path.isEmpty ? context.debugDescription : "at \(path): \(context.debugDescription)")
 }

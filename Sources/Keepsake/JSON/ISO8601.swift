@@ -1,15 +1,110 @@
 import Foundation
 
-/// ISO 8601 dates as Keepsake writes and reads them, without a formatter object.
+/// ISO 8601 dates as Keepsake writes and reads them, without a formatter object — exactly.
 ///
-/// Written: UTC with milliseconds, `2025-03-01T09:30:00.250Z` (rounded to the nearest
-/// millisecond, so a date read back encodes to the same text). Read: `YYYY-MM-DDThh:mm:ss`,
-/// an optional fraction of any length, then `Z` or an offset `±hh:mm` / `±hhmm`.
-enum ISO8601 {
-    static func string(from date: Date) -> String {
-        let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded())
-        var days = totalMillis >= 0 ? totalMillis / 86_400_000 : (totalMillis - 86_399_999) / 86_400_000
-        let millisOfDay = totalMillis - days * 86_400_000
+/// A `Date` is a number of seconds since 2001-01-01T00:00:00Z (a `Double`). Keepsake keeps
+/// dates from 0001-01-01T00:00:00Z up to, not including, 10000-01-01T00:00:00Z: the instants
+/// a four-digit year can write.
+///
+/// **Written**: UTC, `2025-03-01T09:30:00.250Z` — at least three fraction digits, and more
+/// when the date is finer than a millisecond: as many as the shortest decimal that reads back
+/// to the very same `Date` (`2025-03-01T09:30:00.2501234Z`). Writing is lossless: a written
+/// date reads back equal to the date that was written, bit for bit. A date outside the range
+/// (or not finite) cannot be written and is refused, never wrapped or cut.
+///
+/// **Read**: `YYYY-MM-DDThh:mm:ss`, an optional fraction of up to ``maxFractionDigits``
+/// digits, then `Z` or an offset `±hh:mm` / `±hhmm` (at most ±23:59). The calendar is checked
+/// (no February 30, month 13, hour 24, minute or second 60, year 0), and the instant must be
+/// in the range. The text is read exactly: the result is the `Date` nearest to the instant it
+/// names.
+package enum ISO8601 {
+    /// Why a date cannot be read or written; never quotes the date itself.
+    package struct Failure: Error, Sendable, Equatable {
+        package let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    /// 0001-01-01T00:00:00Z, in seconds since 2001-01-01T00:00:00Z: the earliest date kept.
+    package static let earliest: TimeInterval = -63_113_904_000
+    /// 10000-01-01T00:00:00Z, in seconds since 2001-01-01T00:00:00Z: the first date not kept.
+    package static let end: TimeInterval = 252_423_993_600
+    /// The longest fraction read (an exact date never needs more than about 770 digits).
+    package static let maxFractionDigits = 1000
+
+    /// Seconds from 1970-01-01 to 2001-01-01, the reference `Date` counts from.
+    private static let referenceSince1970: Int64 = 978_307_200
+
+    /// Whether `date` can be written.
+    package static func check(_ date: Date) throws(Failure) {
+        let seconds = date.timeIntervalSinceReferenceDate
+        guard seconds.isFinite else { throw Failure("the date is not a finite number of seconds") }
+        guard seconds >= earliest, seconds < end else {
+            throw Failure("the date is outside the years 0001–9999")
+        }
+    }
+
+    /// A date stored as a number of seconds since 2001-01-01T00:00:00Z (Foundation's default),
+    /// given as JSON number text.
+    package static func date(secondsSinceReference text: String) throws(Failure) -> Date {
+        guard let seconds = Double(text) else { throw Failure("the number of seconds is not a number") }
+        guard seconds.isFinite else { throw Failure("the number of seconds overflows") }
+        let date = Date(timeIntervalSinceReferenceDate: seconds)
+        try check(date)
+        return date
+    }
+
+    // MARK: Writing
+
+    /// The date as Keepsake writes it: UTC, at least milliseconds, lossless.
+    ///
+    /// - Throws: ``Failure`` for a date outside 0001–9999 or not finite.
+    package static func string(from date: Date) throws(Failure) -> String {
+        try check(date)
+        let seconds = date.timeIntervalSinceReferenceDate
+        // The shortest decimal that reads back as `seconds`, split into whole seconds (floor)
+        // and the fraction's digits.
+        var (digits, exponent) = decimal(seconds)
+        var whole: Int64
+        var fraction: [UInt8]
+        if exponent >= 0 {
+            digits += [UInt8](repeating: 0, count: exponent)
+            fraction = []
+        } else if digits.count > -exponent {
+            fraction = Array(digits[(digits.count + exponent)...])
+            digits.removeLast(-exponent)
+        } else {
+            fraction = [UInt8](repeating: 0, count: -exponent - digits.count) + digits
+            digits = [0]
+        }
+        whole = digits.reduce(0) { $0 * 10 + Int64($1) }  // at most 12 digits in the range
+        if seconds < 0 {
+            whole = -whole
+            if !fraction.isEmpty {
+                whole -= 1
+                fraction = complement(fraction)
+            }
+        }
+        while fraction.count < 3 { fraction.append(0) }
+        return format(secondsSince1970: whole + referenceSince1970, fraction: fraction)
+    }
+
+    /// The date to the millisecond, rounded down (never into the next year): for texts an
+    /// older reader parses with a millisecond format, where the precision does not matter.
+    ///
+    /// - Throws: ``Failure`` for a date outside 0001–9999 or not finite.
+    package static func millisecondString(from date: Date) throws(Failure) -> String {
+        try check(date)
+        let millis = Int64((date.timeIntervalSinceReferenceDate * 1000).rounded(.down))
+        let whole = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
+        let fraction = millis - whole * 1000
+        let digits = [UInt8(fraction / 100), UInt8(fraction / 10 % 10), UInt8(fraction % 10)]
+        return format(secondsSince1970: whole + referenceSince1970, fraction: digits)
+    }
+
+    /// `YYYY-MM-DDThh:mm:ss.<fraction>Z` for whole seconds since 1970 in the range.
+    private static func format(secondsSince1970 total: Int64, fraction: [UInt8]) -> String {
+        var days = total >= 0 ? total / 86_400 : (total - 86_399) / 86_400
+        let secondOfDay = total - days * 86_400
         // Civil from days (Howard Hinnant's algorithm).
         days += 719_468
         let era = (days >= 0 ? days : days - 146_096) / 146_097
@@ -20,34 +115,85 @@ enum ISO8601 {
         let day = dayOfYear - (153 * mp + 2) / 5 + 1
         let month = mp < 10 ? mp + 3 : mp - 9
         let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        precondition((1...9999).contains(year), "ISO8601: a checked date fell outside 0001–9999")
 
         var out = [UInt8]()
-        out.reserveCapacity(24)
+        out.reserveCapacity(21 + fraction.count)
         func put(_ value: Int64, width: Int) {
-            var digits = [UInt8](repeating: UInt8(ascii: "0"), count: width)
+            var divisor: Int64 = 1
+            for _ in 1..<width { divisor *= 10 }
             var rest = value
-            for index in stride(from: width - 1, through: 0, by: -1) {
-                digits[index] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
+            while divisor > 0 {
+                out.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+                rest %= divisor
+                divisor /= 10
             }
-            out.append(contentsOf: digits)
         }
         put(year, width: 4); out.append(UInt8(ascii: "-"))
         put(month, width: 2); out.append(UInt8(ascii: "-"))
         put(day, width: 2); out.append(UInt8(ascii: "T"))
-        put(millisOfDay / 3_600_000, width: 2); out.append(UInt8(ascii: ":"))
-        put(millisOfDay / 60_000 % 60, width: 2); out.append(UInt8(ascii: ":"))
-        put(millisOfDay / 1000 % 60, width: 2); out.append(UInt8(ascii: "."))
-        put(millisOfDay % 1000, width: 3); out.append(UInt8(ascii: "Z"))
+        put(secondOfDay / 3600, width: 2); out.append(UInt8(ascii: ":"))
+        put(secondOfDay / 60 % 60, width: 2); out.append(UInt8(ascii: ":"))
+        put(secondOfDay % 60, width: 2); out.append(UInt8(ascii: "."))
+        out.append(contentsOf: fraction.map { UInt8(ascii: "0") + $0 })
+        out.append(UInt8(ascii: "Z"))
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func date(from text: String) -> Date? {
-        var text = text
-        return text.withUTF8 { parse(Array($0)) }
+    /// `|value|` as decimal digits (no leading or trailing zeros, `[0]` for zero) and a power
+    /// of ten: `|value| = digits × 10^exponent`. The digits are Swift's shortest representation
+    /// that reads back as `value`.
+    static func decimal(_ value: Double) -> (digits: [UInt8], exponent: Int) {
+        var digits: [UInt8] = []
+        var exponent = 0
+        var afterPoint = false
+        var exponentText: [UInt8] = []
+        var inExponent = false
+        for byte in value.magnitude.description.utf8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9") where inExponent:
+                exponentText.append(byte)
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                digits.append(byte - UInt8(ascii: "0"))
+                if afterPoint { exponent -= 1 }
+            case UInt8(ascii: "."): afterPoint = true
+            case UInt8(ascii: "e"), UInt8(ascii: "E"): inExponent = true
+            case UInt8(ascii: "-") where inExponent: exponentText.append(byte)
+            default: break  // "+" of the exponent
+            }
+        }
+        if !exponentText.isEmpty, let shift = Int(String(decoding: exponentText, as: UTF8.self)) {
+            exponent += shift
+        }
+        while digits.count > 1, digits.first == 0 { digits.removeFirst() }
+        while digits.count > 1, digits.last == 0 {
+            digits.removeLast()
+            exponent += 1
+        }
+        if digits == [0] { exponent = 0 }
+        return (digits, exponent)
     }
 
-    private static func parse(_ s: [UInt8]) -> Date? {
+    /// `10^n − f` for the fraction digits `f` (n digits, last one not zero): `1 − 0.f`.
+    private static func complement(_ fraction: [UInt8]) -> [UInt8] {
+        var result = fraction.map { 9 - $0 }
+        result[result.count - 1] += 1
+        return result
+    }
+
+    // MARK: Reading
+
+    /// The date `text` names.
+    ///
+    /// - Throws: ``Failure`` saying what is wrong: the syntax, an impossible calendar date, an
+    ///   offset out of range, or an instant outside 0001–9999.
+    package static func date(from text: String) throws(Failure) -> Date {
+        var text = text
+        // `withUTF8` rethrows untyped: carry the typed failure out as a Result.
+        return try text.withUTF8 { bytes in Result { () throws(Failure) in try parse(bytes) } }.get()
+    }
+
+    private static func parse(_ s: UnsafeBufferPointer<UInt8>) throws(Failure) -> Date {
         var i = 0
         func number(_ width: Int) -> Int64? {
             guard i + width <= s.count else { return nil }
@@ -65,34 +211,51 @@ enum ISO8601 {
             i += 1
             return true
         }
-        guard let year = number(4), take(UInt8(ascii: "-")), let month = number(2), take(UInt8(ascii: "-")),
-              let day = number(2), take(UInt8(ascii: "T")) || take(UInt8(ascii: "t")),
+        let syntax = Failure("not an ISO 8601 date-time such as 2025-03-01T09:30:00.250Z")
+        guard let year = number(4) else { throw syntax }
+        guard take(UInt8(ascii: "-")) else {
+            if i < s.count, s[i] >= UInt8(ascii: "0"), s[i] <= UInt8(ascii: "9") {
+                throw Failure("the year has more than four digits; dates are kept for the years 0001–9999")
+            }
+            throw syntax
+        }
+        guard let month = number(2), take(UInt8(ascii: "-")), let day = number(2),
+              take(UInt8(ascii: "T")) || take(UInt8(ascii: "t")),
               let hour = number(2), take(UInt8(ascii: ":")), let minute = number(2), take(UInt8(ascii: ":")),
               let second = number(2)
-        else { return nil }
-        guard (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
-        var fraction = 0.0
+        else { throw syntax }
+        guard year >= 1 else { throw Failure("year 0 does not exist; dates are kept for the years 0001–9999") }
+        guard (1...12).contains(month) else { throw Failure("month \(month) does not exist") }
+        guard (1...daysIn(month: month, year: year)).contains(day) else {
+            throw Failure("day \(day) does not exist in month \(month) of that year")
+        }
+        guard hour < 24 else { throw Failure("hour \(hour) does not exist (00–23)") }
+        guard minute < 60 else { throw Failure("minute \(minute) does not exist (00–59)") }
+        guard second < 60 else { throw Failure("second \(second) cannot be kept (00–59; no leap seconds)") }
+        var fraction: UnsafeBufferPointer<UInt8>.SubSequence = s[0..<0]
         if take(UInt8(ascii: ".")) {
             let start = i
             while i < s.count, s[i] >= UInt8(ascii: "0"), s[i] <= UInt8(ascii: "9") { i += 1 }
-            guard i > start, let value = Double("0." + String(decoding: s[start..<i], as: UTF8.self)) else {
-                return nil
+            guard i > start else { throw syntax }
+            guard i - start <= maxFractionDigits else {
+                throw Failure("the fraction of a second has more than \(maxFractionDigits) digits")
             }
-            fraction = value
+            fraction = s[start..<i]
         }
         var offsetSeconds: Int64 = 0
         if take(UInt8(ascii: "Z")) || take(UInt8(ascii: "z")) {
         } else if i < s.count, s[i] == UInt8(ascii: "+") || s[i] == UInt8(ascii: "-") {
             let sign: Int64 = s[i] == UInt8(ascii: "-") ? -1 : 1
             i += 1
-            guard let hours = number(2) else { return nil }
+            guard let hours = number(2) else { throw syntax }
             _ = take(UInt8(ascii: ":"))
-            guard let minutes = number(2), hours < 24, minutes < 60 else { return nil }
+            guard let minutes = number(2) else { throw syntax }
+            guard hours < 24, minutes < 60 else { throw Failure("the UTC offset is out of range (at most ±23:59)") }
             offsetSeconds = sign * (hours * 3600 + minutes * 60)
         } else {
-            return nil
+            throw syntax
         }
-        guard i == s.count else { return nil }
+        guard i == s.count else { throw syntax }
         // Days from civil (Howard Hinnant's algorithm).
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
@@ -100,7 +263,34 @@ enum ISO8601 {
         let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         let days = era * 146_097 + dayOfEra - 719_468
-        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
-        return Date(timeIntervalSince1970: Double(seconds) + fraction)
+        let whole = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds - referenceSince1970
+        // Whole seconds and fraction as one decimal, rounded once to the nearest Double.
+        var digits = Array(fraction).map { $0 - UInt8(ascii: "0") }
+        while digits.last == 0 { digits.removeLast() }
+        let seconds: Double
+        if digits.isEmpty {
+            seconds = Double(whole)
+        } else {
+            let text: String
+            if whole >= 0 {
+                text = "\(whole)." + String(decoding: digits.map { $0 + UInt8(ascii: "0") }, as: UTF8.self)
+            } else {
+                // whole + 0.f = −((|whole| − 1) + (1 − 0.f))
+                text = "-\(-whole - 1)." + String(decoding: complement(digits).map { $0 + UInt8(ascii: "0") }, as: UTF8.self)
+            }
+            guard let value = Double(text) else { throw syntax }
+            seconds = value
+        }
+        let date = Date(timeIntervalSinceReferenceDate: seconds)
+        try check(date)
+        return date
+    }
+
+    private static func daysIn(month: Int64, year: Int64) -> Int64 {
+        switch month {
+        case 2: return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
     }
 }

@@ -11,7 +11,8 @@ struct JSONSyntaxError: Error, Sendable {
 /// A strict RFC 8259 parser over UTF-8 bytes.
 ///
 /// Strict where it matters for stored records: invalid UTF-8, control characters in strings,
-/// duplicate member names, trailing data and nesting deeper than 256 levels are errors.
+/// duplicate member names (the same UTF-8 bytes: names are exact strings), trailing data and
+/// nesting deeper than 256 levels are errors.
 /// Besides building a ``JSONValue`` tree it can validate a value without building it
 /// (``skipValue()``), which the defaults store uses to slice a document into raw records.
 struct JSONParser: ~Copyable {
@@ -118,11 +119,11 @@ struct JSONParser: ~Copyable {
         case UInt8(ascii: "{"):
             offset += 1
             if try peek() == UInt8(ascii: "}") { offset += 1; return start..<offset }
-            var seen = Set<String>()
+            var seen = Set<ExactString>()
             while true {
                 guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a member name") }
                 let name = try parseString()
-                guard seen.insert(name).inserted else { throw fail("duplicate member name") }
+                guard seen.insert(ExactString(name)).inserted else { throw fail("duplicate member name") }
                 try expect(UInt8(ascii: ":"), "':'")
                 _ = try skipValue(depth: depth + 1)
                 if try peek() == UInt8(ascii: ",") { offset += 1; continue }
@@ -164,18 +165,33 @@ struct JSONParser: ~Copyable {
         var members: [(key: String, value: JSONValue)] = []
         if try peek() == UInt8(ascii: "}") { offset += 1; return JSONObject(members: members) }
         members.reserveCapacity(4)
+        // Small objects (records) check duplicates by scanning; past the threshold a hash index
+        // takes over, so the check stays linear in the object's size.
+        var index: [ExactString: Int]?
         while true {
             guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a member name") }
             let nameOffset = offset
             let name = try parseString()
-            for member in members where member.key == name {
-                throw JSONSyntaxError(offset: nameOffset, reason: "duplicate member name")
+            if index != nil {
+                guard index?.updateValue(members.count, forKey: ExactString(name)) == nil else {
+                    throw JSONSyntaxError(offset: nameOffset, reason: "duplicate member name")
+                }
+            } else {
+                for member in members where member.key.isExactly(name) {
+                    throw JSONSyntaxError(offset: nameOffset, reason: "duplicate member name")
+                }
+                if members.count == JSONObject.indexThreshold {
+                    var built = [ExactString: Int](minimumCapacity: 2 * JSONObject.indexThreshold)
+                    for (position, member) in members.enumerated() { built[ExactString(member.key)] = position }
+                    built[ExactString(name)] = members.count
+                    index = built
+                }
             }
             try expect(UInt8(ascii: ":"), "':'")
             members.append((name, try parseValue(depth: depth)))
             if try peek() == UInt8(ascii: ",") { offset += 1; continue }
             try expect(UInt8(ascii: "}"), "',' or '}'")
-            return JSONObject(members: members)
+            return JSONObject(members: members, index: index)
         }
     }
 

@@ -27,12 +27,28 @@ enum JSONValue: Sendable {
 }
 
 /// A JSON object's members in document order. Records are small, so a linear scan over
-/// a contiguous array is faster than hashing.
+/// a contiguous array is faster than hashing; an object of more than ``indexThreshold``
+/// members also has an index, so that a hostile object of 100k members costs linear time to
+/// decode, not quadratic. Member names are exact strings: compared by their UTF-8 bytes, so
+/// `"caf\u{E9}"` and `"cafe\u{301}"` are two members.
 struct JSONObject: Sendable {
-    var members: [(key: String, value: JSONValue)]
+    /// Up to this many members, lookups scan; above it, they use ``index``.
+    static let indexThreshold = 16
+
+    let members: [(key: String, value: JSONValue)]
+    /// Member name → position in ``members``, for objects above ``indexThreshold`` members.
+    private let index: [ExactString: Int]?
+
+    /// An object of `members`, whose names must be distinct byte sequences; `index`, when
+    /// given, maps each name to its position.
+    init(members: [(key: String, value: JSONValue)], index: [ExactString: Int]? = nil) {
+        self.members = members
+        self.index = index
+    }
 
     subscript(key: String) -> JSONValue? {
-        for member in members where member.key == key { return member.value }
+        if let index { return index[ExactString(key)].map { members[$0].value } }
+        for member in members where member.key.isExactly(key) { return member.value }
         return nil
     }
 

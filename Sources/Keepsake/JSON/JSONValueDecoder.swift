@@ -18,9 +18,9 @@ struct JSONValueDecoder: Decoder {
         self.readKeys = readKeys
     }
 
-    /// The top-level keys a decode read (asked for, or asked whether present).
+    /// The top-level keys a decode read (asked for, or asked whether present), as exact strings.
     final class ReadKeys {
-        var keys = Set<String>()
+        var keys = Set<ExactString>()
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
@@ -29,7 +29,7 @@ struct JSONValueDecoder: Decoder {
 
     /// Decodes `type` from `value` and returns the top-level keys its `init(from:)` read, so a
     /// caller can tell whether the object held keys the type does not know.
-    static func decodeTrackingKeys<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> (T, Set<String>) {
+    static func decodeTrackingKeys<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> (T, Set<ExactString>) {
         let readKeys = ReadKeys()
         let decoded = try T(from: JSONValueDecoder(value, readKeys: readKeys))
         return (decoded, readKeys.keys)
@@ -78,20 +78,20 @@ struct JSONValueDecoder: Decoder {
         return try T(from: JSONValueDecoder(value, codingPath: path))
     }
 
+    /// A date in either stored form, read exactly. A date Keepsake could not write back
+    /// identically (not finite, outside the years 0001–9999, an impossible calendar date) is a
+    /// `dataCorrupted` error at the field's coding path.
     private static func decodeDate(_ value: JSONValue, _ path: [any CodingKey]) throws -> Date {
-        switch value {
-        case let .number(text):
-            guard let seconds = Double(text) else { throw mismatch(Date.self, value, path) }
-            return Date(timeIntervalSinceReferenceDate: seconds)
-        case let .string(text):
-            guard let date = ISO8601.date(from: text) else {
-                throw DecodingError.dataCorrupted(.init(
-                    codingPath: path, debugDescription: "Expected an ISO 8601 date or a number of seconds."))
+        do throws(ISO8601.Failure) {
+            switch value {
+            case let .number(text): return try ISO8601.date(secondsSinceReference: text)
+            case let .string(text): return try ISO8601.date(from: text)
+            default: break
             }
-            return date
-        default:
-            throw mismatch(Date.self, value, path)
+        } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "Invalid date: \(error.reason)."))
         }
+        throw mismatch(Date.self, value, path)
     }
 }
 
@@ -141,12 +141,12 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     var allKeys: [Key] { object.members.compactMap { Key(stringValue: $0.key) } }
 
     func contains(_ key: Key) -> Bool {
-        readKeys?.keys.insert(key.stringValue)
+        readKeys?.keys.insert(ExactString(key.stringValue))
         return object[key.stringValue] != nil
     }
 
     private func value(_ key: Key) throws -> JSONValue {
-        readKeys?.keys.insert(key.stringValue)
+        readKeys?.keys.insert(ExactString(key.stringValue))
         guard let value = object[key.stringValue] else {
             throw DecodingError.keyNotFound(key, .init(
                 codingPath: codingPath, debugDescription: "No value for key '\(key.stringValue)'."))
@@ -189,12 +189,12 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func superDecoder() throws -> any Decoder {
-        readKeys?.keys.insert("super")
+        readKeys?.keys.insert(ExactString("super"))
         return JSONValueDecoder(object["super"] ?? .null, codingPath: codingPath)
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
-        readKeys?.keys.insert(key.stringValue)
+        readKeys?.keys.insert(ExactString(key.stringValue))
         return JSONValueDecoder(object[key.stringValue] ?? .null, codingPath: codingPath + [key])
     }
 }

@@ -108,12 +108,13 @@ public final class DefaultsStore: RecordStore {
         var results: [StoreWriteResult] = []
         var changed = false
         for write in writes {
-            guard write.expects(values[write.key]) else {
+            let key = ExactString(write.key)
+            guard write.expects(values[key]) else {
                 results.append(.conflict)
                 continue
             }
-            if values[write.key] != write.value { changed = true }
-            values[write.key] = write.value
+            if values[key] != write.value { changed = true }
+            values[key] = write.value
             results.append(.applied)
         }
         guard changed else { return results }
@@ -146,6 +147,8 @@ public final class DefaultsStore: RecordStore {
 
     /// Stores a plain value under `key` (as JSON, dates ISO 8601), replacing what was there.
     ///
+    /// - Throws: ``KeepsakeError/Code/encodingFailed`` when the value cannot be encoded — a date
+    ///   outside the years 0001–9999 among them — and the store's own errors.
     /// - Important: If this throws, the suite file is as it was.
     public func set<T: Encodable>(_ value: T, forKey key: String) throws(KeepsakeError) {
         let bytes: Data
@@ -153,7 +156,7 @@ public final class DefaultsStore: RecordStore {
             bytes = try CanonicalJSON.encode(value)
         } catch {
             throw KeepsakeError(.encodingFailed, store: uri, key: key, "the value could not be encoded as JSON",
-                                cause: .other(String(describing: error)))
+                                cause: encodingCause(error), underlying: error)
         }
         try setData(bytes, forKey: key)
     }
@@ -209,22 +212,23 @@ public final class DefaultsStore: RecordStore {
     }
 }
 
-/// A suite file sliced into its top-level members, each kept as its exact bytes.
+/// A suite file sliced into its top-level members, each kept as its exact bytes. Keys are exact
+/// strings: `"caf\u{E9}"` and `"cafe\u{301}"` are two members.
 struct DefaultsDocument {
     let bytes: Data
-    /// Sorted by key.
+    /// Sorted by key (UTF-8 bytes).
     let entries: [(key: String, range: Range<Int>)]
 
     func value(forKey key: String) -> Data? {
-        entries.first { $0.key == key }.map { Data(bytes[$0.range]) }
+        entries.first { $0.key.isExactly(key) }.map { Data(bytes[$0.range]) }
     }
 
-    var entriesWithBytes: [(String, Data)] { entries.map { ($0.key, Data(bytes[$0.range])) } }
+    var entriesWithBytes: [(ExactString, Data)] { entries.map { (ExactString($0.key), Data(bytes[$0.range])) } }
 
     static func parse(_ bytes: Data) throws(JSONSyntaxError) -> DefaultsDocument {
         let entries = try JSONParser.withParser(bytes) { parser throws(JSONSyntaxError) -> [(key: String, range: Range<Int>)] in
             var entries: [(key: String, range: Range<Int>)] = []
-            var seen = Set<String>()
+            var seen = Set<ExactString>()
             guard try parser.peek() == UInt8(ascii: "{") else {
                 throw JSONSyntaxError(offset: parser.offset, reason: "the document is not a JSON object")
             }
@@ -238,7 +242,7 @@ struct DefaultsDocument {
                     }
                     let keyOffset = parser.offset
                     let key = try parser.parseString()
-                    guard seen.insert(key).inserted else {
+                    guard seen.insert(ExactString(key)).inserted else {
                         throw JSONSyntaxError(offset: keyOffset, reason: "duplicate key '\(key)'")
                     }
                     try parser.expect(UInt8(ascii: ":"), "':'")
@@ -260,16 +264,16 @@ struct DefaultsDocument {
         return DefaultsDocument(
             bytes: bytes,
             entries: entries.map { ($0.key, (base + $0.range.lowerBound)..<(base + $0.range.upperBound)) }
-                .sorted { $0.key < $1.key })
+                .sorted { $0.key.precedesExactly($1.key) })
     }
 
-    /// `{ "key": value, … }` with one member per line, keys sorted, values as given.
-    static func serialize(_ values: [String: Data]) -> Data {
+    /// `{ "key": value, … }` with one member per line, keys sorted (UTF-8 bytes), values as given.
+    static func serialize(_ values: [ExactString: Data]) -> Data {
         var out = Data()
         out.append(contentsOf: Array("{".utf8))
         for (index, key) in values.keys.sorted().enumerated() {
             out.append(contentsOf: Array((index == 0 ? "\n  " : ",\n  ").utf8))
-            CanonicalJSON.appendString(key, to: &out)
+            CanonicalJSON.appendString(key.value, to: &out)
             out.append(contentsOf: Array(": ".utf8))
             out.append(values[key]!)
         }

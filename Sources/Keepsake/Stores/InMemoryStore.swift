@@ -7,35 +7,37 @@ import Synchronization
 public final class InMemoryStore: RecordStore {
     public let uri: String
     public var capabilities: StoreCapabilities { [] }
-    private let storage: Mutex<[String: Data]>
+    /// Keys are exact strings: compared by their UTF-8 bytes.
+    private let storage: Mutex<[ExactString: Data]>
 
     /// - Parameters:
     ///   - name: Shown in errors as `memory:<name>`.
     ///   - contents: Initial key → bytes.
     public init(name: String = "default", contents: [String: Data] = [:]) {
         uri = "memory:\(name)"
-        storage = Mutex(contents)
+        storage = Mutex(Dictionary(uniqueKeysWithValues: contents.map { (ExactString($0.key), $0.value) }))
     }
 
     public func data(forKey key: String) throws(KeepsakeError) -> Data? {
         try validateKey(key)
-        return storage.withLock { $0[key] }
+        return storage.withLock { $0[ExactString(key)] }
     }
 
     public func keys() throws(KeepsakeError) -> [String] {
-        storage.withLock { $0.keys.sorted() }
+        storage.withLock { $0.keys.sorted().map(\.value) }
     }
 
     public func allData() throws(KeepsakeError) -> [(key: String, data: Data)] {
-        storage.withLock { $0.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
+        storage.withLock { $0.sorted { $0.key < $1.key }.map { ($0.key.value, $0.value) } }
     }
 
     public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
         for write in writes { try validateKey(write.key) }
         return storage.withLock { contents in
             writes.map { write in
-                guard write.expects(contents[write.key]) else { return .conflict }
-                contents[write.key] = write.value
+                let key = ExactString(write.key)
+                guard write.expects(contents[key]) else { return .conflict }
+                contents[key] = write.value
                 return .applied
             }
         }

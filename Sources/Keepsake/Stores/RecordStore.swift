@@ -9,6 +9,10 @@ import Foundation
 /// Implementations must never turn a failure into "absent": `data(forKey:)` returns `nil` only
 /// when the backend positively reports that nothing is stored under the key; a locked, missing
 /// or unreadable backend throws.
+///
+/// Keys are exact strings: two keys are the same key only when their UTF-8 bytes are the same
+/// (`"caf\u{E9}"` and `"cafe\u{301}"` are two keys, though Swift's `==` calls them equal), and
+/// "sorted" means sorted by UTF-8 bytes.
 public protocol RecordStore: Sendable {
     /// The store as a URI, used in every error and report: `defaults:/path/suite.json`.
     var uri: String { get }
@@ -21,12 +25,27 @@ public protocol RecordStore: Sendable {
     /// - Throws: ``KeepsakeError`` when the backend cannot answer (never `nil` for that).
     func data(forKey key: String) throws(KeepsakeError) -> Data?
 
-    /// Every key that holds a value, sorted.
+    /// Every key that holds a value, sorted by UTF-8 bytes.
     func keys() throws(KeepsakeError) -> [String]
 
     /// Every key with its bytes, sorted by key. Backends that read everything at once
     /// (the defaults store) override this to read once.
     func allData() throws(KeepsakeError) -> [(key: String, data: Data)]
+
+    /// Every record with its bytes or, for a record that cannot be read, why — sorted by key —
+    /// so that one bad record never stops a caller that reads them all (the ``Migrator``).
+    ///
+    /// An entry's key is the record key. A record whose key cannot be known (an encrypted file
+    /// that does not open) is listed under the name the backend found it by, such as its file
+    /// name, and its error, which has no ``KeepsakeError/key``, says so.
+    ///
+    /// The default implementation returns ``allData()``, each entry a success: right for
+    /// backends that read every record in one piece (one document, one query), where a failure
+    /// is the whole store's. Backends that read records one by one override it.
+    ///
+    /// - Throws: Only when the store itself cannot be read (listed, opened, unlocked); a record
+    ///   that cannot be read is an entry, not a throw.
+    func allRecords() throws(KeepsakeError) -> [(key: String, result: Result<Data, KeepsakeError>)]
 
     /// Applies `writes` in order. A write whose ``StoreWrite/Expectation`` does not hold is
     /// skipped and reported as ``StoreWriteResult/conflict``; the others are applied.
@@ -45,6 +64,10 @@ extension RecordStore {
             if let data = try data(forKey: key) { result.append((key, data)) }
         }
         return result
+    }
+
+    public func allRecords() throws(KeepsakeError) -> [(key: String, result: Result<Data, KeepsakeError>)] {
+        try allData().map { ($0.key, .success($0.data)) }
     }
 
     /// Stores `data` under `key`, replacing what was there.

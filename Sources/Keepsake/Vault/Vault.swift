@@ -91,10 +91,15 @@ public struct Vault: Sendable {
     /// this release does not know, and replaces only the keys it does: the newer release loses
     /// nothing.
     ///
+    /// The value is stored losslessly: it reads back equal, dates included (a date finer than a
+    /// millisecond is written with the fraction digits it needs).
+    ///
     /// - Throws: ``KeepsakeError/Code/newerVersion`` when the stored record was written by a
     ///   newer release that did not declare this one compatible,
-    ///   ``KeepsakeError/Code/schemaMismatch`` when it is another model's envelope, and the
-    ///   store's own errors. An unreadable record is replaced.
+    ///   ``KeepsakeError/Code/schemaMismatch`` when it is another model's envelope,
+    ///   ``KeepsakeError/Code/encodingFailed`` when the value cannot be stored exactly (a date
+    ///   outside the years 0001–9999: the cause names the field), and the store's own errors. An
+    ///   unreadable record is replaced.
     /// - Important: If this throws, the stored bytes are exactly as they were.
     public func save<Latest>(_ value: Latest, for key: RecordKey<Latest>) throws(KeepsakeError) {
         try save(value, in: key.chain, forKey: key.name)

@@ -24,7 +24,7 @@ extension Migrate {
                 if output.json {
                     printJSON(["key": key, "deleted": "true", "store": store.uri])
                 } else {
-                    print("Deleted '\(key)' from \(store.uri)")
+                    say("Deleted '\(key)' from \(store.uri)")
                 }
             }
         }

@@ -27,11 +27,11 @@ extension Migrate {
         }
 
         func validate() throws {
-            guard timeout > 0 else { throw ValidationError("--timeout must be more than 0") }
+            _ = try StoreOptions.duration(timeout, option: "--timeout")
         }
 
         func run() throws {
-            let keyring = KeyringStore.diagnose(timeout: .milliseconds(Int(timeout * 1000)))
+            let keyring = KeyringStore.diagnose(timeout: try StoreOptions.duration(timeout, option: "--timeout"))
             let checks = [
                 Check(store: "defaults", usable: true, status: "usable",
                       detail: "JSON suite files; needs only a writable directory"),

@@ -34,7 +34,7 @@ extension Migrate {
                 if output.json {
                     printJSON(["store": store.uri, "id": store.identifier, "key": source.description])
                 } else {
-                    print("Created \(store.uri) (id \(store.identifier)), protected by \(source)")
+                    say("Created \(store.uri) (id \(store.identifier)), protected by \(source)")
                 }
             }
         }

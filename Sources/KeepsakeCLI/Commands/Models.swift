@@ -40,10 +40,10 @@ extension Migrate {
                 })
                 return
             }
-            if models.isEmpty { print("No models are configured; every record is unmanaged.") }
+            if models.isEmpty { say("No models are configured; every record is unmanaged.") }
             for (index, chain) in models.enumerated() {
                 if index > 0 { print() }
-                print("\(chain.name) — latest v\(chain.latestVersion), default keys: \(chain.defaultKeys.joined(separator: ", "))")
+                say("\(chain.name) — latest v\(chain.latestVersion), default keys: \(chain.defaultKeys.joined(separator: ", "))")
                 printTable(["VERSION", "TYPE", "STORED KEYS"], chain.versions.map {
                     ["v\($0.version)", $0.typeName, $0.storedKeys?.description ?? "(read by decoding)"]
                 })

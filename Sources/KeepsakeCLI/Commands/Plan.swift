@@ -18,7 +18,7 @@ extension Migrate {
                 let migrator = try storeOptions.migrator()
                 let reports = try migrator.plan()
                 try finish(reports, json: output.json) {
-                    print("Plan for \(migrator.store.uri) (nothing is written)")
+                    say("Plan for \(migrator.store.uri) (nothing is written)")
                     printPlan(reports)
                 }
             }
@@ -26,27 +26,29 @@ extension Migrate {
     }
 }
 
-/// One line per record: what `run` does with it.
+/// One line per record: what `run` does with it. Keys are escaped for the terminal before they
+/// are padded, so the columns line up and no key can fake a line.
 func printPlan(_ reports: [RecordReport]) {
-    let width = reports.map(\.key.count).max() ?? 0
-    for report in reports {
-        let key = report.key.padding(toLength: width, withPad: " ", startingAt: 0)
+    let keys = reports.map { escapedForTerminal($0.key) }
+    let width = keys.map(\.count).max() ?? 0
+    for (report, escapedKey) in zip(reports, keys) {
+        let key = escapedKey.padding(toLength: width, withPad: " ", startingAt: 0)
         let model = report.schema ?? "-"
         switch report.state {
         case .outdated, .migrated:
             let path = ([report.storedVersion ?? 0] + report.steps).map { "v\($0)" }.joined(separator: " → ")
-            print("  \(key)  \(model) \(path)  (\(report.formText))")
+            say("  \(key)  \(model) \(path)  (\(report.formText))")
         case .current:
-            print("  \(key)  \(model) \(report.latestText)  up to date, nothing to do")
+            say("  \(key)  \(model) \(report.latestText)  up to date, nothing to do")
         case .newerReadable:
-            print("  \(key)  \(model) \(report.storedText)  newer than \(report.latestText) but readable by it; left untouched")
+            say("  \(key)  \(model) \(report.storedText)  newer than \(report.latestText) but readable by it; left untouched")
         case .newer:
-            print("  \(key)  \(model) \(report.storedText)  newer than \(report.latestText); left untouched")
+            say("  \(key)  \(model) \(report.storedText)  newer than \(report.latestText); left untouched")
         case .unreadable:
-            print("  \(key)  \(model)  cannot migrate: \(report.errorText ?? "unreadable"); left untouched")
+            say("  \(key)  \(model)  cannot migrate: \(report.errorText ?? "unreadable"); left untouched")
         case .unmanaged:
-            print("  \(key)  unmanaged; left alone")
+            say("  \(key)  unmanaged; left alone")
         }
     }
-    print(summary(reports))
+    say(summary(reports))
 }

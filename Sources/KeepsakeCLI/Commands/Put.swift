@@ -40,7 +40,7 @@ extension Migrate {
                 if output.json {
                     printJSON(["key": key, "bytes": "\(bytes.count)", "store": store.uri])
                 } else {
-                    print("Stored \(bytes.count) bytes under '\(key)' in \(store.uri)")
+                    say("Stored \(bytes.count) bytes under '\(key)' in \(store.uri)")
                 }
             }
         }

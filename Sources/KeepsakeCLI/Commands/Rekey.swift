@@ -53,7 +53,7 @@ extension Migrate {
                 if output.json {
                     printJSON(["store": fileStore.uri, "key": newSource.description, "keyGeneration": "\(generation)"])
                 } else {
-                    print("\(fileStore.uri) is now protected by \(newSource) (key generation \(generation))")
+                    say("\(fileStore.uri) is now protected by \(newSource) (key generation \(generation))")
                 }
             }
         }

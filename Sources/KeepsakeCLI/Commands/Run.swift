@@ -14,7 +14,8 @@ extension Migrate {
                     was; the others still migrate.
 
                     With --backup, the original bytes of each migrated record are first saved to
-                    <suite>.backups/<UTC time>/<key>.json beside a defaults suite (or --backup-dir).
+                    <suite>.backups/<UTC time>/<key>.json beside a defaults suite (or --backup-dir); each
+                    run gets a folder of its own (<UTC time>-2 for a second run in the same second).
                     Restore one with: \(CLI.name) put KEY --store URI < BACKUP/KEY.json
                     """)
         }
@@ -46,25 +47,33 @@ extension Migrate {
             if dryRun {
                 let reports = try migrator.plan()
                 try finish(reports, json: output.json) {
-                    print("Dry run on \(migrator.store.uri): nothing is written")
+                    say("Dry run on \(migrator.store.uri): nothing is written")
                     printPlan(reports)
                 }
                 return
             }
-            let destination = backup ? BackupDirectory.timestamped(in: try backupParent(migrator.store)) : nil
+            // A directory of this run's own, created now: another run in the same second gets another.
+            let destination = backup ? try BackupDirectory.create(in: try backupParent(migrator.store)) : nil
             let showProgress = standardErrorIsTerminal && !output.json
-            let reports = try migrator.run(backup: destination, progress: showProgress ? Self.showProgress : nil)
+            let reports: [RecordReport]
+            do {
+                reports = try migrator.run(backup: destination, progress: showProgress ? Self.showProgress : nil)
+            } catch {
+                destination?.removeIfEmpty()
+                throw error
+            }
+            if let destination, !reports.contains(where: { $0.backupPath != nil }) { destination.removeIfEmpty() }
             try finish(reports, json: output.json) {
-                print("Run on \(migrator.store.uri)")
+                say("Run on \(migrator.store.uri)")
                 if !reports.isEmpty {
                     printTable(["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"], reports.map {
                         [$0.key, $0.schema ?? "-", $0.storedText, $0.latestText, $0.state.rawValue,
                          $0.errorText ?? ($0.state == .migrated ? "steps " + $0.steps.map { "v\($0)" }.joined(separator: ", ") : "")]
                     })
                 }
-                print(summary(reports))
+                say(summary(reports))
                 if let destination, reports.contains(where: { $0.backupPath != nil }) {
-                    print("Backups in \(destination.path)")
+                    say("Backups in \(destination.path)")
                 }
             }
         }
@@ -72,7 +81,9 @@ extension Migrate {
         /// Progress on standard error for long runs: a line rewritten every 100 records.
         @Sendable private static func showProgress(_ progress: MigrationProgress) {
             if progress.written {
-                if progress.total >= 100 { printError("\rwritten \(progress.total) records checked") }
+                if progress.total >= 100 {
+                    FileHandle.standardError.write(Data("\rwritten \(progress.total) records checked\n".utf8))
+                }
             } else if progress.total >= 100, progress.evaluated % 100 == 0 {
                 FileHandle.standardError.write(Data("\rchecked \(progress.evaluated)/\(progress.total) records".utf8))
             }
@@ -81,7 +92,7 @@ extension Migrate {
         private func backupParent(_ store: any RecordStore) throws -> String {
             if store.capabilities.contains(.encryptedAtRest) {
                 // A backup holds the bytes `get` shows: for an encrypted store, plaintext.
-                throw ValidationError("""
+                throw usageError("""
                     backups of \(store.uri) would put its secrets on disk in plaintext; back up the \
                     store itself instead (a file: store's directory stays encrypted: cp -a DIR DIR.bak)
                     """)

@@ -34,17 +34,15 @@ extension Migrate {
                         "latestVersion": report.latestVersion ?? NSNull(),
                         "state": report.state.rawValue, "record": record,
                     ]
-                    let data = try JSONSerialization.data(
-                        withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-                    FileHandle.standardOutput.write(data + Data("\n".utf8))
+                    writeJSON(try JSONSerialization.data(
+                        withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
                 } else {
                     let change = report.state == .outdated
                         ? "\(report.storedText) (\(report.formText)) → \(report.latestText), migrated in memory; nothing written"
                         : "\(report.latestText), current"
                     printError("\(key): \(report.schema ?? "-") \(change)")
-                    let data = try JSONSerialization.data(
-                        withJSONObject: record, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-                    FileHandle.standardOutput.write(data + Data("\n".utf8))
+                    writeJSON(try JSONSerialization.data(
+                        withJSONObject: record, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
                 }
             }
         }

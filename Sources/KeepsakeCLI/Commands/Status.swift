@@ -21,14 +21,14 @@ extension Migrate {
                 let migrator = try storeOptions.migrator()
                 let reports = try migrator.plan()
                 try finish(reports, json: output.json) {
-                    print("Store \(migrator.store.uri)")
+                    say("Store \(migrator.store.uri)")
                     if !reports.isEmpty {
                         printTable(["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"], reports.map {
                             [$0.key, $0.schema ?? "-", $0.storedText, $0.latestText, $0.state.rawValue,
                              $0.errorText ?? $0.formText]
                         })
                     }
-                    print(summary(reports))
+                    say(summary(reports))
                 }
             }
         }

@@ -32,20 +32,30 @@ struct TrialOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("How far the clock may go back unreported, in minutes.", valueName: "minutes"))
     var toleranceMinutes: Int = 60
 
+    /// The longest trial and the largest tolerance accepted: a century, in days and minutes.
+    static let maxLengthDays = 36_525
+    static let maxToleranceMinutes = 36_525 * 24 * 60
+
     func validate() throws {
-        guard lengthDays > 0 else { throw ValidationError("--length-days must be at least 1") }
-        guard toleranceMinutes >= 0 else { throw ValidationError("--tolerance-minutes cannot be negative") }
-        if let now, parsedNow(now) == nil {
-            throw ValidationError("--now must be an ISO 8601 time such as 2026-01-31T12:00:00Z (got '\(now)')")
+        guard (1...Self.maxLengthDays).contains(lengthDays) else {
+            throw ValidationError("--length-days must be between 1 and \(Self.maxLengthDays)")
         }
+        guard (0...Self.maxToleranceMinutes).contains(toleranceMinutes) else {
+            throw ValidationError("--tolerance-minutes must be between 0 and \(Self.maxToleranceMinutes)")
+        }
+        if let now { _ = try parsedNow(now) }
     }
 
-    func parsedNow(_ text: String) -> Date? {
-        let strategies: [Date.ISO8601FormatStyle] = [.iso8601, .iso8601.time(includingFractionalSeconds: true)]
-        for strategy in strategies {
-            if let date = try? Date(text, strategy: strategy) { return date }
+    /// `--now` read as Keepsake reads stored dates: a valid calendar date in the years 0001–9999.
+    func parsedNow(_ text: String) throws -> Date {
+        do throws(ISO8601.Failure) {
+            return try ISO8601.date(from: text)
+        } catch {
+            throw usageError("""
+                --now must be an ISO 8601 time such as 2026-01-31T12:00:00Z: \(error.reason) \
+                (got '\(text)')
+                """)
         }
-        return nil
     }
 
     /// Runs `body` on the guard; a store that cannot be opened (locked, unavailable, a wrong
@@ -61,9 +71,9 @@ struct TrialOptions: ParsableArguments {
     func makeGuard(_ storeOptions: StoreOptions) throws -> TrialGuard {
         let store = try storeOptions.openStore()
         let context = storeOptions.context()
-        let fixed = now.flatMap(parsedNow)
+        let fixed = try now.map(parsedNow)
         return TrialGuard(store: store, key: key, length: .days(lengthDays),
-                          rollbackTolerance: TimeInterval(toleranceMinutes * 60),
+                          rollbackTolerance: TimeInterval(toleranceMinutes) * 60,
                           deviceIdentity: try context.requireDeviceIdentity(), clock: { fixed ?? Date() })
     }
 }
@@ -77,23 +87,23 @@ func report(_ status: TrialStatus, json: Bool) throws {
     case .notStarted:
         object = ["state": "notStarted", "startDate": NSNull(), "daysLeft": NSNull(), "expiresAt": NSNull()]
         code = .success
-        if !json { print("Trial not started.") }
+        if !json { say("Trial not started.") }
     case let .active(trial):
         object = ["state": "active", "startDate": iso(trial.start), "daysLeft": trial.daysLeft,
                   "expiresAt": iso(trial.expiresAt)]
         code = .success
         if !json {
-            print("Trial active: started \(iso(trial.start)), \(trial.daysLeft) whole days left, ends \(iso(trial.expiresAt)).")
+            say("Trial active: started \(iso(trial.start)), \(trial.daysLeft) whole days left, ends \(iso(trial.expiresAt)).")
         }
     case let .expired(since, start):
         object = ["state": "expired", "startDate": iso(start), "daysLeft": 0, "expiresAt": iso(since)]
         code = ExitCode(80)
-        if !json { print("Trial expired on \(iso(since)) (started \(iso(start))).") }
+        if !json { say("Trial expired on \(iso(since)) (started \(iso(start))).") }
     case let .clockMovedBack(lastSeen, now):
         object = ["state": "clockMovedBack", "startDate": NSNull(), "daysLeft": NSNull(), "expiresAt": NSNull(),
                   "lastSeen": iso(lastSeen), "now": iso(now)]
         code = ExitCode(81)
-        if !json { print("The clock moved back: it reads \(iso(now)), but \(iso(lastSeen)) was already seen.") }
+        if !json { say("The clock moved back: it reads \(iso(now)), but \(iso(lastSeen)) was already seen.") }
     case let .unknown(error):
         object = ["state": "unknown", "startDate": NSNull(), "daysLeft": NSNull(), "expiresAt": NSNull(),
                   "error": error.description, "errorCode": error.code.rawValue]
@@ -101,8 +111,7 @@ func report(_ status: TrialStatus, json: Bool) throws {
         if !json { printError("Trial state unknown: \(error)") }
     }
     if json {
-        let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        writeJSON(try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
     }
     if code != .success { throw code }
 }

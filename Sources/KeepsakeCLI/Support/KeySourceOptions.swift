@@ -37,27 +37,56 @@ struct KeySourceOptions: ParsableArguments {
         guard count == 1 else {
             let names = "--\(prefix)key-file PATH, --\(prefix)passphrase-file PATH, --\(prefix)passphrase-env VAR " +
                 "or --\(prefix == "" ? "ask" : "ask-new")-passphrase"
-            throw ValidationError(count == 0
+            throw usageError(count == 0
                 ? "\(store) needs its master key: give one of \(names)"
                 : "give only one of \(names)")
         }
         if let keyFile { return .keyFile(path: keyFile) }
         if let passphraseFile {
-            guard var data = FileManager.default.contents(atPath: passphraseFile) else {
-                throw ValidationError("cannot read the passphrase file \(passphraseFile)")
-            }
-            defer { data.resetBytes(in: 0..<data.count) }
-            if data.last == UInt8(ascii: "\n") { data.removeLast() }
-            guard !data.isEmpty else { throw ValidationError("the passphrase file \(passphraseFile) is empty") }
-            return .passphrase(SecureBytes(copying: data), origin: "file \(passphraseFile)")
+            let read = try readPassphraseFile(passphraseFile)
+            return .passphrase(read, origin: "file \(passphraseFile)")
         }
         if let passphraseEnv {
             guard let value = ProcessInfo.processInfo.environment[passphraseEnv], !value.isEmpty else {
-                throw ValidationError("the environment variable \(passphraseEnv) is not set or empty")
+                throw usageError("the environment variable \(passphraseEnv) is not set or empty")
             }
             return .passphrase(SecureBytes(copying: Array(value.utf8)), origin: "environment variable \(passphraseEnv)")
         }
         return .passphrase(try promptWithoutEcho(prefix.isEmpty ? "Passphrase: " : "New passphrase: "), origin: "prompt")
+    }
+
+    /// The longest passphrase file read, in bytes.
+    static let maxPassphraseBytes = 4096
+
+    /// The passphrase in the file at `path`, without one trailing newline, read straight into
+    /// secure memory. Only a regular file is read (a symbolic link to one is followed): a FIFO,
+    /// socket or device is refused at once rather than waited on.
+    private static func readPassphraseFile(_ path: String) throws -> SecureBytes {
+        let fd: Int32
+        do throws(SystemFailure) {
+            fd = try Syscall.openRegularFile(path, followSymlinks: true).fd
+        } catch {
+            throw usageError("cannot read the passphrase file \(path): \(error.cause)")
+        }
+        defer { Syscall.close(fd) }
+        var length = 0
+        let buffer = try SecureBytes(count: maxPassphraseBytes + 1) { (buffer) throws(ValidationError) in
+            while length < buffer.count {
+                let count = read(fd, buffer.baseAddress! + length, buffer.count - length)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw usageError("cannot read the passphrase file \(path): \(KeepsakeError.Cause.posix(call: "read", errno: errno))")
+                }
+                if count == 0 { break }
+                length += count
+            }
+        }
+        guard length <= maxPassphraseBytes else {
+            throw usageError("the passphrase file \(path) holds more than \(maxPassphraseBytes) bytes")
+        }
+        if length > 0, buffer.withUnsafeBytes({ $0[length - 1] }) == UInt8(ascii: "\n") { length -= 1 }
+        guard length > 0 else { throw usageError("the passphrase file \(path) is empty") }
+        return buffer.withUnsafeBytes { SecureBytes(copying: $0[0..<length]) }
     }
 
     /// Reads one line from the terminal with echo off.

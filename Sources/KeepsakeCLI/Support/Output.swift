@@ -1,18 +1,58 @@
+import ArgumentParser
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Writes a line to standard error.
+/// `text` with every character that could steer a terminal written as a visible escape
+/// (`\u{1B}`), so that text from a store or an argument — a key, a schema name, an error
+/// message quoting them — cannot change colours, move the cursor, clear the screen or fake a
+/// table row: C0 controls (U+0000–U+001F: ESC, newline, tab, carriage return among them), DEL
+/// (U+007F), C1 controls (U+0080–U+009F) and the bidirectional overrides and isolates
+/// (U+202A–U+202E, U+2066–U+2069).
+func escapedForTerminal(_ text: String) -> String {
+    guard text.unicodeScalars.contains(where: needsEscape) else { return text }
+    var out = ""
+    out.reserveCapacity(text.utf8.count + 16)
+    for scalar in text.unicodeScalars {
+        if needsEscape(scalar) {
+            out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+        } else {
+            out.unicodeScalars.append(scalar)
+        }
+    }
+    return out
+}
+
+private func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: return true
+    default: return false
+    }
+}
+
+/// Writes one line to standard output, escaped for the terminal (see ``escapedForTerminal(_:)``).
+func say(_ line: String) {
+    print(escapedForTerminal(line))
+}
+
+/// Writes one line to standard error, escaped for the terminal (see ``escapedForTerminal(_:)``).
 func printError(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
+    FileHandle.standardError.write(Data((escapedForTerminal(line) + "\n").utf8))
+}
+
+/// A usage error (exit 64) whose message may quote what the user typed, escaped for the terminal.
+func usageError(_ message: String) -> ValidationError {
+    ValidationError(escapedForTerminal(message))
 }
 
 /// Whether standard error is a terminal (progress is shown only there).
 var standardErrorIsTerminal: Bool { isatty(2) == 1 }
 
-/// Prints rows as a left-aligned table with a header.
+/// Prints rows as a left-aligned table with a header; every cell is escaped for the terminal
+/// first, so a key holding a newline or an escape sequence stays in its own cell.
 func printTable(_ header: [String], _ rows: [[String]]) {
+    let rows = rows.map { $0.map(escapedForTerminal) }
     var widths = header.map(\.count)
     for row in rows {
         for (index, cell) in row.enumerated() where index < widths.count {
@@ -28,15 +68,52 @@ func printTable(_ header: [String], _ rows: [[String]]) {
     for row in rows { print(line(row)) }
 }
 
-/// Encodes `value` as pretty, key-sorted JSON on standard output.
+/// Encodes `value` as pretty, key-sorted JSON on standard output (see ``writeJSON(_:)``).
 func printJSON<T: Encodable>(_ value: T) {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
     do {
-        let data = try encoder.encode(value)
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        writeJSON(try encoder.encode(value))
     } catch {
         // Our own output types always encode; reaching this is a bug worth seeing.
         preconditionFailure("cannot encode CLI output: \(error)")
     }
+}
+
+/// Writes JSON text and a newline to standard output, with DEL, the C1 controls and the
+/// bidirectional overrides and isolates inside strings written as `\u` escapes: the same JSON
+/// values, exactly (the encoders already escape U+0000–U+001F), and nothing a terminal acts on.
+func writeJSON(_ json: Data) {
+    FileHandle.standardOutput.write(escapingTerminalControls(inJSON: json) + Data("\n".utf8))
+}
+
+/// `json` with U+007F, U+0080–U+009F, U+202A–U+202E and U+2066–U+2069 as `\uXXXX`. Their UTF-8
+/// bytes can only occur inside JSON strings, where the escape means the same character.
+func escapingTerminalControls(inJSON json: Data) -> Data {
+    let bytes = [UInt8](json)
+    var out = [UInt8]()
+    out.reserveCapacity(bytes.count)
+    func escape(_ value: Int) {
+        out.append(contentsOf: Array(String(format: "\\u%04x", value).utf8))
+    }
+    var index = 0
+    while index < bytes.count {
+        let byte = bytes[index]
+        if byte == 0x7F {
+            escape(0x7F)
+            index += 1
+        } else if byte == 0xC2, index + 1 < bytes.count, (0x80...0x9F).contains(bytes[index + 1]) {
+            escape(Int(bytes[index + 1]))
+            index += 2
+        } else if byte == 0xE2, index + 2 < bytes.count,
+                  (bytes[index + 1] == 0x80 && (0xAA...0xAE).contains(bytes[index + 2]))
+                    || (bytes[index + 1] == 0x81 && (0xA6...0xA9).contains(bytes[index + 2])) {
+            escape(0x2000 + Int(bytes[index + 1] & 0x3F) << 6 + Int(bytes[index + 2] & 0x3F))
+            index += 3
+        } else {
+            out.append(byte)
+            index += 1
+        }
+    }
+    return Data(out)
 }

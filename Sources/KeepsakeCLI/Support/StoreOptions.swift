@@ -43,7 +43,19 @@ struct StoreOptions: ParsableArguments {
         if uri.scheme != .file && key.given {
             throw ValidationError("--key-file and the passphrase options are for file: stores")
         }
-        guard keyringTimeout > 0 else { throw ValidationError("--keyring-timeout must be more than 0") }
+        _ = try Self.duration(keyringTimeout, option: "--keyring-timeout")
+    }
+
+    /// The longest deadline a `--…timeout` option accepts, in seconds (an hour).
+    static let maxTimeoutSeconds = 3600.0
+
+    /// A timeout option in seconds as a `Duration`: a usage error unless it is a number from a
+    /// millisecond to ``maxTimeoutSeconds`` (not `inf`, `nan`, zero or negative).
+    static func duration(_ seconds: Double, option: String) throws -> Duration {
+        guard seconds.isFinite, seconds >= 0.001, seconds <= maxTimeoutSeconds else {
+            throw ValidationError("\(option) must be a number of seconds from 0.001 to \(Int(maxTimeoutSeconds))")
+        }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 
     /// `--store`, parsed by the library's ``StoreURI`` (a usage error when it is not a URI).
@@ -51,7 +63,7 @@ struct StoreOptions: ParsableArguments {
         do {
             return try StoreURI(parsing: store)
         } catch {
-            throw ValidationError("--store: \(error.message)")
+            throw usageError("--store: \(error.message)")
         }
     }
 
@@ -61,12 +73,12 @@ struct StoreOptions: ParsableArguments {
         for pair in model {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, !parts[0].isEmpty else {
-                throw ValidationError("--model takes KEY=NAME (got '\(pair)')")
+                throw usageError("--model takes KEY=NAME (got '\(pair)')")
             }
             let chains = CLI.chains
             guard chains.contains(where: { $0.name == parts[1] }) else {
                 let names = chains.isEmpty ? "none" : chains.map(\.name).joined(separator: ", ")
-                throw ValidationError("unknown model '\(parts[1])' in --model; known models: \(names)")
+                throw usageError("unknown model '\(parts[1])' in --model; known models: \(names)")
             }
             result[parts[0]] = parts[1]
         }
@@ -79,7 +91,7 @@ struct StoreOptions: ParsableArguments {
         let uri = try parsedURI()
         let options = StoreOpenOptions(
             masterKey: uri.scheme == .file ? try key.source(for: uri.description) : nil,
-            keyringTimeout: .milliseconds(Int(keyringTimeout * 1000)))
+            keyringTimeout: try Self.duration(keyringTimeout, option: "--keyring-timeout"))
         return try uri.open(options: options)
     }
 

@@ -22,8 +22,8 @@ extension RecordKeys {
     /// returns the defaults of a fresh install (system theme, 14-point text, a new install
     /// identity made once per launch); they are stored only when the app saves.
     ///
-    /// The install date is a whole second: records keep dates to the millisecond, so a finer
-    /// date would not read back equal to the value saved.
+    /// The install date is a whole second, so the stored text stays short (`….000Z`); records
+    /// keep any date exactly, a finer one with more fraction digits.
     public static let settings = RecordKey(
         "settings", chain: Settings.chain,
         default: SettingsV2(theme: .system, textSize: 14, installID: UUID(),
