@@ -165,6 +165,7 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
     /// - Returns: Which versions were checked and which recorded.
     /// - Throws: ``SchemaSnapshotError`` naming the chain, each version and key that changed;
     ///   or the error of reading or writing the file.
+    @discardableResult
     public static func check(_ chain: AnyModelChain, file: URL) throws -> Report {
         let current = SchemaSnapshot(chain)
         var changes = ChainValidation.indistinguishableBareVersions(chain).map { first, second in
@@ -237,6 +238,7 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
     ///
     /// - Important: A failure means a released version changed. Never edit a released version;
     ///   add a new one.
+    @discardableResult
     public static func check<Latest>(_ chain: ModelChain<Latest>, file: URL) throws -> Report {
         try check(chain.erased, file: file)
     }

@@ -54,6 +54,14 @@ extension RecordKeys {
     try ChainValidation.validate(Settings.chain)
 }
 
+/// The walkthrough chain's committed snapshot folder.
+private let schemas = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .appendingPathComponent("Fixtures").appendingPathComponent("Schemas")
+
+@Test func releasedVersionsAreFrozen() throws {
+    try SchemaSnapshot.check(Settings.chain, file: schemas.appendingPathComponent("Settings.json"))
+}
+
 // In the serialized README suite: these tests set XDG_CONFIG_HOME, which the suite's other tests read.
 extension ReadmeTests {
     func app() throws {
