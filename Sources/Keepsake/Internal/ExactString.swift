@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A string compared, hashed and ordered by its UTF-8 bytes — how Keepsake compares record
 /// keys and member names everywhere.
 ///
@@ -11,7 +15,7 @@ package struct ExactString: Hashable, Comparable, Sendable, CustomStringConverti
     package init(_ value: String) { self.value = value }
 
     package static func == (lhs: ExactString, rhs: ExactString) -> Bool {
-        lhs.value.utf8.elementsEqual(rhs.value.utf8)
+        lhs.value.isExactly(rhs.value)
     }
 
     package func hash(into hasher: inout Hasher) {
@@ -33,7 +37,15 @@ package struct ExactString: Hashable, Comparable, Sendable, CustomStringConverti
 extension String {
     /// Whether `self` and `other` are the same UTF-8 bytes (not merely canonically equivalent).
     package func isExactly(_ other: String) -> Bool {
-        utf8.elementsEqual(other.utf8)
+        // Native strings are contiguous UTF-8: compare the two buffers at once.
+        let compared = utf8.withContiguousStorageIfAvailable { mine in
+            other.utf8.withContiguousStorageIfAvailable { theirs in
+                mine.count == theirs.count
+                    && (mine.isEmpty || memcmp(mine.baseAddress!, theirs.baseAddress!, mine.count) == 0)
+            }
+        }
+        if let compared, let result = compared { return result }
+        return utf8.elementsEqual(other.utf8)
     }
 
     /// Whether `self` comes before `other` in UTF-8 byte order: how keys are sorted.

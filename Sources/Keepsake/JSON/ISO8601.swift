@@ -61,6 +61,16 @@ package enum ISO8601 {
     package static func string(from date: Date) throws(Failure) -> String {
         try check(date)
         let seconds = date.timeIntervalSinceReferenceDate
+        // Fast path: a whole number of milliseconds (ms / 1000, one correctly rounded division,
+        // reads back as `seconds`) is written with exactly three digits.
+        let millis = (seconds * 1000).rounded()
+        if Double(Int64(millis)) / 1000 == seconds {
+            let total = Int64(millis)
+            let whole = total >= 0 ? total / 1000 : (total - 999) / 1000
+            let fraction = total - whole * 1000
+            return format(secondsSince1970: whole + referenceSince1970,
+                          fraction: [UInt8(fraction / 100), UInt8(fraction / 10 % 10), UInt8(fraction % 10)])
+        }
         // The shortest decimal that reads back as `seconds`, split into whole seconds (floor)
         // and the fraction's digits.
         var (digits, exponent) = decimal(seconds)
@@ -270,6 +280,16 @@ package enum ISO8601 {
         let seconds: Double
         if digits.isEmpty {
             seconds = Double(whole)
+        } else if digits.count <= 4 {
+            // (whole × 10^k + f) and 10^k are exact in a Double (below 2^53 in the range), and
+            // one IEEE division rounds their quotient — the decimal itself — correctly.
+            var scale: Int64 = 1
+            var numerator = whole
+            for digit in digits {
+                scale *= 10
+                numerator = numerator * 10 + Int64(digit)
+            }
+            seconds = Double(numerator) / Double(scale)
         } else {
             let text: String
             if whole >= 0 {
