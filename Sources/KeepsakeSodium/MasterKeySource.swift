@@ -175,14 +175,14 @@ public struct PassphraseLimits: Sendable, Hashable, CustomStringConvertible {
 
     /// Custom limits.
     ///
-    /// - Throws: ``KeepsakeError/Code/invalidArgument`` outside libsodium's Argon2id bounds
-    ///   (at least 1 pass and 8 KiB).
+    /// - Throws: ``KeepsakeError/Code/invalidArgument`` outside the bounds a store header may
+    ///   hold (docs/FORMAT.md): 1 to 8 passes and 8 KiB to 2 GiB, twice libsodium's SENSITIVE.
     public init(opsLimit: UInt64, memLimit: UInt64) throws(KeepsakeError) {
-        guard (Sodium.pwhashOpsLimitMin...Sodium.pwhashOpsLimitMax).contains(opsLimit),
-              (Sodium.pwhashMemLimitMin...Sodium.pwhashMemLimitMax).contains(memLimit) else {
+        guard (Sodium.pwhashOpsLimitMin...Format.passphraseOpsLimitMax).contains(opsLimit),
+              (Sodium.pwhashMemLimitMin...Format.passphraseMemLimitMax).contains(memLimit) else {
             throw KeepsakeError(.invalidArgument, """
-                Argon2id limits must be \(Sodium.pwhashOpsLimitMin)…\(Sodium.pwhashOpsLimitMax) passes and \
-                \(Sodium.pwhashMemLimitMin)…\(Sodium.pwhashMemLimitMax) bytes
+                Argon2id limits must be \(Sodium.pwhashOpsLimitMin)…\(Format.passphraseOpsLimitMax) passes and \
+                \(Sodium.pwhashMemLimitMin)…\(Format.passphraseMemLimitMax) bytes
                 """)
         }
         self.opsLimit = opsLimit

@@ -105,3 +105,33 @@ struct KeyFileSafetyTests {
         }
     }
 }
+
+@Suite("Argon2id work an untrusted header can ask for")
+struct HeaderLimitTests {
+    private func header(opsLimit: UInt64, memLimit: UInt64) -> [UInt8] {
+        StoreHeader.seal(
+            keyKind: .passphrase, storeID: Array(repeating: 1, count: Format.storeIDBytes),
+            salt: Array(repeating: 2, count: Sodium.pwhashSaltBytes), opsLimit: opsLimit, memLimit: memLimit,
+            keyGeneration: 1, wrapNonce: Array(repeating: 3, count: Sodium.aeadNonceBytes),
+            masterKey: SecureBytes(copying: Array(repeating: 4, count: 32)),
+            dataKey: SecureBytes(copying: Array(repeating: 5, count: 32))
+        ).encoded
+    }
+
+    @Test("limits above twice SENSITIVE are refused at parse, before any Argon2id runs",
+          arguments: [(UInt64(9), UInt64(64 * 1024)), (UInt64(1), UInt64(2_147_483_648 + 1024)),
+                      (UInt64(4_294_967_295), UInt64(4_398_046_510_080))])
+    func refused(_ limits: (UInt64, UInt64)) {
+        #expect(throws: FormatFailure.self) { try StoreHeader.parse(header(opsLimit: limits.0, memLimit: limits.1)) }
+        #expect(throws: KeepsakeError.self) { try PassphraseLimits(opsLimit: limits.0, memLimit: limits.1) }
+    }
+
+    @Test("the largest limits allowed, and libsodium's own presets, still parse")
+    func accepted() throws {
+        let parsed = try StoreHeader.parse(header(opsLimit: 8, memLimit: 2_147_483_648))
+        #expect(parsed.opsLimit == 8 && parsed.memLimit == 2_147_483_648)
+        for preset in [PassphraseLimits.interactive, .moderate, .sensitive] {
+            #expect(try PassphraseLimits(opsLimit: preset.opsLimit, memLimit: preset.memLimit) == preset)
+        }
+    }
+}

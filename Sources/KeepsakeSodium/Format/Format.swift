@@ -15,6 +15,12 @@ enum Format {
     /// Temporary and rollback files start with this; they are removed when found at open.
     static let temporaryPrefix = FileSystem.live.temporaryPrefix
 
+    /// The most Argon2id work a header may ask for: twice libsodium's SENSITIVE limits (8 passes
+    /// over 2 GiB), headroom above anything `migrate init` or ``PassphraseLimits`` produce. An
+    /// untrusted header asking for more is refused at once instead of keeping an open busy.
+    static let passphraseOpsLimitMax = 2 * Sodium.pwhashOpsLimitSensitive
+    static let passphraseMemLimitMax = 2 * Sodium.pwhashMemLimitSensitive
+
     static let keyBytes = 32
     static let storeIDBytes = 16
     static let nameHashBytes = 32

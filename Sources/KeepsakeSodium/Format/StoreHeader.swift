@@ -106,9 +106,13 @@ struct StoreHeader: Equatable {
                 throw .corrupt("a raw-key header must have a zero salt and zero Argon2id limits")
             }
         case .passphrase:
-            guard (Sodium.pwhashOpsLimitMin...Sodium.pwhashOpsLimitMax).contains(header.opsLimit),
-                  (Sodium.pwhashMemLimitMin...Sodium.pwhashMemLimitMax).contains(header.memLimit) else {
-                throw .corrupt("the header's Argon2id limits are outside what libsodium accepts")
+            guard (Sodium.pwhashOpsLimitMin...Format.passphraseOpsLimitMax).contains(header.opsLimit),
+                  (Sodium.pwhashMemLimitMin...Format.passphraseMemLimitMax).contains(header.memLimit) else {
+                throw .corrupt("""
+                    the header's Argon2id limits (\(header.opsLimit) passes, \(header.memLimit) bytes) are outside \
+                    \(Sodium.pwhashOpsLimitMin)…\(Format.passphraseOpsLimitMax) passes and \
+                    \(Sodium.pwhashMemLimitMin)…\(Format.passphraseMemLimitMax) bytes
+                    """)
             }
         }
         return header
