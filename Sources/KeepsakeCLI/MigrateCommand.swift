@@ -61,7 +61,12 @@ public enum MigrateCommand {
             printError("error: \(error.message)")
             exit(ExitCode.failure.rawValue)
         }
-        Migrate.main(arguments)  // exits on failure, returns on success
+        // `--model KEY=NAME` may be given thousands of times; ArgumentParser's parsing grows with
+        // the square of the arguments, so they are taken out here, in one linear pass, and
+        // `StoreOptions` reads them from the configuration (`--model` stays in the help).
+        let (models, rest) = ModelOptions.extract(from: arguments ?? Array(CommandLine.arguments.dropFirst()))
+        CLIConfiguration.current.modelOptions = models
+        Migrate.main(rest)  // exits on failure, returns on success
         Migrate.exit()
     }
 }

@@ -266,4 +266,19 @@ struct HostileInputCLITests {
         #expect(chmod(keyPath, 0o600) == 0)
         #expect(try migrate(["status", "--store", store, "--key-file", keyPath]).status == 0)
     }
+
+    @Test("8,000 --model options are all applied (parsed in one pass), and --model elsewhere is a usage error")
+    func manyModelOptions() throws {
+        let suite = try Suite(#"{"k7999":{"name":"Ada","age":"36"},"other":{"name":"Bea","age":"1"}}"#)
+        let options = (0..<8000).flatMap { ["--model", "k\($0)=Person"] } + ["--model=other=Person"]
+        let status = try suite.run("status", ["--json"] + options)
+        #expect(status.status == 0, "\(status.stderr)")
+        let reports = try #require(try decodeJSON(status.stdout) as? [[String: Any]])
+        #expect(reports.map { $0["schema"] as? String } == ["Person", "Person"])
+        #expect(reports.map { $0["state"] as? String } == ["outdated", "outdated"])
+        let models = try migrate(["models", "--model", "a=Person"])
+        #expect(models.status == 64, "\(models.stderr)")
+        #expect(models.stderr.contains("--model is for the commands that read a store"))
+    }
 }
+

@@ -27,6 +27,7 @@ extension Migrate {
         }
 
         func validate() throws {
+            guard CLI.modelOptions.isEmpty else { throw usageError("--model is for the commands that read a store") }
             _ = try StoreOptions.duration(timeout, option: "--timeout")
         }
 

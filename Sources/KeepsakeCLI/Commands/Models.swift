@@ -25,6 +25,10 @@ extension Migrate {
             let versions: [Version]
         }
 
+        func validate() throws {
+            guard CLI.modelOptions.isEmpty else { throw usageError("--model is for the commands that read a store") }
+        }
+
         func run() throws {
             let models = CLI.chains
             if output.json {

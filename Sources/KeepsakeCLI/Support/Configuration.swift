@@ -9,6 +9,8 @@ struct CLIConfiguration: Sendable {
     let version: String?
     /// The app id the default device identity is derived with.
     let appID: String
+    /// The `--model KEY=NAME` values, taken out of the arguments before parsing.
+    var modelOptions: [String] = []
 
     /// A checked configuration.
     ///
@@ -61,4 +63,37 @@ enum CLI {
     static var chains: [AnyModelChain] { CLIConfiguration.current.chains }
     /// The app id the default device identity is derived with.
     static var appID: String { CLIConfiguration.current.appID }
+    /// The `--model KEY=NAME` values given on the command line.
+    static var modelOptions: [String] { CLIConfiguration.current.modelOptions }
+}
+
+/// `--model KEY=NAME` and `--model=KEY=NAME`, taken out of a command line in one pass.
+enum ModelOptions {
+    /// The values of every `--model` before a `--`, and the other arguments in their order. A
+    /// `--model` with no value after it is left in place, for the parser to report.
+    static func extract(from arguments: [String]) -> (models: [String], rest: [String]) {
+        var models: [String] = []
+        var rest: [String] = []
+        rest.reserveCapacity(arguments.count)
+        var index = arguments.startIndex
+        while index < arguments.endIndex {
+            let argument = arguments[index]
+            if argument == "--" {
+                rest += arguments[index...]
+                break
+            }
+            if argument == "--model", arguments.index(after: index) < arguments.endIndex {
+                models.append(arguments[arguments.index(after: index)])
+                index = arguments.index(index, offsetBy: 2)
+                continue
+            }
+            if argument.hasPrefix("--model=") {
+                models.append(String(argument.dropFirst("--model=".count)))
+            } else {
+                rest.append(argument)
+            }
+            index = arguments.index(after: index)
+        }
+        return (models, rest)
+    }
 }

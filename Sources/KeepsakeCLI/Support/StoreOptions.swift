@@ -70,12 +70,12 @@ struct StoreOptions: ParsableArguments {
     /// `--model key=name` as a dictionary, names checked against the known models.
     func keyModels() throws -> [String: String] {
         var result: [String: String] = [:]
-        for pair in model {
+        let chains = CLI.chains
+        for pair in model + CLI.modelOptions {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, !parts[0].isEmpty else {
                 throw usageError("--model takes KEY=NAME (got '\(pair)')")
             }
-            let chains = CLI.chains
             guard chains.contains(where: { $0.name == parts[1] }) else {
                 let names = chains.isEmpty ? "none" : chains.map(\.name).joined(separator: ", ")
                 throw usageError("unknown model '\(parts[1])' in --model; known models: \(names)")
