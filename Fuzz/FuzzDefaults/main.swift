@@ -5,9 +5,11 @@
 import Foundation
 import Keepsake
 
-/// One private directory per process, on tmpfs when there is one (every commit fsyncs).
+/// One private directory per process, under KEEPSAKE_FUZZ_TMP (scripts/fuzz makes one and removes it)
+/// or else on tmpfs when there is one (every commit fsyncs).
 private let directory: String = {
-    let base = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
+    let base = ProcessInfo.processInfo.environment["KEEPSAKE_FUZZ_TMP"]
+        ?? (FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory())
     let path = "\(base)/keepsake-fuzz-defaults-\(getpid())"
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
