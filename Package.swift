@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
 
 let package = Package(
@@ -101,3 +102,20 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// libFuzzer targets (Fuzz/, run by scripts/fuzz), declared only when KEEPSAKE_FUZZ is set so that
+// ordinary builds and tests never see them. Build them with the sanitizers:
+//   KEEPSAKE_FUZZ=1 swift build --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address \
+//     -Xswiftc -parse-as-library --product fuzz-record
+if ProcessInfo.processInfo.environment["KEEPSAKE_FUZZ"] != nil {
+    package.targets += [
+        // Arbitrary bytes through the record pipeline of the sample chains.
+        .executableTarget(name: "fuzz-record", dependencies: ["Keepsake", "Migrations"], path: "Fuzz/FuzzRecord"),
+        // Arbitrary bytes as a defaults suite file: read, one write, re-read.
+        .executableTarget(name: "fuzz-defaults", dependencies: ["Keepsake"], path: "Fuzz/FuzzDefaults"),
+    ]
+    package.products += [
+        .executable(name: "fuzz-record", targets: ["fuzz-record"]),
+        .executable(name: "fuzz-defaults", targets: ["fuzz-defaults"]),
+    ]
+}

@@ -1,0 +1,40 @@
+// libFuzzer target: arbitrary bytes through the one record pipeline, on both sample chains.
+// Any input must end in a result or a KeepsakeError — never a crash, trap or sanitizer report.
+import Foundation
+import Keepsake
+import Migrations
+
+private let context = MigrationContext(
+    clock: { Date(timeIntervalSince1970: 1_700_000_000) },
+    makeIdentifier: { "00000000-0000-0000-0000-000000000000" },
+    deviceIdentity: "fuzz-device"
+)
+private let noDevice = MigrationContext(
+    clock: { Date(timeIntervalSince1970: 1_700_000_000) },
+    makeIdentifier: { "00000000-0000-0000-0000-000000000000" }
+)
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = Data(bytes: data, count: size)
+    _ = try? Person.chain.read(bytes, context: context)
+    _ = try? TrialInfo.chain.read(bytes, context: context)
+    _ = try? TrialInfo.chain.read(bytes, context: noDevice)
+    // The writer's path too: encode and verify the latest envelope of an outdated record.
+    _ = Person.chain.outcome(of: bytes, context: context, encodeLatest: true)
+    _ = TrialInfo.chain.outcome(of: bytes, context: context, encodeLatest: true)
+    return 0
+}
+
+// SwiftPM links an executable target's top-level code as `main`, which shadows libFuzzer's own
+// `main`; so the top-level code hands over to libFuzzer's driver itself.
+@_silgen_name("LLVMFuzzerRunDriver")
+private func runDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
+) -> CInt
+
+var argc = CommandLine.argc
+var argv = CommandLine.unsafeArgv
+exit(runDriver(&argc, &argv, fuzz))
