@@ -127,7 +127,7 @@ public struct Migrator: Sendable {
 
     // MARK: Evaluation
 
-    private struct Evaluation {
+    struct Evaluation {
         var report: RecordReport
         /// The verified latest envelope of an outdated record, when asked for.
         var encoded: Data?
@@ -140,7 +140,7 @@ public struct Migrator: Sendable {
     }
 
     /// A record the store could not read: unreadable, matched to a chain by key when it can be.
-    private func unreadable(key: String, _ error: KeepsakeError) -> Evaluation {
+    func unreadable(key: String, _ error: KeepsakeError) -> Evaluation {
         let chain = chainByKey(key)
         return Evaluation(report: RecordReport(
             key: key, schema: chain?.name, latestVersion: chain?.latestVersion, state: .unreadable,
@@ -148,7 +148,7 @@ public struct Migrator: Sendable {
     }
 
     /// Routes the record to its chain (by envelope schema, else by key) and runs the pipeline.
-    private func evaluate(key: String, bytes: Data, encodeLatest: Bool) -> Evaluation {
+    func evaluate(key: String, bytes: Data, encodeLatest: Bool) -> Evaluation {
         let parsed: ParsedRecord
         do throws(KeepsakeError) {
             parsed = try ParsedRecord.parse(bytes)

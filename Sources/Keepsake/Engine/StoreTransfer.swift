@@ -1,0 +1,461 @@
+import Foundation
+
+/// Copies or moves records from one store to another, verifying every record before anything
+/// is removed: how a token an older release kept in a plain defaults suite moves into the
+/// keyring or an encrypted store.
+///
+/// ```swift
+/// let suite = DefaultsStore(path: legacyPath)
+/// let keyring = try KeyringStore.open(service: "com.example.notes")
+/// let transfer = StoreTransfer(from: suite, to: keyring, chains: [Person.chain.erased])
+/// let report = try transfer.run(.keys(["person", "apiToken"]), options: .init(move: true, migrate: true))
+/// guard report.succeeded else { /* every record is still in the suite, or in both */ }
+/// ```
+///
+/// A transfer runs in steps, and each step starts only when the one before succeeded for
+/// every record:
+/// 1. **Prepare.** Read each record from the source; with ``Options/migrate``, migrate an
+///    outdated record to its latest version in memory (verified, as `migrate run` does).
+///    Check that the destination can hold the bytes (``ValueConstrainedStore``) and read what
+///    it holds under the key now: another value there is refused unless
+///    ``Options/overwrite``; exactly the same bytes need no write.
+/// 2. **Write** every record to the destination in one batch, each write applied only if the
+///    key still holds what was read in step 1.
+/// 3. **Verify:** read every record back from the destination and compare its bytes.
+/// 4. **Remove** (a move only): delete every record from the source in one batch, each delete
+///    applied only if the source still holds the bytes that were copied.
+///
+/// Nothing is lost at any point: a failure in step 1 writes nothing; a failure in step 2 or 3
+/// gives every key of the destination back exactly the bytes it held before (or nothing) and
+/// leaves the source untouched; a record that step 4 cannot remove stays in both stores. A
+/// process killed between or during steps leaves each record in the source, the destination,
+/// or both — never in neither — and running the same transfer again finishes it (a key that
+/// already holds exactly the record's bytes is not a conflict).
+///
+/// Records are matched to chains as the ``Migrator`` matches them (the envelope's schema, then
+/// `keyModels`, then the chains' default keys). Unmanaged values are copied as their exact
+/// bytes when they are selected (``Selection/all`` or by key), where the destination can hold
+/// them: a defaults suite holds only JSON values and the keyring only UTF-8 text, and a value
+/// one cannot hold is that record's typed error (`.invalidArgument`), refused before anything
+/// is written.
+public struct StoreTransfer: Sendable {
+    /// Which records to transfer.
+    public enum Selection: Sendable, Equatable {
+        /// Every record matched to one of the chains; unmanaged values stay where they are.
+        case managed
+        /// Every key of the source, unmanaged values included (as their bytes).
+        case all
+        /// These keys, managed or not. A key the source does not hold is that record's
+        /// `.notFound` error, and nothing is written.
+        case keys([String])
+    }
+
+    /// How to transfer.
+    public struct Options: Sendable, Equatable {
+        /// Remove each record from the source once every record is verified in the destination.
+        public var move: Bool
+        /// Write outdated managed records at their latest version instead of as stored.
+        public var migrate: Bool
+        /// Replace a value the destination already holds under a key (restored if the transfer
+        /// fails); without it such a key is refused and nothing is written.
+        public var overwrite: Bool
+
+        public init(move: Bool = false, migrate: Bool = false, overwrite: Bool = false) {
+            self.move = move
+            self.migrate = migrate
+            self.overwrite = overwrite
+        }
+    }
+
+    /// The points between a transfer's steps, reported to a checkpoint.
+    public enum Step: String, Sendable, CaseIterable {
+        /// Every record was read and checked; nothing was written yet.
+        case prepared
+        /// Every record was written to the destination; none verified or removed yet.
+        case written
+        /// Every record was read back from the destination and matched.
+        case verified
+        /// Every record was removed from the source (a move only).
+        case removed
+    }
+
+    /// Where the records come from.
+    public let source: any RecordStore
+    /// Where they go.
+    public let destination: any RecordStore
+    /// The chains records are matched to (and migrated along, with ``Options/migrate``).
+    public let chains: [AnyModelChain]
+    /// What migration steps get.
+    public let context: MigrationContext
+    /// Key → model name, for records whose key is not a default key of their model.
+    public let keyModels: [String: String]
+
+    /// - Precondition: Chain names are unique.
+    public init(
+        from source: any RecordStore, to destination: any RecordStore, chains: [AnyModelChain] = [],
+        context: MigrationContext = .live(), keyModels: [String: String] = [:]
+    ) {
+        self.source = source
+        self.destination = destination
+        self.chains = chains
+        self.context = context
+        self.keyModels = keyModels
+        precondition(Set(chains.map(\.name)).count == chains.count, "StoreTransfer: two chains share a name")
+    }
+
+    /// What ``run(_:options:checkpoint:)`` would do, found by doing its first step: every
+    /// record is read, migrated in memory if asked, and checked against the destination.
+    ///
+    /// - Returns: ``TransferReport/Outcome/planned`` with every record ``TransferRecord/State/planned``,
+    ///   or ``TransferReport/Outcome/refused`` with the records that stop the transfer.
+    /// - Throws: ``KeepsakeError/Code/invalidArgument`` when the source and destination are one
+    ///   store; the source's own error when it cannot be listed (``Selection/managed`` and
+    ///   ``Selection/all``) or read.
+    /// - Important: Nothing is written to either store, whether this returns or throws.
+    public func plan(_ selection: Selection, options: Options = Options()) throws(KeepsakeError) -> TransferReport {
+        let prepared = try prepare(selection, options: options)
+        if let refused = refusal(prepared, options) { return refused }
+        return report(prepared, options, .planned) { _ in .planned }
+    }
+
+    /// Copies (or, with ``Options/move``, moves) the selected records: see ``StoreTransfer``
+    /// for the steps.
+    ///
+    /// - Parameters:
+    ///   - selection: Which records.
+    ///   - options: Move, migrate, overwrite.
+    ///   - checkpoint: Called after each step that completed (tests use it to stop a process
+    ///     between steps).
+    /// - Returns: The per-record report. Failures of records are reported there, not thrown:
+    ///   ``TransferReport/succeeded`` says whether everything was done.
+    /// - Throws: Only before anything is written: ``KeepsakeError/Code/invalidArgument`` when
+    ///   the source and destination are one store, and the source's own error when it cannot
+    ///   be listed or read.
+    /// - Important: Whether this returns or throws, every record is in the source, the
+    ///   destination or both. When it throws, or returns anything but
+    ///   ``TransferReport/Outcome/completed`` or ``TransferReport/Outcome/incomplete``, the
+    ///   source was not touched and the destination holds exactly what it held before.
+    public func run(
+        _ selection: Selection, options: Options = Options(), checkpoint: (@Sendable (Step) -> Void)? = nil
+    ) throws(KeepsakeError) -> TransferReport {
+        var prepared = try prepare(selection, options: options)
+        if let refused = refusal(prepared, options) { return refused }
+        checkpoint?(.prepared)
+
+        // Step 2: write, each only over what was read from the destination in step 1.
+        let toWrite = prepared.indices.filter { !prepared[$0].alreadyPresent }
+        var written: [Int: Data?] = [:]  // record index → what the destination is believed to hold now
+        var forced = Set<Int>()  // keys restored whatever they hold (their read-back differed)
+        var failed = false
+        if !toWrite.isEmpty {
+            let writes = toWrite.map { StoreWrite(key: prepared[$0].key, value: prepared[$0].bytes,
+                                                  expectation: .unchanged(prepared[$0].previous)) }
+            do throws(KeepsakeError) {
+                let results = try destination.commit(writes)
+                for (index, result) in zip(toWrite, results) {
+                    switch result {
+                    case .applied:
+                        written[index] = prepared[index].bytes
+                    case .conflict:
+                        prepared[index].error = KeepsakeError(.conflict, store: destination.uri, key: prepared[index].key,
+                            "the destination's value changed while the record was being copied; it was left as the other writer stored it")
+                        failed = true
+                    case let .failed(error):
+                        prepared[index].error = error.located(store: destination.uri, key: prepared[index].key)
+                        failed = true
+                    }
+                }
+            } catch {
+                // Nothing should have been written; a store that cannot be sure (a keyring call
+                // that timed out may still be applied) is covered by restoring every key that
+                // now holds the new bytes.
+                for index in toWrite {
+                    prepared[index].error = error.located(store: destination.uri, key: prepared[index].key)
+                    written[index] = prepared[index].bytes
+                }
+                failed = true
+            }
+        }
+
+        // Step 3: read every record back.
+        if !failed {
+            checkpoint?(.written)
+            for index in prepared.indices {
+                do throws(KeepsakeError) {
+                    let readBack = try destination.data(forKey: prepared[index].key)
+                    if readBack != prepared[index].bytes {
+                        // What is there is not what was written: restore it whatever it is.
+                        if written[index] != nil { written[index] = .some(nil); forced.insert(index) }
+                        prepared[index].error = KeepsakeError(.verificationFailed, store: destination.uri,
+                            key: prepared[index].key, readBack == nil
+                                ? "the record was written but reads back as absent"
+                                : "the record was written but reads back as other bytes")
+                        failed = true
+                    }
+                } catch {
+                    prepared[index].error = error.located(store: destination.uri, key: prepared[index].key)
+                    failed = true
+                }
+            }
+        }
+        if failed { return revert(prepared, written, forced: forced, options) }
+        checkpoint?(.verified)
+
+        guard options.move else { return report(prepared, options, .completed) { _ in .copied } }
+
+        // Step 4: remove from the source, each only if it still holds what was copied.
+        let removes = prepared.map { StoreWrite(key: $0.key, value: nil, expectation: .unchanged($0.sourceBytes)) }
+        var states: [TransferRecord.State] = Array(repeating: .moved, count: prepared.count)
+        do throws(KeepsakeError) {
+            let results = try source.commit(removes)
+            for (index, result) in results.enumerated() {
+                switch result {
+                case .applied: continue
+                case .conflict:
+                    states[index] = .inBoth
+                    prepared[index].error = KeepsakeError(.conflict, store: source.uri, key: prepared[index].key,
+                        "the source's record changed after it was copied, so it was not removed; both stores hold it")
+                case let .failed(error):
+                    states[index] = .inBoth
+                    prepared[index].error = removalError(error, key: prepared[index].key)
+                }
+            }
+        } catch {
+            for index in prepared.indices {
+                states[index] = .inBoth
+                prepared[index].error = removalError(error, key: prepared[index].key)
+            }
+        }
+        let complete = !states.contains(.inBoth)
+        if complete { checkpoint?(.removed) }
+        return report(prepared, options, complete ? .completed : .incomplete) { states[$0] }
+    }
+
+    // MARK: Steps
+
+    /// One record on its way.
+    private struct Prepared {
+        var key: String
+        var evaluation: TransferRecord
+        /// What the source holds.
+        var sourceBytes: Data?
+        /// What goes to the destination: the source's bytes, or the migrated record.
+        var bytes: Data?
+        /// What the destination held before.
+        var previous: Data?
+        var alreadyPresent = false
+        var error: KeepsakeError?
+        /// Refused because the destination holds another value.
+        var exists = false
+    }
+
+    /// Step 1: reads, evaluates and checks every selected record; writes nothing.
+    private func prepare(_ selection: Selection, options: Options) throws(KeepsakeError) -> [Prepared] {
+        guard !source.uri.isExactly(destination.uri) else {
+            throw KeepsakeError(.invalidArgument, store: source.uri,
+                                "the source and the destination are the same store; nothing to transfer")
+        }
+        let entries: [(key: String, result: Result<Data, KeepsakeError>?)]
+        switch selection {
+        case .managed, .all:
+            entries = try source.allRecords().map { ($0.key, $0.result) }
+        case let .keys(keys):
+            var seen = Set<ExactString>()
+            var list: [(key: String, result: Result<Data, KeepsakeError>?)] = []
+            for key in keys where seen.insert(ExactString(key)).inserted {
+                do throws(KeepsakeError) {
+                    list.append((key, try source.data(forKey: key).map { .success($0) }))
+                } catch where [.invalidArgument, .corruptRecord].contains(error.code) {
+                    list.append((key, .failure(error)))  // this key's problem, not the store's
+                }
+            }
+            entries = list
+        }
+        let migrator = Migrator(store: source, chains: chains, context: context, keyModels: keyModels)
+        var prepared: [Prepared] = []
+        for entry in entries {
+            guard let result = entry.result else {
+                prepared.append(Prepared(
+                    key: entry.key, evaluation: TransferRecord(key: entry.key, state: .failed),
+                    error: KeepsakeError(.notFound, store: source.uri, key: entry.key, "the source holds no record under this key")))
+                continue
+            }
+            let bytes: Data
+            switch result {
+            case let .success(read): bytes = read
+            case let .failure(error):
+                let evaluation = migrator.unreadable(key: entry.key, error)
+                prepared.append(Prepared(
+                    key: entry.key, evaluation: TransferRecord(key: entry.key, schema: evaluation.report.schema, state: .failed),
+                    error: error.located(store: source.uri, key: nil)))
+                continue
+            }
+            let evaluation = migrator.evaluate(key: entry.key, bytes: bytes, encodeLatest: options.migrate)
+            let report = evaluation.report
+            if report.state == .unmanaged, selection == .managed { continue }
+            var item = Prepared(
+                key: entry.key,
+                evaluation: TransferRecord(key: entry.key, schema: report.state == .unmanaged ? nil : report.schema,
+                                           storedVersion: report.storedVersion, writtenVersion: report.storedVersion,
+                                           unmanaged: report.state == .unmanaged, state: .failed),
+                sourceBytes: bytes, bytes: bytes)
+            if options.migrate, report.state == .outdated || report.state == .unreadable {
+                if let latest = evaluation.encoded {
+                    item.bytes = latest
+                    item.evaluation.writtenVersion = report.latestVersion
+                    item.evaluation.migrated = true
+                } else {
+                    item.error = report.error ?? KeepsakeError(.migrationFailed, store: source.uri, key: entry.key,
+                                                               "the record could not be migrated")
+                }
+            }
+            prepared.append(item)
+        }
+        // The destination: can it hold each value, and what does it hold now?
+        for index in prepared.indices where prepared[index].error == nil {
+            let key = prepared[index].key
+            guard let bytes = prepared[index].bytes else { continue }
+            do throws(KeepsakeError) {
+                try destination.validateKey(key)
+                if let constrained = destination as? any ValueConstrainedStore {
+                    try constrained.checkCanHold(bytes, forKey: key)
+                }
+                let previous = try destination.data(forKey: key)
+                prepared[index].previous = previous
+                if previous == bytes {
+                    prepared[index].alreadyPresent = true
+                } else if previous != nil {
+                    prepared[index].evaluation.replaced = true
+                    if !options.overwrite {
+                        prepared[index].exists = true
+                        prepared[index].error = KeepsakeError(.conflict, store: destination.uri, key: key,
+                            "the destination already holds another value under this key; it was left as it is (overwrite to replace it)")
+                    }
+                }
+            } catch {
+                prepared[index].error = error.located(store: destination.uri, key: key)
+            }
+        }
+        return prepared
+    }
+
+    /// The report that stops a transfer after step 1, or `nil` when every record is ready.
+    private func refusal(_ prepared: [Prepared], _ options: Options) -> TransferReport? {
+        guard prepared.contains(where: { $0.error != nil }) else { return nil }
+        return report(prepared, options, .refused) { index in
+            prepared[index].exists ? .exists : prepared[index].error != nil ? .failed : .notCopied
+        }
+    }
+
+    /// After a failed write or read-back: gives every written key its previous bytes back, each
+    /// only if it still holds what this transfer wrote (a key whose read-back differed is
+    /// restored whatever it holds: what is there came from this transfer's write).
+    private func revert(
+        _ prepared: [Prepared], _ written: [Int: Data?], forced: Set<Int>, _ options: Options
+    ) -> TransferReport {
+        var prepared = prepared
+        var states: [TransferRecord.State] = prepared.map { $0.error != nil ? .failed : .notCopied }
+        let indices = written.keys.sorted()
+        var notRestored: [Int: KeepsakeError] = [:]
+        if !indices.isEmpty {
+            let writes = indices.map { index in
+                StoreWrite(key: prepared[index].key, value: prepared[index].previous,
+                           expectation: forced.contains(index) ? .anything : .unchanged(written[index] ?? nil))
+            }
+            do throws(KeepsakeError) {
+                let results = try destination.commit(writes)
+                for (index, result) in zip(indices, results) {
+                    switch result {
+                    case .applied:
+                        continue
+                    case .conflict:
+                        // The key does not hold what this transfer left there: a write that never
+                        // landed (then it holds its previous bytes), or another writer.
+                        do throws(KeepsakeError) {
+                            if try destination.data(forKey: prepared[index].key) == prepared[index].previous { continue }
+                            notRestored[index] = KeepsakeError(.conflict, store: destination.uri, key: prepared[index].key,
+                                "the destination's value was changed by another writer during the transfer and was left as it is")
+                        } catch {
+                            notRestored[index] = error
+                        }
+                    case let .failed(error):
+                        notRestored[index] = error
+                    }
+                }
+            } catch {
+                for index in indices { notRestored[index] = error }
+            }
+        }
+        for index in indices {
+            guard let error = notRestored[index] else {
+                if states[index] == .notCopied { states[index] = .reverted }
+                continue
+            }
+            prepared[index].error = restoreError(error, key: prepared[index].key, prepared[index].error)
+            // Still the copy in the destination: the record is in both stores. Other bytes there
+            // (a read-back that differed, another writer): the record is in the source only.
+            states[index] = (written[index] ?? nil) == prepared[index].bytes ? .inBoth : .failed
+        }
+        return report(prepared, options, notRestored.isEmpty ? .reverted : .incomplete) { states[$0] }
+    }
+
+    private func restoreError(_ error: KeepsakeError, key: String, _ earlier: KeepsakeError?) -> KeepsakeError {
+        var located = error.located(store: destination.uri, key: key)
+        located.message = "the destination could not be restored after the transfer failed; "
+            + "the source holds the record as it was (\(located.message))"
+            + (earlier.map { "; the transfer failed first because: \($0.message)" } ?? "")
+        return located
+    }
+
+    private func removalError(_ error: KeepsakeError, key: String) -> KeepsakeError {
+        var located = error.located(store: source.uri, key: key)
+        located.message = "the record was copied and verified, but could not be removed from the source; "
+            + "both stores hold it (\(located.message))"
+        return located
+    }
+
+    private func report(
+        _ prepared: [Prepared], _ options: Options, _ outcome: TransferReport.Outcome,
+        state: (Int) -> TransferRecord.State
+    ) -> TransferReport {
+        let records = prepared.indices.map { index in
+            var record = prepared[index].evaluation
+            record.state = state(index)
+            record.error = prepared[index].error
+            record.alreadyPresent = prepared[index].alreadyPresent
+            return record
+        }
+        return TransferReport(source: source.uri, destination: destination.uri, move: options.move,
+                              outcome: outcome, records: records)
+    }
+}
+
+/// A store that can hold only some byte values: a defaults suite holds JSON values, the keyring
+/// holds UTF-8 text. ``StoreTransfer`` asks it before writing anything, so that a value it
+/// cannot hold is refused with a typed error instead of failing midway or being changed.
+public protocol ValueConstrainedStore: RecordStore {
+    /// Throws when `value` cannot be stored under `key` and read back as exactly these bytes.
+    ///
+    /// - Throws: ``KeepsakeError/Code/invalidArgument`` naming this store and `key`, saying what
+    ///   the store can hold.
+    func checkCanHold(_ value: Data, forKey key: String) throws(KeepsakeError)
+}
+
+extension DefaultsStore: ValueConstrainedStore {
+    /// A defaults suite holds exactly one JSON value per key (text as a JSON string).
+    ///
+    /// - Throws: ``KeepsakeError/Code/invalidArgument`` when `value` is not one JSON value.
+    public func checkCanHold(_ value: Data, forKey key: String) throws(KeepsakeError) {
+        do throws(JSONSyntaxError) {
+            try JSONParser.withParser(value) { parser throws(JSONSyntaxError) in
+                _ = try parser.skipValue()
+                try parser.expectEnd()
+            }
+        } catch {
+            throw KeepsakeError(.invalidArgument, store: uri, key: key, """
+                a defaults suite holds JSON values, and this value is not one JSON value, so it cannot be \
+                copied here as it is; it was left where it is
+                """, cause: error.cause)
+        }
+    }
+}
