@@ -79,7 +79,7 @@ let package = Package(
             // KeepsakeTrial and migrate: the trial guard's reinstall scenarios and the CLI on the
             // keyring run here, serialized with the tests that lock and restart the keyring.
             dependencies: ["KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate",
-                           "person-release-3", "person-release-4", "TwoReleasesSupport"]
+                           "person-release-3", "person-release-4", "TwoReleasesSupport", "KeepsakeSodium", "KeepsakeStores"]
         ),
         .testTarget(
             name: "TwoReleaseTests",

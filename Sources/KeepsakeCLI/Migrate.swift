@@ -14,7 +14,7 @@ struct Migrate: ParsableCommand {
                   defaults:PATH    a defaults-style JSON suite file (created on first write)
                   file:DIR         an encrypted store (libsodium), created by `\(name) init`; give its
                                    master key with --key-file PATH, --passphrase-file PATH,
-                                   --passphrase-env VAR or --ask-passphrase
+                                   --passphrase-env VAR, --ask-passphrase or --keyring-key
                   keyring:SERVICE  the desktop keyring (Secret Service, through libsecret): one item
                                    per record with attributes service=SERVICE, username=KEY
 
@@ -39,11 +39,14 @@ struct Migrate: ParsableCommand {
                   75  timed out waiting for the store's lock or an answer; try again
                   77  permission denied
                   80–82  `\(name) trial`: expired, clock moved back, unknown (see `\(name) trial --help`)
+                  83–86  `\(name) copy`: destination key exists, value the destination cannot hold,
+                         destination restored after a failure, records in both stores (see
+                         `\(name) copy --help`)
                 When records are both unreadable and newer, 65 wins.
                 """,
             version: CLIConfiguration.current.version ?? "",
             subcommands: [Status.self, Plan.self, Run.self, Show.self, Get.self, Put.self, Delete.self, Models.self,
-                          Init.self, Rekey.self, Trial.self, Doctor.self]
+                          Init.self, Rekey.self, Copy.self, Trial.self, Doctor.self]
         )
     }
 }

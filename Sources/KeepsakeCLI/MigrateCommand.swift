@@ -6,7 +6,7 @@ import Keepsake
 /// chains in a few lines.
 ///
 /// The command is the stock `migrate` — every subcommand (`status`, `plan`, `run`, `show`,
-/// `get`, `put`, `delete`, `models`, `init`, `rekey`, `trial`, `doctor`), every table and
+/// `get`, `put`, `delete`, `models`, `init`, `rekey`, `copy`, `trial`, `doctor`), every table and
 /// `--json` output, the backup and master-key options, and the documented exit codes — with
 /// the app's chains in place of the sample ones: they are what `--model KEY=NAME` accepts,
 /// what `models` lists, and what `status`, `plan`, `run` and `show` match records against.
@@ -39,7 +39,7 @@ public enum MigrateCommand {
     /// - Parameters:
     ///   - chains: The model chains records are matched to, in the order `models` lists them.
     ///     Each needs its own name. An empty list still leaves every store command (`get`, `put`,
-    ///     `delete`, `init`, `rekey`, `trial`, `doctor`) usable; every record is then unmanaged.
+    ///     `delete`, `init`, `rekey`, `copy`, `trial`, `doctor`) usable; every record is then unmanaged.
     ///   - commandName: The name shown in usage lines, `--help` and hints (`"migrate"`).
     ///   - version: What `--version` prints; `nil` leaves out the `--version` flag.
     ///   - appID: The app id this device's identity is derived with (the default of `--app-id`):

@@ -53,6 +53,24 @@ public protocol MasterKeyProvider: Sendable, CustomStringConvertible {
     ///   stores it durably, and returns it. `false` when opening: a missing key is an error.
     /// - Throws: ``KeepsakeError`` naming the source when the key cannot be had.
     func masterKey(createIfAbsent: Bool) throws(KeepsakeError) -> SecureBytes
+
+    /// The 32-byte master key of the store whose id is `storeID`: what ``SodiumFileStore``
+    /// calls, so that a provider that keeps one key per store (the keyring) can find it.
+    ///
+    /// The default implementation ignores the id and calls ``masterKey(createIfAbsent:)``.
+    ///
+    /// - Parameters:
+    ///   - createIfAbsent: As for ``masterKey(createIfAbsent:)``.
+    ///   - storeID: The store id from the store's header, 32 lowercase hex digits (for a new
+    ///     store, the id its header will hold).
+    /// - Throws: ``KeepsakeError`` naming the source when the key cannot be had.
+    func masterKey(createIfAbsent: Bool, storeID: String) throws(KeepsakeError) -> SecureBytes
+}
+
+extension MasterKeyProvider {
+    public func masterKey(createIfAbsent: Bool, storeID: String) throws(KeepsakeError) -> SecureBytes {
+        try masterKey(createIfAbsent: createIfAbsent)
+    }
 }
 
 /// A key file: exactly 32 random bytes, mode 0600.
@@ -219,7 +237,7 @@ extension MasterKeySource {
     /// The master key for a new header (create, rekey): a key file is created if absent, a
     /// passphrase gets a new random salt.
     func newMaterial(
-        limits: PassphraseLimits, random: RandomSource, fileSystem: FileSystem
+        limits: PassphraseLimits, random: RandomSource, fileSystem: FileSystem, storeID: [UInt8]
     ) throws(KeepsakeError) -> MasterKeyMaterial {
         let zeroSalt = [UInt8](repeating: 0, count: Sodium.pwhashSaltBytes)
         switch self {
@@ -227,7 +245,7 @@ extension MasterKeySource {
             let key = try KeyFile(path: path, fileSystem: fileSystem).masterKey(createIfAbsent: true)
             return MasterKeyMaterial(kind: .raw, salt: zeroSalt, opsLimit: 0, memLimit: 0, key: key)
         case let .provider(provider):
-            let key = try provider.masterKey(createIfAbsent: true)
+            let key = try provider.masterKey(createIfAbsent: true, storeID: Hex.encode(storeID))
             try checkLength(key)
             return MasterKeyMaterial(kind: .raw, salt: zeroSalt, opsLimit: 0, memLimit: 0, key: key)
         case let .passphrase(passphrase, _):
@@ -248,7 +266,7 @@ extension MasterKeySource {
         case let (.keyFile(path), .raw):
             return try KeyFile(path: path).masterKey(createIfAbsent: false)
         case let (.provider(provider), .raw):
-            let key = try provider.masterKey(createIfAbsent: false)
+            let key = try provider.masterKey(createIfAbsent: false, storeID: Hex.encode(header.storeID))
             try checkLength(key)
             return key
         case let (.passphrase(passphrase, _), .passphrase):

@@ -42,7 +42,8 @@ extension SodiumFileStore {
         }
         let material: MasterKeyMaterial
         do throws(KeepsakeError) {
-            material = try newKey.newMaterial(limits: passphraseLimits, random: random, fileSystem: fileSystem)
+            material = try newKey.newMaterial(limits: passphraseLimits, random: random, fileSystem: fileSystem,
+                                              storeID: storeID)
         } catch {
             throw Self.locate(error, uri)
         }

@@ -186,12 +186,22 @@ public final class SodiumFileStore: RecordStore {
                 """)
         }
         let material: MasterKeyMaterial
+        let storeID: [UInt8]
         do throws(KeepsakeError) {
-            material = try key.newMaterial(limits: passphraseLimits, random: random, fileSystem: fileSystem)
+            if case .provider = key {
+                // A provider may keep one key per store (the keyring), so it is told the new id.
+                storeID = random.bytes(Format.storeIDBytes)
+                material = try key.newMaterial(limits: passphraseLimits, random: random, fileSystem: fileSystem,
+                                               storeID: storeID)
+            } else {
+                // The order the test vectors record: a passphrase's salt, then the store id.
+                material = try key.newMaterial(limits: passphraseLimits, random: random, fileSystem: fileSystem,
+                                               storeID: [])
+                storeID = random.bytes(Format.storeIDBytes)
+            }
         } catch {
             throw locate(error, uri)
         }
-        let storeID = random.bytes(Format.storeIDBytes)
         let dataKey = random.secret(Format.keyBytes)
         let header = StoreHeader.seal(
             keyKind: material.kind, storeID: storeID, salt: material.salt, opsLimit: material.opsLimit,

@@ -10,8 +10,10 @@ extension Migrate {
                 abstract: "Create an encrypted file: store.",
                 discussion: """
                     With --key-file PATH, a new key file (32 random bytes, mode 0600) is created at PATH
-                    if nothing is there; keep it apart from the store. With a passphrase option instead,
-                    the store is protected by the passphrase (Argon2id, moderate limits).
+                    if nothing is there; keep it apart from the store. With --keyring-key, a new random
+                    key is kept in the desktop keyring, as an item naming the store's id. With a
+                    passphrase option instead, the store is protected by the passphrase (Argon2id,
+                    moderate limits).
 
                     Example: \(CLI.name) init --store file:/var/lib/app/records --key-file /etc/app/records.key
                     """)
@@ -29,7 +31,9 @@ extension Migrate {
         func run() throws {
             try guarded {
                 let uri = try storeOptions.parsedURI()
-                let source = try storeOptions.key.source(for: uri.description)
+                let source = try storeOptions.key.source(
+                    for: uri.description,
+                    keyringTimeout: try StoreOptions.duration(storeOptions.keyringTimeout, option: "--keyring-timeout"))
                 let store = try SodiumFileStore.create(directory: uri.location, key: source)
                 if output.json {
                     printJSON(["store": store.uri, "id": store.identifier, "key": source.description])

@@ -15,6 +15,9 @@ extension Migrate {
                     Examples:
                       \(CLI.name) rekey --store file:DIR --key-file OLD.key --new-key-file NEW.key
                       \(CLI.name) rekey --store file:DIR --passphrase-env OLD_PW --new-passphrase-env NEW_PW
+                      \(CLI.name) rekey --store file:DIR --key-file OLD.key --new-keyring-key
+                      \(CLI.name) rekey --store file:DIR --keyring-key --new-key-file NEW.key
+                    Rekeying away from the keyring leaves the keyring's item as it is.
                     """)
         }
 
@@ -33,6 +36,9 @@ extension Migrate {
         @Flag(name: .long, help: "Ask for the new passphrase on the terminal, without echo.")
         var askNewPassphrase = false
 
+        @Flag(name: .long, help: "Keep the new master key in the keyring (a new random key, unless it holds one for this store).")
+        var newKeyringKey = false
+
         func validate() throws {
             guard try storeOptions.parsedURI().scheme == .file else {
                 throw ValidationError("rekey works on file: stores")
@@ -47,7 +53,9 @@ extension Migrate {
                 }
                 let newSource = try KeySourceOptions.source(
                     keyFile: newKeyFile, passphraseFile: newPassphraseFile, passphraseEnv: newPassphraseEnv,
-                    ask: askNewPassphrase, prefix: "new-", store: fileStore.uri)
+                    ask: askNewPassphrase, keyring: newKeyringKey, prefix: "new-", askOption: "ask-new-passphrase",
+                    store: fileStore.uri,
+                    keyringTimeout: try StoreOptions.duration(storeOptions.keyringTimeout, option: "--keyring-timeout"))
                 try fileStore.changeMasterKey(to: newSource)
                 let generation = try fileStore.keyGeneration()
                 if output.json {

@@ -15,6 +15,14 @@ enum Exit {
     static let io = ExitCode(74)
     static let temporary = ExitCode(75)
     static let permission = ExitCode(77)
+    /// `copy`: a destination key holds another value; nothing was written.
+    static let exists = ExitCode(83)
+    /// `copy`: a value (or key) the destination cannot hold; nothing was written.
+    static let cannotHold = ExitCode(84)
+    /// `copy`: a write or read-back failed; the destination was restored, the source untouched.
+    static let restored = ExitCode(85)
+    /// `copy`: some records are in both stores (not removed from the source, or not restored).
+    static let inBoth = ExitCode(86)
 
     /// The exit code for an error that stopped a command.
     static func code(for error: KeepsakeError) -> ExitCode {

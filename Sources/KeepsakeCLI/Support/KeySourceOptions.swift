@@ -2,12 +2,13 @@ import ArgumentParser
 import Foundation
 import Keepsake
 import KeepsakeSodium
+import KeepsakeStores
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Where a `file:` store's master key comes from: a key file, or a passphrase from a file, an
-/// environment variable or a prompt.
+/// Where a `file:` store's master key comes from: a key file, a passphrase from a file, an
+/// environment variable or a prompt, or the keyring.
 struct KeySourceOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("A 32-byte key file (created 0600 by `\(CLI.name) init`).", valueName: "path"))
     var keyFile: String?
@@ -22,25 +23,33 @@ struct KeySourceOptions: ParsableArguments {
     @Flag(name: .long, help: "Ask for the passphrase on the terminal, without echo.")
     var askPassphrase = false
 
-    var given: Bool { keyFile != nil || passphraseFile != nil || passphraseEnv != nil || askPassphrase }
+    @Flag(name: .long, help: "Use the master key kept in the keyring for this store (made by `init --keyring-key`).")
+    var keyringKey = false
+
+    var given: Bool { keyFile != nil || passphraseFile != nil || passphraseEnv != nil || askPassphrase || keyringKey }
 
     /// The one master key source given.
-    func source(for store: String) throws -> MasterKeySource {
+    func source(for store: String, keyringTimeout: Duration = .seconds(5)) throws -> MasterKeySource {
         try KeySourceOptions.source(keyFile: keyFile, passphraseFile: passphraseFile, passphraseEnv: passphraseEnv,
-                                    ask: askPassphrase, prefix: "", store: store)
+                                    ask: askPassphrase, keyring: keyringKey, prefix: "", askOption: "ask-passphrase",
+                                    store: store, keyringTimeout: keyringTimeout)
     }
 
+    /// The one source given by the options named `--PREFIXkey-file`, `--PREFIXpassphrase-file`,
+    /// `--PREFIXpassphrase-env`, `--PREFIXkeyring-key` and `--ASKOPTION`.
     static func source(
-        keyFile: String?, passphraseFile: String?, passphraseEnv: String?, ask: Bool, prefix: String, store: String
+        keyFile: String?, passphraseFile: String?, passphraseEnv: String?, ask: Bool, keyring: Bool = false,
+        prefix: String, askOption: String?, store: String, keyringTimeout: Duration = .seconds(5)
     ) throws -> MasterKeySource {
-        let count = [keyFile != nil, passphraseFile != nil, passphraseEnv != nil, ask].filter { $0 }.count
+        let count = [keyFile != nil, passphraseFile != nil, passphraseEnv != nil, ask, keyring].filter { $0 }.count
         guard count == 1 else {
-            let names = "--\(prefix)key-file PATH, --\(prefix)passphrase-file PATH, --\(prefix)passphrase-env VAR " +
-                "or --\(prefix == "" ? "ask" : "ask-new")-passphrase"
+            let names = "--\(prefix)key-file PATH, --\(prefix)passphrase-file PATH, --\(prefix)passphrase-env VAR" +
+                (askOption.map { ", --\(prefix)keyring-key or --\($0)" } ?? " or --\(prefix)keyring-key")
             throw usageError(count == 0
                 ? "\(store) needs its master key: give one of \(names)"
                 : "give only one of \(names)")
         }
+        if keyring { return .keyring(timeout: keyringTimeout) }
         if let keyFile { return .keyFile(path: keyFile) }
         if let passphraseFile {
             let read = try readPassphraseFile(passphraseFile)

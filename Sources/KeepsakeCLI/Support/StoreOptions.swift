@@ -41,7 +41,7 @@ struct StoreOptions: ParsableArguments {
                 """)
         }
         if uri.scheme != .file && key.given {
-            throw ValidationError("--key-file and the passphrase options are for file: stores")
+            throw ValidationError("--key-file, --keyring-key and the passphrase options are for file: stores")
         }
         _ = try Self.duration(keyringTimeout, option: "--keyring-timeout")
     }
@@ -89,9 +89,10 @@ struct StoreOptions: ParsableArguments {
     /// `file:` store and `--keyring-timeout`.
     func openStore() throws -> any RecordStore {
         let uri = try parsedURI()
+        let timeout = try Self.duration(keyringTimeout, option: "--keyring-timeout")
         let options = StoreOpenOptions(
-            masterKey: uri.scheme == .file ? try key.source(for: uri.description) : nil,
-            keyringTimeout: try Self.duration(keyringTimeout, option: "--keyring-timeout"))
+            masterKey: uri.scheme == .file ? try key.source(for: uri.description, keyringTimeout: timeout) : nil,
+            keyringTimeout: timeout)
         return try uri.open(options: options)
     }
 

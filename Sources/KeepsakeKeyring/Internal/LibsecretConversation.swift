@@ -74,7 +74,9 @@ final class LibsecretConversation {
     ///
     /// - Parameter loadSecrets: Also fetch the secrets of the unlocked items (one round trip).
     ///   Never unlocks anything, so never prompts.
-    func search(_ attributes: [String: String], loadSecrets: Bool) throws(LibsecretFailure) -> [LibsecretItem] {
+    func search(
+        _ attributes: [String: String], schema: LibsecretSchema = .record, loadSecrets: Bool
+    ) throws(LibsecretFailure) -> [LibsecretItem] {
         let table = LibsecretAttributes.table(attributes)
         defer { g_hash_table_unref(table) }
         var flags = SECRET_SEARCH_ALL.rawValue
@@ -83,7 +85,7 @@ final class LibsecretConversation {
         // secret_service_search_sync: a GList of new SecretItem references; NULL is also an
         // empty result, so only the GError tells failure apart.
         let list = secret_service_search_sync(
-            service, LibsecretSchema.record.pointer, table, SecretSearchFlags(rawValue: flags), cancellable, &error)
+            service, schema.pointer, table, SecretSearchFlags(rawValue: flags), cancellable, &error)
         if let error {
             g_list_free_full(list, g_object_unref)
             throw failure(.search, error)
@@ -108,10 +110,11 @@ final class LibsecretConversation {
         return LibsecretSecret.take(value)
     }
 
-    /// Creates an item in `collection` with the record schema (`xdg:schema` is added by
-    /// libsecret), replacing an item with exactly the same attributes if there is one.
+    /// Creates an item in `collection` with `schema` (`xdg:schema` is added by libsecret),
+    /// replacing an item with exactly the same attributes if there is one and `replace` is set.
     func createItem(
-        in collection: LibsecretCollection, attributes: [String: String], label: String, secret: Data
+        in collection: LibsecretCollection, schema: LibsecretSchema = .record, attributes: [String: String],
+        label: String, secret: Data, replace: Bool = true
     ) throws(LibsecretFailure) {
         let table = LibsecretAttributes.table(attributes)
         defer { g_hash_table_unref(table) }
@@ -120,8 +123,8 @@ final class LibsecretConversation {
         var error: UnsafeMutablePointer<GError>?
         // secret_item_create_sync: returns the new item (a reference we drop) or NULL + GError.
         let created = secret_item_create_sync(
-            collection.pointer, LibsecretSchema.record.pointer, table, label, value,
-            SECRET_ITEM_CREATE_REPLACE, cancellable, &error)
+            collection.pointer, schema.pointer, table, label, value,
+            replace ? SECRET_ITEM_CREATE_REPLACE : SECRET_ITEM_CREATE_NONE, cancellable, &error)
         guard let created else { throw failure(.createItem, error) }
         g_object_unref(created)
     }
@@ -193,27 +196,30 @@ final class LibsecretItem {
     }
 }
 
-/// Keepsake's `SecretSchema`: `org.keepsake.Record` with string attributes `service` and
-/// `username`, flagged `SECRET_SCHEMA_DONT_MATCH_NAME` so searches find other clients' items.
+/// Keepsake's `SecretSchema`s: `org.keepsake.Record` with string attributes `service` and
+/// `username`, flagged `SECRET_SCHEMA_DONT_MATCH_NAME` so searches find other clients' items;
+/// `org.keepsake.MasterKey` for a file store's master key, matched by name too.
 final class LibsecretSchema: @unchecked Sendable {
     // @unchecked: the schema is created once, never mutated, and only read by libsecret
     // (its reference count is touched only here, at creation).
     fileprivate let pointer: UnsafeMutablePointer<SecretSchema>
 
     static let name = "org.keepsake.Record"
-    static let record = LibsecretSchema()
+    static let record = LibsecretSchema(name: name, attributes: ["service", "username"], matchName: false)
+    static let masterKey = LibsecretSchema(
+        name: "org.keepsake.MasterKey", attributes: ["keepsake-purpose", "keepsake-store-id"], matchName: true)
 
-    private init() {
+    private init(name: String, attributes: [String], matchName: Bool) {
         // A GHashTable of attribute name → SecretSchemaAttributeType (as a pointer-sized int).
         let types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil)
         defer { g_hash_table_unref(types) }
-        for attribute in ["service", "username"] {
+        for attribute in attributes {
             let key = attribute.withCString { g_strdup($0) }
             // SECRET_SCHEMA_ATTRIBUTE_STRING is 0: GINT_TO_POINTER(0) is NULL.
             g_hash_table_insert(types, key, UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)))
         }
         // secret_schema_newv copies the names; the table is ours to release.
-        pointer = secret_schema_newv(Self.name, SECRET_SCHEMA_DONT_MATCH_NAME, types)
+        pointer = secret_schema_newv(name, matchName ? SECRET_SCHEMA_NONE : SECRET_SCHEMA_DONT_MATCH_NAME, types)
     }
 }
 

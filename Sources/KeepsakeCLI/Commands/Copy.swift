@@ -1,0 +1,328 @@
+import ArgumentParser
+import Foundation
+import Keepsake
+import KeepsakeSodium
+import KeepsakeStores
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Migrate {
+    struct Copy: ParsableCommand {
+        static var configuration: CommandConfiguration {
+            CommandConfiguration(
+                abstract: "Copy or move records from one store to another, verified before anything is removed.",
+                discussion: """
+                    Copies the named keys, or with no KEY every managed record (--all: every key,
+                    plain values too), from --from to --to. Each record is read, migrated to its
+                    latest version with --migrate, written, then read back and compared. Only when
+                    every record matched does --move remove them from the source. If a write or a
+                    read-back fails, the destination gets back exactly what it held before and the
+                    source is not touched. A key the destination already holds is refused unless
+                    --overwrite; one that holds exactly the same bytes is not (so a move that was
+                    interrupted can simply be run again). Plain values are copied as their bytes where
+                    the destination can hold them: a defaults: suite holds JSON values, the keyring
+                    UTF-8 text; another value is refused before anything is written.
+
+                    Each side takes its own options: --from-key-file, --from-passphrase-file,
+                    --from-passphrase-env, --from-keyring-key for a file: source, and the same with
+                    --to- for a file: destination.
+
+                    STATES: planned (--dry-run), copied, moved, exists (the destination holds another
+                    value), failed, reverted (written, then taken back), notCopied (another record
+                    failed first), inBoth (copied but not removed from the source, or not taken back).
+
+                    EXIT CODES (besides those of `\(CLI.name) --help`):
+                      0   every record copied (or moved); or --dry-run found nothing in the way
+                      83  refused: a destination key holds another value (give --overwrite); nothing written
+                      84  refused: a value (or key) the destination cannot hold; nothing written
+                      85  a write or read-back failed: the destination was restored, the source untouched
+                      86  some records are in both stores (not removed from the source, or not restored)
+                    Otherwise a refusal exits with its record's code: 66 for a named key the source does
+                    not hold, 65 for a record that cannot be read or migrated, 69, 70, 71, … for a store
+                    that cannot be used; nothing is written then either.
+
+                    Example:
+                      \(CLI.name) copy --from defaults:~/.config/app/settings.json --to keyring:com.example.app \\
+                          apiToken person --move --migrate
+                    """)
+        }
+
+        @Option(name: .long, help: ArgumentHelp("The store to copy from.", valueName: "uri"))
+        var from: String
+
+        @Option(name: .long, help: ArgumentHelp("The store to copy to.", valueName: "uri"))
+        var to: String
+
+        @Argument(help: ArgumentHelp("The keys to copy (default: every managed record).", valueName: "key"))
+        var keys: [String] = []
+
+        @Flag(name: .long, help: "Also copy unmanaged values (every key of the source); only without KEY.")
+        var all = false
+
+        @Flag(name: .long, help: "Remove the records from the source once every one is verified in the destination.")
+        var move = false
+
+        @Flag(name: .long, help: "Write outdated records at their latest version.")
+        var migrate = false
+
+        @Flag(name: .long, help: "Replace values the destination already holds under the same keys.")
+        var overwrite = false
+
+        @Flag(name: .long, help: "Check everything and show what would be done; write nothing.")
+        var dryRun = false
+
+        @OptionGroup(title: "Master key of a file: source (one of)")
+        var fromKey: FromKeyOptions
+
+        @OptionGroup(title: "Master key of a file: destination (one of)")
+        var toKey: ToKeyOptions
+
+        @Option(name: .long, help: ArgumentHelp(
+            "How long a keyring call may take before it fails, in seconds.", valueName: "seconds"))
+        var keyringTimeout: Double = 5
+
+        @Option(name: .long, help: ArgumentHelp(
+            "Treat KEY as a record of model NAME (repeatable). See `\(CLI.name) models` for names.",
+            valueName: "key=name"))
+        var model: [String] = []
+
+        @Option(name: .long, help: ArgumentHelp(
+            "Device identity recorded by migration steps that ask for one (default: derived from /etc/machine-id and --app-id).",
+            valueName: "id"))
+        var deviceID: String?
+
+        @Option(name: .long, help: ArgumentHelp(
+            "App identifier the default device identity is derived with (default: \(CLI.appID)).", valueName: "id"))
+        var appID: String?
+
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            let (source, destination) = try uris()
+            for (uri, option) in [(source, "--from"), (destination, "--to")] where uri.scheme == .memory {
+                throw ValidationError("\(option): a memory: store lives only inside one process")
+            }
+            if source.scheme != .file && fromKey.given {
+                throw ValidationError("the --from-… key options are for a file: source")
+            }
+            if destination.scheme != .file && toKey.given {
+                throw ValidationError("the --to-… key options are for a file: destination")
+            }
+            if all && !keys.isEmpty { throw ValidationError("--all copies every key; give either --all or KEYs") }
+            _ = try StoreOptions.duration(keyringTimeout, option: "--keyring-timeout")
+            _ = try keyModels()
+        }
+
+        private func uris() throws -> (StoreURI, StoreURI) {
+            func parse(_ text: String, _ option: String) throws -> StoreURI {
+                do { return try StoreURI(parsing: text) } catch { throw usageError("\(option): \(error.message)") }
+            }
+            return (try parse(from, "--from"), try parse(to, "--to"))
+        }
+
+        private func keyModels() throws -> [String: String] {
+            var result: [String: String] = [:]
+            for pair in model + CLI.modelOptions {
+                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2, !parts[0].isEmpty else { throw usageError("--model takes KEY=NAME (got '\(pair)')") }
+                guard CLI.chains.contains(where: { $0.name == parts[1] }) else {
+                    throw usageError("unknown model '\(parts[1])' in --model; see `\(CLI.name) models`")
+                }
+                result[parts[0]] = parts[1]
+            }
+            return result
+        }
+
+        func run() throws {
+            try guarded { try perform() }
+        }
+
+        private func perform() throws {
+            let (sourceURI, destinationURI) = try uris()
+            let timeout = try StoreOptions.duration(keyringTimeout, option: "--keyring-timeout")
+            let source = try sourceURI.open(options: StoreOpenOptions(
+                masterKey: sourceURI.scheme == .file ? try fromKey.source(for: sourceURI.description, timeout: timeout) : nil,
+                keyringTimeout: timeout))
+            let destination = try destinationURI.open(options: StoreOpenOptions(
+                masterKey: destinationURI.scheme == .file
+                    ? try toKey.source(for: destinationURI.description, timeout: timeout) : nil,
+                keyringTimeout: timeout))
+            let context: MigrationContext = deviceID.map { .live(deviceIdentity: $0) } ?? .live(appID: appID ?? CLI.appID)
+            let transfer = StoreTransfer(from: source, to: destination, chains: CLI.chains, context: context,
+                                         keyModels: try keyModels())
+            let selection: StoreTransfer.Selection = keys.isEmpty ? (all ? .all : .managed) : .keys(keys)
+            let options = StoreTransfer.Options(move: move, migrate: migrate, overwrite: overwrite)
+            let report = dryRun
+                ? try transfer.plan(selection, options: options)
+                : try transfer.run(selection, options: options, checkpoint: Self.testPause)
+            if output.json {
+                printJSON(TransferJSON(report: report, dryRun: dryRun))
+            } else {
+                printTransfer(report)
+            }
+            let code = Self.exitCode(for: report)
+            if code != .success { throw code }
+        }
+
+        private func printTransfer(_ report: TransferReport) {
+            let verb = report.move ? "Move" : "Copy"
+            say("\(dryRun ? "Dry run: \(verb.lowercased())" : verb) \(report.source) → \(report.destination)"
+                + (dryRun ? " (nothing is written)" : ""))
+            if !report.records.isEmpty {
+                printTable(["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"], report.records.map { record in
+                    [record.key, record.schema ?? "-",
+                     record.storedVersion.map { "v\($0)" } ?? "-", record.writtenVersion.map { "v\($0)" } ?? "-",
+                     record.state.rawValue, note(record)]
+                })
+            }
+            let counts = TransferRecord.State.allCases.compactMap { state -> String? in
+                let count = report.records.filter { $0.state == state }.count
+                return count == 0 ? nil : "\(count) \(state.rawValue)"
+            }
+            say(counts.isEmpty ? "no records" : counts.joined(separator: ", "))
+            switch report.outcome {
+            case .planned, .completed: break
+            case .refused: say("Nothing was written.")
+            case .reverted: say("The destination was restored to what it held before; the source was not touched.")
+            case .incomplete: say("Records marked inBoth are in both stores; nothing was lost.")
+            }
+        }
+
+        private func note(_ record: TransferRecord) -> String {
+            if let error = record.error {
+                var text = error.store.map { "\($0): " } ?? ""
+                text += error.message
+                if let cause = error.cause { text += " (\(cause))" }
+                return text
+            }
+            var notes: [String] = []
+            if record.unmanaged { notes.append("plain value, copied as its bytes") }
+            if record.migrated { notes.append("migrated") }
+            if record.replaced { notes.append("replaced the destination's value") }
+            if record.alreadyPresent { notes.append("already in the destination") }
+            return notes.joined(separator: "; ")
+        }
+
+        /// The exit code of a finished copy (see the discussion above).
+        static func exitCode(for report: TransferReport) -> ExitCode {
+            switch report.outcome {
+            case .planned, .completed:
+                return .success
+            case .incomplete:
+                return Exit.inBoth
+            case .reverted:
+                return Exit.restored
+            case .refused:
+                if report.records.contains(where: { $0.state == .exists }) { return Exit.exists }
+                if let other = report.records.compactMap(\.error).first(where: { $0.code != .invalidArgument }) {
+                    return Exit.code(for: other)
+                }
+                return Exit.cannotHold
+            }
+        }
+
+        /// A test hook: with `KEEPSAKE_TEST_COPY_PAUSE=STEP` (prepared, written, verified), the
+        /// command prints `paused after STEP` on standard error and waits to be killed there, so
+        /// that a test can stop the process between two steps with SIGKILL.
+        @Sendable private static func testPause(_ step: StoreTransfer.Step) {
+            guard let wanted = ProcessInfo.processInfo.environment["KEEPSAKE_TEST_COPY_PAUSE"], wanted == step.rawValue
+            else { return }
+            FileHandle.standardError.write(Data("paused after \(step.rawValue)\n".utf8))
+            while true { sleep(60) }
+        }
+    }
+}
+
+/// `--from-key-file` and the other master key options of a `file:` source.
+struct FromKeyOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The source's 32-byte key file.", valueName: "path"))
+    var fromKeyFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("A file holding the source's passphrase.", valueName: "path"))
+    var fromPassphraseFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("An environment variable holding the source's passphrase.", valueName: "var"))
+    var fromPassphraseEnv: String?
+
+    @Flag(name: .long, help: "The source's master key is kept in the keyring.")
+    var fromKeyringKey = false
+
+    var given: Bool { fromKeyFile != nil || fromPassphraseFile != nil || fromPassphraseEnv != nil || fromKeyringKey }
+
+    func source(for store: String, timeout: Duration) throws -> MasterKeySource {
+        try KeySourceOptions.source(keyFile: fromKeyFile, passphraseFile: fromPassphraseFile,
+                                    passphraseEnv: fromPassphraseEnv, ask: false, keyring: fromKeyringKey,
+                                    prefix: "from-", askOption: nil, store: store, keyringTimeout: timeout)
+    }
+}
+
+/// `--to-key-file` and the other master key options of a `file:` destination.
+struct ToKeyOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The destination's 32-byte key file.", valueName: "path"))
+    var toKeyFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("A file holding the destination's passphrase.", valueName: "path"))
+    var toPassphraseFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("An environment variable holding the destination's passphrase.",
+                                            valueName: "var"))
+    var toPassphraseEnv: String?
+
+    @Flag(name: .long, help: "The destination's master key is kept in the keyring.")
+    var toKeyringKey = false
+
+    var given: Bool { toKeyFile != nil || toPassphraseFile != nil || toPassphraseEnv != nil || toKeyringKey }
+
+    func source(for store: String, timeout: Duration) throws -> MasterKeySource {
+        try KeySourceOptions.source(keyFile: toKeyFile, passphraseFile: toPassphraseFile,
+                                    passphraseEnv: toPassphraseEnv, ask: false, keyring: toKeyringKey,
+                                    prefix: "to-", askOption: nil, store: store, keyringTimeout: timeout)
+    }
+}
+
+/// `--json` output of `copy`.
+struct TransferJSON: Encodable {
+    let report: TransferReport
+    let dryRun: Bool
+
+    enum CodingKeys: String, CodingKey { case source, destination, move, dryRun, outcome, records }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(report.source, forKey: .source)
+        try container.encode(report.destination, forKey: .destination)
+        try container.encode(report.move, forKey: .move)
+        try container.encode(dryRun, forKey: .dryRun)
+        try container.encode(report.outcome.rawValue, forKey: .outcome)
+        try container.encode(report.records.map(TransferRecordJSON.init), forKey: .records)
+    }
+}
+
+/// One record in `copy --json`.
+struct TransferRecordJSON: Encodable {
+    let record: TransferRecord
+
+    enum CodingKeys: String, CodingKey {
+        case key, schema, storedVersion, writtenVersion, state, migrated, unmanaged, replaced, alreadyPresent
+        case error, errorCode, errorStore
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(record.key, forKey: .key)
+        try container.encode(record.schema, forKey: .schema)
+        try container.encode(record.storedVersion, forKey: .storedVersion)
+        try container.encode(record.writtenVersion, forKey: .writtenVersion)
+        try container.encode(record.state.rawValue, forKey: .state)
+        try container.encode(record.migrated, forKey: .migrated)
+        try container.encode(record.unmanaged, forKey: .unmanaged)
+        try container.encode(record.replaced, forKey: .replaced)
+        try container.encode(record.alreadyPresent, forKey: .alreadyPresent)
+        if let error = record.error {
+            try container.encode(error.description, forKey: .error)
+            try container.encode(error.code.rawValue, forKey: .errorCode)
+            try container.encodeIfPresent(error.store, forKey: .errorStore)
+        }
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import Keepsake
+
+/// The keyring item that holds the master key of one encrypted `file:` store — how Chromium and
+/// Electron's safeStorage keep their key on Linux.
+///
+/// The item is in the default collection with the attributes
+/// - `xdg:schema`: ``schemaName`` (`org.keepsake.MasterKey`),
+/// - `keepsake-purpose`: `file-store-master-key`,
+/// - `keepsake-store-id`: the store id from the store's header (32 lowercase hex digits),
+///
+/// labelled `Keepsake master key for file store <id>`, and its secret is the 32-byte key as 64
+/// lowercase hex digits (the keyring holds text). Lookups match all three attributes, so no
+/// other item — a record of a `keyring:` store included — is ever taken for a key.
+///
+/// Use it through `KeyringMasterKey` (KeepsakeStores), the `MasterKeyProvider` that
+/// `SodiumFileStore` asks for the key; this type only reads and creates the item.
+///
+/// A locked collection, a locked item, no Secret Service or no session bus are the keyring's
+/// typed errors (`.locked`, `.unavailable`, `.timeout`), never "absent": a key is reported absent
+/// only when the default collection is unlocked and no item, locked or not, matches.
+public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
+    /// The `xdg:schema` of master key items.
+    public static let schemaName = "org.keepsake.MasterKey"
+    /// The `keepsake-purpose` attribute of master key items.
+    public static let purpose = "file-store-master-key"
+    /// The length of a master key, in bytes.
+    public static let keyBytes = 32
+
+    /// The store id the key opens, in lowercase hex.
+    public let storeID: String
+    /// How long one call may wait for the Secret Service.
+    public let timeout: Duration
+
+    /// The item for the store with id `storeID`; nothing is contacted until a call.
+    ///
+    /// - Throws: ``KeepsakeError/Code/invalidArgument`` for an id that is not lowercase hex digits,
+    ///   or a timeout that is not positive.
+    public init(storeID: String, timeout: Duration = KeyringStore.defaultTimeout) throws(KeepsakeError) {
+        guard !storeID.isEmpty, storeID.utf8.allSatisfy(Self.isLowerHex) else {
+            throw KeepsakeError(.invalidArgument, "a store id is lowercase hex digits, not '\(storeID)'")
+        }
+        guard timeout > .zero else {
+            throw KeepsakeError(.invalidArgument, "the keyring timeout must be positive, not \(timeout)")
+        }
+        self.storeID = storeID
+        self.timeout = timeout
+    }
+
+    /// `master key in the keyring (store id …)`.
+    public var description: String { "master key in the keyring (store id \(storeID))" }
+
+    private var attributes: [String: String] {
+        ["keepsake-purpose": Self.purpose, "keepsake-store-id": storeID]
+    }
+
+    /// The key the keyring holds for this store, or `nil` when it positively holds none.
+    ///
+    /// When several items match (another client added one), the most recently changed is used;
+    /// a wrong key is then refused by the store's own key check, never used to open it.
+    ///
+    /// - Throws: ``KeepsakeError`` naming this item: `.locked`, `.unavailable`, `.timeout`, `.io`;
+    ///   ``KeepsakeError/Code/invalidArgument`` when the item's secret is not 64 hex digits.
+    /// - Important: Nothing is written and nothing prompts, whether this returns or throws.
+    public func read() throws(KeepsakeError) -> [UInt8]? {
+        var found = try converse { conversation throws(LibsecretFailure) in try find(in: conversation) }
+        defer { Self.wipe(&found) }
+        return try found.map { found throws(KeepsakeError) in try decode(found) }
+    }
+
+    /// Stores `key` as this store's master key item, unless the keyring already holds one: then
+    /// that one is kept and returned. The key is read back before this returns.
+    ///
+    /// - Parameter key: 32 bytes.
+    /// - Returns: The key the keyring now holds for this store, read back from it.
+    /// - Throws: ``KeepsakeError``: `.locked` (nothing is created in a locked collection),
+    ///   `.unavailable`, `.timeout`, `.io`; `.invalidArgument` for a key that is not 32 bytes;
+    ///   `.verificationFailed` when the item does not read back as the key stored.
+    /// - Important: An existing key is never replaced. If this throws after a `.timeout`, the
+    ///   item may have been created; a later ``read()`` finds it.
+    public func storeIfAbsent(_ key: [UInt8]) throws(KeepsakeError) -> [UInt8] {
+        guard key.count == Self.keyBytes else {
+            throw KeepsakeError(.invalidArgument, "a master key is \(Self.keyBytes) bytes, not \(key.count)")
+        }
+        var found = try converse { conversation throws(LibsecretFailure) -> Found? in
+            if let existing = try find(in: conversation) { return existing }
+            guard let collection = try conversation.defaultCollection() else {
+                throw LibsecretFailure(stage: .createItem, kind: .noDefaultCollection, message:
+                    "the Secret Service has no default collection to keep the master key in; create a keyring first")
+            }
+            guard !collection.isLocked else {
+                throw LibsecretFailure(stage: .createItem, kind: .locked, message:
+                    "the default collection \(collection.path) is locked, so no master key was created; unlock the keyring and try again")
+            }
+            var text = Data(Self.hex(key).utf8)
+            defer { text.resetBytes(in: 0..<text.count) }
+            try conversation.createItem(in: collection, schema: .masterKey, attributes: attributes,
+                                        label: "Keepsake master key for file store \(storeID)", secret: text, replace: false)
+            return try find(in: conversation)
+        }
+        defer { Self.wipe(&found) }
+        guard let stored = found else {
+            throw KeepsakeError(.verificationFailed, "\(description): the item was created but cannot be found again")
+        }
+        return try decode(stored)
+    }
+
+    // MARK: Plumbing
+
+    /// A matching item's secret text and D-Bus path.
+    private struct Found {
+        var secret: Data
+        var path: String
+    }
+
+    /// The newest matching item; `.locked` rather than `nil` when the answer could be wrong.
+    private func find(in conversation: LibsecretConversation) throws(LibsecretFailure) -> Found? {
+        let collection = try conversation.defaultCollection()
+        let items = try conversation.search(attributes, schema: .masterKey, loadSecrets: true)
+            .filter { $0.attribute("keepsake-store-id") == storeID && $0.attribute("keepsake-purpose") == Self.purpose }
+        if items.contains(where: \.isLocked) {
+            throw LibsecretFailure(stage: .search, kind: .locked, message:
+                "the keyring item holding this store's master key is locked; unlock the keyring and try again")
+        }
+        if items.isEmpty, let collection, collection.isLocked {
+            throw LibsecretFailure(stage: .search, kind: .locked, message:
+                "the default collection \(collection.path) is locked, so whether it holds this store's master key cannot be told; unlock the keyring and try again")
+        }
+        guard let item = items.max(by: { ($0.modified, $0.created) < ($1.modified, $1.created) }) else { return nil }
+        guard let secret = conversation.loadedSecret(of: item) else {
+            throw LibsecretFailure(stage: .readSecret, kind: .other, message:
+                "the Secret Service returned no secret for the unlocked master key item \(item.path)")
+        }
+        return Found(secret: secret, path: item.path)
+    }
+
+    /// Zeroes the secret text read from the keyring.
+    private static func wipe(_ found: inout Found?) {
+        guard let count = found?.secret.count else { return }
+        found?.secret.resetBytes(in: 0..<count)
+    }
+
+    /// The key in an item's secret text.
+    private func decode(_ found: Found) throws(KeepsakeError) -> [UInt8] {
+        guard let key = Self.unhex(found.secret) else {
+            throw KeepsakeError(.invalidArgument, """
+                \(description): the keyring item \(found.path) does not hold a master key \
+                (\(Self.keyBytes * 2) hex digits); it was left as it is
+                """)
+        }
+        return key
+    }
+
+    private func converse<T>(_ body: (LibsecretConversation) throws(LibsecretFailure) -> T) throws(KeepsakeError) -> T {
+        do throws(LibsecretFailure) {
+            let conversation = try LibsecretConversation(timeout: timeout)
+            return try body(conversation)
+        } catch {
+            var located = error.keepsakeError(store: nil, key: nil, timeout: timeout)
+            located.message = "\(description): \(located.message)"
+            throw located
+        }
+    }
+
+    private static func isLowerHex(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func unhex(_ text: Data) -> [UInt8]? {
+        guard text.count == keyBytes * 2 else { return nil }
+        func value(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+        let bytes = [UInt8](text)
+        var key = [UInt8](repeating: 0, count: keyBytes)
+        for index in 0..<keyBytes {
+            guard let high = value(bytes[2 * index]), let low = value(bytes[2 * index + 1]) else { return nil }
+            key[index] = high << 4 | low
+        }
+        return key
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import Keepsake
+import KeepsakeKeyring
+import KeepsakeSodium
+import KeepsakeStores
+import Migrations
+import Testing
+
+extension KeyringTests {
+    /// Records moved between a defaults suite, the keyring and an encrypted file store, against
+    /// the private keyring: the results read by `secret-tool`, an independent client.
+    @Suite("Moving records into and out of the keyring")
+    struct Transfer {
+        let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "dev", identifierPrefix: "u")
+        static let person = #"{"name":"Ada","age":"36"}"#
+        static let personV3 = #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#
+
+        /// A legacy defaults suite: an old Person, an API token as a plain JSON string, a theme.
+        func legacySuite() throws -> DefaultsStore {
+            let directory = PrivateKeyring.scratch.appendingPathComponent("transfer-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let suite = DefaultsStore(path: directory + "/settings.json")
+            _ = try suite.commit([StoreWrite(key: "person", value: Data(Self.person.utf8)),
+                                  StoreWrite(key: "apiToken", value: Data(#""s3cr3t-token""#.utf8)),
+                                  StoreWrite(key: "theme", value: Data(#""dark""#.utf8))])
+            return suite
+        }
+
+        /// The suite file's own keys, read as JSON by Foundation (not through Keepsake).
+        func suiteKeys(_ suite: DefaultsStore) throws -> [String] {
+            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: suite.path)))
+            return try #require(object as? [String: Any]).keys.sorted()
+        }
+
+        @Test("defaults → keyring move: secret-tool reads the migrated record and the token; the suite no longer holds them")
+        func defaultsToKeyring() throws {
+            let suite = try legacySuite()
+            let keyring = try PrivateKeyring.freshStore("move-in")
+            let report = try StoreTransfer(from: suite, to: keyring, chains: SampleModels.all, context: context)
+                .run(.keys(["person", "apiToken"]), options: .init(move: true, migrate: true))
+            #expect(report.outcome == .completed)
+            #expect(report.records.map(\.state) == [.moved, .moved])
+            #expect(try PrivateKeyring.secretToolLookup(service: keyring.service, key: "person") == Self.personV3)
+            #expect(try PrivateKeyring.secretToolLookup(service: keyring.service, key: "apiToken") == #""s3cr3t-token""#)
+            #expect(try suiteKeys(suite) == ["theme"])
+        }
+
+        @Test("keyring → file move: every record in the encrypted store, the keyring items gone")
+        func keyringToFile() throws {
+            let keyring = try PrivateKeyring.freshStore("move-out")
+            try PrivateKeyring.secretToolStore(label: "p", attributes: [("service", keyring.service), ("username", "person")],
+                                               secret: Self.person)
+            try PrivateKeyring.secretToolStore(label: "t", attributes: [("service", keyring.service), ("username", "token")],
+                                               secret: "hunter2 – not JSON")
+            let directory = PrivateKeyring.scratch.appendingPathComponent("file-\(UUID().uuidString)").path
+            let files = try SodiumFileStore.create(directory: directory + "/store", key: .keyFile(path: directory + "/k.key"))
+            let report = try StoreTransfer(from: keyring, to: files, chains: SampleModels.all, context: context)
+                .run(.all, options: .init(move: true))
+            #expect(report.outcome == .completed)
+            #expect(report.records.map(\.key) == ["person", "token"])
+            #expect(report.records.map(\.state) == [.moved, .moved])
+            let reopened = try SodiumFileStore(directory: directory + "/store", key: .keyFile(path: directory + "/k.key"))
+            #expect(try reopened.data(forKey: "person") == Data(Self.person.utf8))
+            #expect(try reopened.data(forKey: "token") == Data("hunter2 – not JSON".utf8))
+            #expect(try PrivateKeyring.secretToolSearch(service: keyring.service).isEmpty)
+        }
+
+        @Test("values a store cannot hold are refused before anything is written: text into a suite, bytes into the keyring")
+        func cannotHold() throws {
+            let keyring = try PrivateKeyring.freshStore("hold")
+            try keyring.setData(Data("hunter2".utf8), forKey: "token")
+            let suite = try legacySuite()
+            let intoSuite = try StoreTransfer(from: keyring, to: suite).run(.keys(["token"]), options: .init(move: true))
+            #expect(intoSuite.outcome == .refused)
+            #expect(intoSuite.records.first?.error?.code == .invalidArgument)
+            #expect(intoSuite.records.first?.error?.store == suite.uri)
+            #expect(try PrivateKeyring.secretToolLookup(service: keyring.service, key: "token") == "hunter2")
+            #expect(try suiteKeys(suite) == ["apiToken", "person", "theme"])
+
+            let binary = InMemoryStore(name: "bytes", contents: ["blob": Data([0x80, 0x00, 0xFF])])
+            let intoKeyring = try StoreTransfer(from: binary, to: keyring).run(.all, options: .init(move: true))
+            #expect(intoKeyring.outcome == .refused)
+            #expect(intoKeyring.records.first?.error?.code == .invalidArgument)
+            #expect(intoKeyring.records.first?.error?.message.contains("the keyring holds text") == true)
+            #expect(try keyring.keys() == ["token"])
+        }
+
+        @Test("a locked keyring as the destination is its typed error per record, and nothing moves")
+        func lockedDestination() throws {
+            let suite = try legacySuite()
+            let keyring = try PrivateKeyring.freshStore("locked")
+            try PrivateKeyring.whileLocked {
+                let report = try StoreTransfer(from: suite, to: keyring).run(.keys(["apiToken"]), options: .init(move: true))
+                #expect(report.outcome == .refused)
+                #expect(report.records.first?.error?.code == .locked)
+            }
+            #expect(try suiteKeys(suite) == ["apiToken", "person", "theme"])
+            #expect(try keyring.keys().isEmpty)
+        }
+
+        @Test("migrate copy --move into the keyring: table, --json and the exit code; a key that exists is refused with 83")
+        func cliMove() throws {
+            let suite = try legacySuite()
+            let service = PrivateKeyring.uniqueService("cli-copy")
+            let json = try runMigrate(["copy", "--from", "defaults:" + suite.path, "--to", "keyring:" + service,
+                                       "person", "apiToken", "--move", "--migrate", "--json"])
+            #expect(json.status == 0, "\(json.stderr)")
+            let object = try jsonObject(json.stdout)
+            #expect(object["outcome"] as? String == "completed")
+            let records = try #require(object["records"] as? [[String: Any]])
+            #expect(records.map { $0["state"] as? String } == ["moved", "moved"])
+            #expect(records.map { $0["writtenVersion"] as? Int } == [3, nil])
+            #expect(try PrivateKeyring.secretToolLookup(service: service, key: "person") == Self.personV3)
+            #expect(try suiteKeys(suite) == ["theme"])
+
+            try suite.setData(Data(#""new-token""#.utf8), forKey: "apiToken")
+            let refused = try runMigrate(["copy", "--from", "defaults:" + suite.path, "--to", "keyring:" + service,
+                                          "apiToken", "--move"])
+            #expect(refused.status == 83)
+            #expect(refused.stdout.contains("exists"))
+            #expect(refused.stdout.contains("Nothing was written."))
+            #expect(try PrivateKeyring.secretToolLookup(service: service, key: "apiToken") == #""s3cr3t-token""#)
+            #expect(try suiteKeys(suite) == ["apiToken", "theme"])
+        }
+
+        // MARK: Killed between steps
+
+        /// Runs `migrate copy … --move`, paused by the test hook after `step`, kills it with
+        /// SIGKILL there, and returns once it is dead.
+        func killedCopy(_ arguments: [String], after step: String) throws {
+            let directory = PrivateKeyring.scratch.appendingPathComponent("kill-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let errURL = directory.appendingPathComponent("stderr")
+            try Data().write(to: errURL)
+            let err = try FileHandle(forWritingTo: errURL)
+            defer { try? err.close() }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: migrateExecutable)
+            process.arguments = arguments
+            var environment = ProcessInfo.processInfo.environment
+            environment["KEEPSAKE_TEST_COPY_PAUSE"] = step
+            process.environment = environment
+            process.standardError = err
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            try PrivateKeyring.register(process)
+            let deadline = Date().addingTimeInterval(30)
+            var paused = false
+            while Date() < deadline, process.isRunning {
+                if String(decoding: try Data(contentsOf: errURL), as: UTF8.self).contains("paused after \(step)") {
+                    paused = true
+                    break
+                }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let printed = String(decoding: try Data(contentsOf: errURL), as: UTF8.self)
+            try #require(paused, "migrate copy never paused after \(step): \(printed)")
+            #expect(process.terminationReason == .uncaughtSignal)
+        }
+
+        @Test("migrate copy --move killed after each step: every record is in the suite or the keyring or both; a rerun finishes", arguments: ["prepared", "written", "verified"])
+        func killedBetweenSteps(step: String) throws {
+            let suite = try legacySuite()
+            let service = PrivateKeyring.uniqueService("kill-\(step)")
+            let arguments = ["copy", "--from", "defaults:" + suite.path, "--to", "keyring:" + service, "--all", "--move"]
+            let before = Dictionary(uniqueKeysWithValues: try suite.allData().map { ($0.key, $0.data) })
+            try killedCopy(arguments, after: step)
+
+            let keyring = try KeyringStore(service: service)
+            let inSuite = Dictionary(uniqueKeysWithValues: try suite.allData().map { ($0.key, $0.data) })
+            let inKeyring = Dictionary(uniqueKeysWithValues: try keyring.allData().map { ($0.key, $0.data) })
+            for (key, bytes) in before {
+                #expect(inSuite[key] == bytes || inKeyring[key] == bytes, "\(key) is in neither store after a kill \(step)")
+            }
+            // Up to `verified` the source was not touched.
+            #expect(inSuite == before)
+            #expect(inKeyring.count == (step == "prepared" ? 0 : 3))
+
+            let rerun = try runMigrate(arguments + ["--json"])
+            #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
+            #expect(try suite.keys().isEmpty)
+            for (key, bytes) in before {
+                #expect(try PrivateKeyring.secretToolLookup(service: service, key: key) == String(decoding: bytes, as: UTF8.self))
+            }
+        }
+    }
+}
