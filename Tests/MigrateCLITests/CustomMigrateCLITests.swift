@@ -100,13 +100,14 @@ struct CustomMigrateCLITests {
         #expect(result.stdout.contains("USAGE: custom-migrate <subcommand>"))
         #expect(result.stdout.contains("`custom-migrate models`"))
         #expect(!result.stdout.contains("`migrate "))
-        for command in ["status", "plan", "run", "show", "get", "put", "delete", "models", "init", "rekey", "trial", "doctor"] {
+        for command in ["status", "plan", "run", "show", "get", "put", "delete", "models", "init", "rekey", "copy", "trial",
+                        "doctor"] {
             #expect(result.stdout.contains("  \(command) "), "\(command)")
         }
         #expect(result.stdout.contains("67  a managed record was written by a newer release"))
 
         let put = try customMigrate(["put", "--help"])
-        #expect(put.stdout.contains("USAGE: custom-migrate put --store <uri>"))
+        #expect(put.stdout.contains("USAGE: custom-migrate put [<options>] --store <uri> <key>"))
 
         let suite = try Suite(#"{"other": {"text":"x"}}"#)
         let show = try suite.run("show", ["other"], binary: customMigrateBinary)
