@@ -205,6 +205,26 @@ struct StoreTransferTests {
         #expect(try contents(destination) == ["person": broken, "future": future])
     }
 
+    @Test("many keys are read with one listing: an existing key is still found, an invalid key is still its error")
+    func manyKeys() throws {
+        let source = DefaultsStore(path: try temporaryDirectory() + "/many.json")
+        let keys = (0..<20).map { "key\($0)" }
+        _ = try source.commit(keys.map { StoreWrite(key: $0, value: bytes("\"\($0)\"")) })
+        let destination = DefaultsStore(path: try temporaryDirectory() + "/dest.json")
+        try destination.setData(bytes("1"), forKey: "key7")
+        let refused = try transfer(source, destination).run(.keys(keys + [""]), options: .init(move: true))
+        #expect(refused.outcome == .refused)
+        #expect(refused.records.filter { $0.state == .exists }.map(\.key) == ["key7"])
+        #expect(refused.records.last?.error?.code == .invalidArgument)
+        #expect(try destination.keys() == ["key7"])
+        let moved = try transfer(source, destination).run(.all, options: .init(move: true, overwrite: true))
+        #expect(moved.outcome == .completed)
+        #expect(moved.records.count == 20)
+        #expect(try destination.keys().count == 20)
+        #expect(try destination.data(forKey: "key7") == bytes("\"key7\""))
+        #expect(try source.keys().isEmpty)
+    }
+
     @Test("one store as both ends is refused")
     func sameStore() throws {
         let suite = try legacySuite()

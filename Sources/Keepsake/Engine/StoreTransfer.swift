@@ -180,9 +180,10 @@ public struct StoreTransfer: Sendable {
         // Step 3: read every record back.
         if !failed {
             checkpoint?(.written)
+            let readBacks = read(prepared.map(\.key), from: destination)
             for index in prepared.indices {
                 do throws(KeepsakeError) {
-                    let readBack = try destination.data(forKey: prepared[index].key)
+                    let readBack = try readBacks[index].get()
                     if readBack != prepared[index].bytes {
                         // What is there is not what was written: restore it whatever it is.
                         if written[index] != nil { written[index] = .some(nil); forced.insert(index) }
@@ -261,12 +262,16 @@ public struct StoreTransfer: Sendable {
             entries = try source.allRecords().map { ($0.key, $0.result) }
         case let .keys(keys):
             var seen = Set<ExactString>()
+            let unique = keys.filter { seen.insert(ExactString($0)).inserted }
             var list: [(key: String, result: Result<Data, KeepsakeError>?)] = []
-            for key in keys where seen.insert(ExactString(key)).inserted {
-                do throws(KeepsakeError) {
-                    list.append((key, try source.data(forKey: key).map { .success($0) }))
-                } catch where [.invalidArgument, .corruptRecord].contains(error.code) {
+            for (key, result) in zip(unique, read(unique, from: source)) {
+                switch result {
+                case let .success(data):
+                    list.append((key, data.map { .success($0) }))
+                case let .failure(error) where [.invalidArgument, .corruptRecord].contains(error.code):
                     list.append((key, .failure(error)))  // this key's problem, not the store's
+                case let .failure(error):
+                    throw error
                 }
             }
             entries = list
@@ -312,15 +317,16 @@ public struct StoreTransfer: Sendable {
             prepared.append(item)
         }
         // The destination: can it hold each value, and what does it hold now?
-        for index in prepared.indices where prepared[index].error == nil {
+        let ready = prepared.indices.filter { prepared[$0].error == nil && prepared[$0].bytes != nil }
+        let held = read(ready.map { prepared[$0].key }, from: destination)
+        for (index, current) in zip(ready, held) {
             let key = prepared[index].key
             guard let bytes = prepared[index].bytes else { continue }
             do throws(KeepsakeError) {
-                try destination.validateKey(key)
                 if let constrained = destination as? any ValueConstrainedStore {
                     try constrained.checkCanHold(bytes, forKey: key)
                 }
-                let previous = try destination.data(forKey: key)
+                let previous = try current.get()
                 prepared[index].previous = previous
                 if previous == bytes {
                     prepared[index].alreadyPresent = true
@@ -337,6 +343,47 @@ public struct StoreTransfer: Sendable {
             }
         }
         return prepared
+    }
+
+    /// What `store` holds under each of `keys`, in order: an invalid key, or a key the store
+    /// cannot read, is that key's error.
+    ///
+    /// Many keys are read with one listing (a defaults suite parses its document once, the
+    /// keyring answers one search) when every record in it could be read; otherwise, and for a
+    /// few keys, each key is read on its own, so that an unreadable record is its own error and
+    /// never taken for an absent one.
+    private func read(_ keys: [String], from store: any RecordStore) -> [Result<Data?, KeepsakeError>] {
+        if keys.count > 8 {
+            do throws(KeepsakeError) {
+                let records = try store.allRecords()
+                var byKey: [ExactString: Data] = [:]
+                byKey.reserveCapacity(records.count)
+                var complete = true
+                for record in records {
+                    guard case let .success(data) = record.result else { complete = false; break }
+                    byKey[ExactString(record.key)] = data
+                }
+                if complete {
+                    return keys.map { key in
+                        do throws(KeepsakeError) {
+                            try store.validateKey(key)
+                            return .success(byKey[ExactString(key)])
+                        } catch {
+                            return .failure(error)
+                        }
+                    }
+                }
+            } catch {
+                // The listing failed as a whole: the reads one by one below say why, key by key.
+            }
+        }
+        return keys.map { key in
+            do throws(KeepsakeError) {
+                return .success(try store.data(forKey: key))
+            } catch {
+                return .failure(error)
+            }
+        }
     }
 
     /// The report that stops a transfer after step 1, or `nil` when every record is ready.
