@@ -45,6 +45,37 @@ extension KeyringTests {
             #expect(try suiteKeys(suite) == ["theme"])
         }
 
+        /// The README's "Moving secrets out of a plain suite" example, verbatim (ReadmeTests checks
+        /// that it still is).
+        func readmeMove() throws {
+            let suite = try DefaultsStore(suite: "settings", app: "com.example.notes")
+            let keyring = try KeyringStore.open(service: "com.example.notes")
+            let transfer = StoreTransfer(from: suite, to: keyring, chains: [Person.chain.erased])
+            let report = try transfer.run(.keys(["apiToken", "person"]), options: .init(move: true, migrate: true))
+            if !report.succeeded {
+                for record in report.records where record.error != nil {
+                    print("\(record.key): \(record.state)")  // failed, reverted or inBoth: never lost
+                }
+            }
+        }
+
+        @Test("the README's move runs: the token and the migrated profile are in the keyring, only the theme stays in the suite")
+        func readmeExample() throws {
+            let config = PrivateKeyring.scratch.appendingPathComponent("readme-\(UUID().uuidString)").path
+            setenv("XDG_CONFIG_HOME", config, 1)
+            defer { unsetenv("XDG_CONFIG_HOME") }
+            let suite = try DefaultsStore(suite: "settings", app: "com.example.notes")
+            _ = try suite.commit([StoreWrite(key: "person", value: Data(Self.person.utf8)),
+                                  StoreWrite(key: "apiToken", value: Data(#""tok_8f2c41""#.utf8)),
+                                  StoreWrite(key: "theme", value: Data(#""dark""#.utf8))])
+            let keyring = try KeyringStore(service: "com.example.notes")
+            defer { for key in ["apiToken", "person"] { try? keyring.removeData(forKey: key) } }  // cleanup only
+            try readmeMove()
+            #expect(try PrivateKeyring.secretToolLookup(service: "com.example.notes", key: "person") == Self.personV3)
+            #expect(try PrivateKeyring.secretToolLookup(service: "com.example.notes", key: "apiToken") == #""tok_8f2c41""#)
+            #expect(try suiteKeys(suite) == ["theme"])
+        }
+
         @Test("keyring → file move: every record in the encrypted store, the keyring items gone")
         func keyringToFile() throws {
             let keyring = try PrivateKeyring.freshStore("move-out")

@@ -335,7 +335,7 @@ public struct StoreTransfer: Sendable {
                     if !options.overwrite {
                         prepared[index].exists = true
                         prepared[index].error = KeepsakeError(.conflict, store: destination.uri, key: key,
-                            "the destination already holds another value under this key; it was left as it is (overwrite to replace it)")
+                            "the destination already holds another value under this key; it was left as it is (Options.overwrite replaces it)")
                     }
                 }
             } catch {

@@ -190,6 +190,9 @@ extension Migrate {
         }
 
         private func note(_ record: TransferRecord) -> String {
+            if record.state == .exists {
+                return "the destination holds another value under this key; give --overwrite to replace it"
+            }
             if let error = record.error {
                 var text = error.store.map { "\($0): " } ?? ""
                 text += error.message
