@@ -68,6 +68,10 @@ public protocol MasterKeyProvider: Sendable, CustomStringConvertible {
 }
 
 extension MasterKeyProvider {
+    /// The key from ``masterKey(createIfAbsent:)``, for a provider that keeps one key whatever
+    /// the store (a key file).
+    ///
+    /// - Throws: What ``masterKey(createIfAbsent:)`` throws.
     public func masterKey(createIfAbsent: Bool, storeID: String) throws(KeepsakeError) -> SecureBytes {
         try masterKey(createIfAbsent: createIfAbsent)
     }

@@ -60,6 +60,7 @@ public struct StoreTransfer: Sendable {
         /// fails); without it such a key is refused and nothing is written.
         public var overwrite: Bool
 
+        /// Options; by default a copy of the records as stored, refusing keys the destination holds.
         public init(move: Bool = false, migrate: Bool = false, overwrite: Bool = false) {
             self.move = move
             self.migrate = migrate
@@ -90,6 +91,15 @@ public struct StoreTransfer: Sendable {
     /// Key → model name, for records whose key is not a default key of their model.
     public let keyModels: [String: String]
 
+    /// A transfer from `source` to `destination`; nothing is read until ``plan(_:options:)`` or
+    /// ``run(_:options:checkpoint:)``.
+    ///
+    /// - Parameters:
+    ///   - source: Where the records are.
+    ///   - destination: Where they go; another store than `source`.
+    ///   - chains: The chains records are matched to; with none, every record is unmanaged.
+    ///   - context: What migration steps get (``Options/migrate``).
+    ///   - keyModels: Key → model name, for records whose key is not a default key of their model.
     /// - Precondition: Chain names are unique.
     public init(
         from source: any RecordStore, to destination: any RecordStore, chains: [AnyModelChain] = [],

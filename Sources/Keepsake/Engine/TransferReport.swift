@@ -25,10 +25,12 @@ public struct TransferReport: Sendable, Equatable {
     public var destination: String
     /// Whether records were to be removed from the source.
     public var move: Bool
+    /// How the transfer as a whole ended.
     public var outcome: Outcome
     /// One entry per record, in the order they were taken.
     public var records: [TransferRecord]
 
+    /// A report; ``StoreTransfer`` makes them, tests and other front ends may too.
     public init(source: String, destination: String, move: Bool, outcome: Outcome, records: [TransferRecord]) {
         self.source = source
         self.destination = destination
@@ -83,10 +85,12 @@ public struct TransferRecord: Sendable, Equatable {
     public var replaced: Bool
     /// Whether the destination already held exactly these bytes, so nothing was written there.
     public var alreadyPresent: Bool
+    /// Where the record is after the transfer.
     public var state: State
     /// Why the record failed, is in both stores, or was not restored.
     public var error: KeepsakeError?
 
+    /// A record's entry; every flag is `false` and every optional `nil` unless given.
     public init(
         key: String, schema: String? = nil, storedVersion: Int? = nil, writtenVersion: Int? = nil,
         migrated: Bool = false, unmanaged: Bool = false, replaced: Bool = false, alreadyPresent: Bool = false,
