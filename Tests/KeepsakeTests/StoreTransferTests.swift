@@ -225,10 +225,17 @@ struct StoreTransferTests {
         #expect(try source.keys().isEmpty)
     }
 
-    @Test("one store as both ends is refused")
+    @Test("one store as both ends is refused, also through a link")
     func sameStore() throws {
         let suite = try legacySuite()
         #expect(throws: KeepsakeError.self) { try transfer(suite, DefaultsStore(path: suite.path)).run(.all) }
+        // The same suite through a symbolic link: moving would remove what it copied.
+        let link = (suite.path as NSString).deletingLastPathComponent + "/link.json"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: suite.path)
+        #expect(throws: KeepsakeError.self) {
+            try transfer(suite, DefaultsStore(path: link)).run(.all, options: .init(move: true))
+        }
+        #expect(try suite.keys() == ["apiToken", "person", "theme"])
     }
 
     // MARK: Injected failures: each record ends in the source, the destination or both

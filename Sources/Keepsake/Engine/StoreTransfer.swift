@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Copies or moves records from one store to another, verifying every record before anything
 /// is removed: how a token an older release kept in a plain defaults suite moves into the
@@ -262,9 +265,11 @@ public struct StoreTransfer: Sendable {
 
     /// Step 1: reads, evaluates and checks every selected record; writes nothing.
     private func prepare(_ selection: Selection, options: Options) throws(KeepsakeError) -> [Prepared] {
-        guard !source.uri.isExactly(destination.uri) else {
-            throw KeepsakeError(.invalidArgument, store: source.uri,
-                                "the source and the destination are the same store; nothing to transfer")
+        guard !Self.sameStore(source.uri, destination.uri) else {
+            throw KeepsakeError(.invalidArgument, store: source.uri, """
+                the source and the destination are the same store (\(destination.uri)); a move would remove \
+                what it copied, so nothing was done
+                """)
         }
         let entries: [(key: String, result: Result<Data, KeepsakeError>?)]
         switch selection {
@@ -353,6 +358,25 @@ public struct StoreTransfer: Sendable {
             }
         }
         return prepared
+    }
+
+    /// Whether two store URIs name one store: the same text, or two paths (through a symbolic or
+    /// hard link) to one suite file or store directory.
+    static func sameStore(_ first: String, _ second: String) -> Bool {
+        if first.isExactly(second) { return true }
+        let a: StoreURI, b: StoreURI
+        do throws(KeepsakeError) {
+            a = try StoreURI(parsing: first)
+            b = try StoreURI(parsing: second)
+        } catch {
+            return false  // a store of its own kind (not a URI this library parses): the texts differ
+        }
+        guard a.scheme == b.scheme, a.scheme == .defaults || a.scheme == .file else { return false }
+        var statA = stat(), statB = stat()
+        // A location that does not exist yet cannot be the other, existing one; two that do not
+        // exist hold nothing to transfer.
+        guard stat(a.location, &statA) == 0, stat(b.location, &statB) == 0 else { return false }
+        return statA.st_dev == statB.st_dev && statA.st_ino == statB.st_ino
     }
 
     /// What `store` holds under each of `keys`, in order: an invalid key, or a key the store
