@@ -106,16 +106,19 @@ let package = Package(
 // libFuzzer targets (Fuzz/, run by scripts/fuzz), declared only when KEEPSAKE_FUZZ is set so that
 // ordinary builds and tests never see them. Build them with the sanitizers:
 //   KEEPSAKE_FUZZ=1 swift build --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address \
-//     -Xswiftc -parse-as-library --product fuzz-record
+//     --product fuzz-record
 if ProcessInfo.processInfo.environment["KEEPSAKE_FUZZ"] != nil {
     package.targets += [
         // Arbitrary bytes through the record pipeline of the sample chains.
         .executableTarget(name: "fuzz-record", dependencies: ["Keepsake", "Migrations"], path: "Fuzz/FuzzRecord"),
         // Arbitrary bytes as a defaults suite file: read, one write, re-read.
         .executableTarget(name: "fuzz-defaults", dependencies: ["Keepsake"], path: "Fuzz/FuzzDefaults"),
+        // Arbitrary bytes as an encrypted store's header, record files and record plaintexts.
+        .executableTarget(name: "fuzz-sodium", dependencies: ["Keepsake", "KeepsakeSodium"], path: "Fuzz/FuzzSodium"),
     ]
     package.products += [
         .executable(name: "fuzz-record", targets: ["fuzz-record"]),
         .executable(name: "fuzz-defaults", targets: ["fuzz-defaults"]),
+        .executable(name: "fuzz-sodium", targets: ["fuzz-sodium"]),
     ]
 }

@@ -170,6 +170,8 @@ public final class SodiumFileStore: RecordStore {
         }
         let lock = try acquireLock(directory + "/" + Format.lockFileName, timeout: lockTimeout, uri: uri)
         defer { lock.unlock() }
+        // A create killed while writing the header may have left its temporary file.
+        fileSystem.removeLeftovers(in: directory)
         let names: [String]
         do throws(SystemFailure) {
             names = try Syscall.listDirectory(directory)

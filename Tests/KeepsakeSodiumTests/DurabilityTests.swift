@@ -84,6 +84,19 @@ struct FaultInjectionTests {
         }
     }
 
+    @Test("A create killed before its header was named leaves a temporary file that the next create removes")
+    func createCleansLeftovers() throws {
+        try withTemporaryDirectory { directory in
+            try FileManager.default.createDirectory(atPath: directory + "/store", withIntermediateDirectories: true)
+            try writeBytes([1, 2, 3], to: directory + "/store/.tmp-0123456789abcdef")
+            try writeBytes([4], to: directory + "/store/.tmp-notours")  // not a name Keepsake makes: kept
+            let store = try SodiumFileStore.create(directory: directory + "/store", key: .keyFile(path: directory + "/store.key"))
+            #expect(try listing(directory + "/store").sorted() == [".tmp-notours", "keepsake.header", "keepsake.lock"])
+            try store.setData(Data("1".utf8), forKey: "k")
+            #expect(try reopen(directory).data(forKey: "k") == Data("1".utf8))
+        }
+    }
+
     @Test("A writer waits for the lock and gives up with lockTimeout, writing nothing")
     func lockTimeout() throws {
         try withTemporaryDirectory { directory in

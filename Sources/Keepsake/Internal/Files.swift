@@ -314,12 +314,18 @@ package enum Syscall {
     }
 
     /// `O_TMPFILE`: Glibc defines it as an expression Swift does not import. `__O_TMPFILE` is
-    /// 020000000 on the architectures Keepsake builds for (x86-64, AArch64), with `O_DIRECTORY`.
+    /// 020000000 on x86-64 and AArch64, with `O_DIRECTORY`; other architectures use other
+    /// values, so there no unnamed files are made (see ``canLinkUnnamedFiles``).
+    #if arch(x86_64) || arch(arm64)
     package static let temporaryFileFlag: Int32 = 0o20000000 | O_DIRECTORY
+    #else
+    package static let temporaryFileFlag: Int32 = -1
+    #endif
 
     /// Whether an unnamed file can be given a name: through `/proc/self/fd` (linking with
-    /// `AT_EMPTY_PATH` needs a capability unprivileged processes lack).
-    package static let canLinkUnnamedFiles: Bool = access("/proc/self/fd", X_OK) == 0
+    /// `AT_EMPTY_PATH` needs a capability unprivileged processes lack). Never on an
+    /// architecture whose `O_TMPFILE` value is not known here: named temporary files are used.
+    package static let canLinkUnnamedFiles: Bool = temporaryFileFlag != -1 && access("/proc/self/fd", X_OK) == 0
 
     /// Gives the unnamed file open as `fd` (`O_TMPFILE`) the name `path`; `EEXIST` when
     /// something is there (an existing file is never replaced).

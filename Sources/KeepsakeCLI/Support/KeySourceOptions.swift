@@ -67,6 +67,11 @@ struct KeySourceOptions: ParsableArguments {
     /// The longest passphrase file read, in bytes.
     static let maxPassphraseBytes = 4096
 
+    /// The longest passphrase typed at the prompt, in bytes. A terminal in line mode holds at
+    /// most 4095 bytes of a line and silently drops the rest, so a line of 4095 bytes may have
+    /// been cut: it is refused rather than used.
+    static let maxTypedPassphraseBytes = 4094
+
     /// The passphrase in the file at `path`, without one trailing newline, read straight into
     /// secure memory. Only a regular file is read (a symbolic link to one is followed): a FIFO,
     /// socket or device is refused at once rather than waited on.
@@ -107,20 +112,34 @@ struct KeySourceOptions: ParsableArguments {
         guard tcgetattr(fd, &saved) == 0 else { throw ValidationError("cannot turn off echo on the terminal") }
         var silent = saved
         silent.c_lflag &= ~tcflag_t(ECHO)
-        _ = tcsetattr(fd, TCSAFLUSH, &silent)
+        guard tcsetattr(fd, TCSAFLUSH, &silent) == 0 else { throw ValidationError("cannot turn off echo on the terminal") }
         defer {
             _ = tcsetattr(fd, TCSAFLUSH, &saved)
             _ = write(fd, "\n", 1)
         }
         _ = prompt.withCString { write(fd, $0, strlen($0)) }
-        var buffer = [UInt8](repeating: 0, count: 1024)
+        // One byte more than a passphrase may hold: a longer line is refused, never cut short.
+        var buffer = [UInt8](repeating: 0, count: maxPassphraseBytes + 1)
         defer { buffer.withUnsafeMutableBytes { _ = memset($0.baseAddress!, 0, $0.count) } }
         var length = 0
-        while length < buffer.count {
+        var tooLong = false
+        while true {
             var byte: UInt8 = 0
-            guard read(fd, &byte, 1) == 1, byte != UInt8(ascii: "\n") else { break }
-            buffer[length] = byte
-            length += 1
+            let count = read(fd, &byte, 1)
+            if count < 0 && errno == EINTR { continue }
+            guard count == 1, byte != UInt8(ascii: "\n") else { break }
+            if length < buffer.count {
+                buffer[length] = byte
+                length += 1
+            } else {
+                tooLong = true  // read the rest of the line, so that it does not reach the shell
+            }
+        }
+        if length > maxTypedPassphraseBytes || tooLong {
+            throw usageError("""
+                the passphrase typed is \(tooLong ? "longer than \(maxPassphraseBytes)" : "\(length)") bytes; a \
+                terminal cuts lines longer than \(maxTypedPassphraseBytes) bytes, so use --passphrase-file
+                """)
         }
         guard length > 0 else { throw ValidationError("no passphrase was entered") }
         return SecureBytes(copying: buffer[0..<length])
