@@ -24,7 +24,7 @@ extension SodiumFileStore {
     ///   belongs to another store; `.invalidArgument` for an empty passphrase or a key file
     ///   that does not hold 32 bytes; `.lockTimeout`; `.io` / `.permissionDenied` with the `errno`.
     /// - Important: If this throws, the header is as it was: the store opens with the old key,
-    ///   every record intact (a new key file it created may remain; it opens nothing). After a
+    ///   every record intact (a new key file or keyring item it created may remain; it opens nothing). After a
     ///   crash at any point the store opens with the old key or the new one.
     /// - Note: Copies of the old header (backups, a snapshot) still open the store with the old
     ///   key, because the data key stays the same: see `docs/FORMAT.md` §6.

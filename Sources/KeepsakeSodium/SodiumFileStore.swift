@@ -147,8 +147,8 @@ public final class SodiumFileStore: RecordStore {
     /// - Throws: ``KeepsakeError/Code/invalidArgument`` when the directory already holds a store
     ///   or record files, or for an empty passphrase; `.io` / `.permissionDenied` with the
     ///   `errno`; `.lockTimeout`.
-    /// - Important: If this throws, no header was written (a key file it created may remain,
-    ///   it protects nothing yet); running it again is safe.
+    /// - Important: If this throws, no header was written (a key file or keyring item it created
+    ///   may remain, it protects nothing yet); running it again is safe.
     public static func create(
         directory: String, key: MasterKeySource, passphraseLimits: PassphraseLimits = .moderate,
         lockTimeout: Duration = .seconds(10)

@@ -75,7 +75,7 @@ extension StoreURI {
             guard let key = options.masterKey else {
                 throw KeepsakeError(.invalidArgument, store: description, """
                     a file: store needs its master key: pass StoreOpenOptions(masterKey:) with \
-                    .keyFile(path:), .passphrase(_:origin:) or .provider(_:)
+                    .keyFile(path:), .passphrase(_:origin:), .keyring() or .provider(_:)
                     """)
             }
             return try SodiumFileStore(directory: location, key: key)
