@@ -191,6 +191,40 @@ extension KeyringTests {
             #expect(process.terminationReason == .uncaughtSignal)
         }
 
+        @Test("migrate copy --move from the keyring killed at moments spread over its run: never a record in neither store", arguments: [0, 40, 80, 120, 160, 240, 320, 480])
+        func killedAtRandomMoments(milliseconds: Int) throws {
+            let service = PrivateKeyring.uniqueService("kill-at-\(milliseconds)")
+            let keyring = try KeyringStore(service: service)
+            let before = Dictionary(uniqueKeysWithValues: (0..<30).map { ("key\($0)", Data("\"value \($0)\"".utf8)) })
+            #expect(try keyring.commit(before.map { StoreWrite(key: $0.key, value: $0.value) }).allSatisfy { $0 == .applied })
+            let directory = PrivateKeyring.scratch.appendingPathComponent("kill-at-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let suite = DefaultsStore(path: directory + "/suite.json")
+            let arguments = ["copy", "--from", "keyring:" + service, "--to", "defaults:" + suite.path, "--all", "--move"]
+
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: migrateExecutable)
+            process.arguments = arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            try PrivateKeyring.register(process)
+            Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+
+            let inKeyring = Dictionary(uniqueKeysWithValues: try keyring.allData().map { ($0.key, $0.data) })
+            let inSuite = Dictionary(uniqueKeysWithValues: try suite.allData().map { ($0.key, $0.data) })
+            for (key, bytes) in before {
+                #expect(inKeyring[key] == bytes || inSuite[key] == bytes, "\(key) is in neither store")
+            }
+            #expect(Set(inKeyring.keys).union(inSuite.keys) == Set(before.keys), "nothing else appeared")
+            let rerun = try runMigrate(arguments)
+            #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
+            #expect(try keyring.keys().isEmpty)
+            #expect(Dictionary(uniqueKeysWithValues: try suite.allData().map { ($0.key, $0.data) }) == before)
+        }
+
         @Test("migrate copy --move killed after each step: every record is in the suite or the keyring or both; a rerun finishes", arguments: ["prepared", "written", "verified"])
         func killedBetweenSteps(step: String) throws {
             let suite = try legacySuite()
