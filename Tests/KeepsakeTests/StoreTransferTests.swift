@@ -136,6 +136,7 @@ struct StoreTransferTests {
         #expect(refused.outcome == .refused)
         #expect(refused.records.map(\.state) == [.notCopied, .exists])
         #expect(refused.records[1].error?.code == .conflict)
+        #expect(!refused.records[1].replaced)
         #expect(try contents(destination) == ["apiToken": bytes(#""other""#)])
         #expect(try suite.keys() == ["apiToken", "person", "theme"])
 

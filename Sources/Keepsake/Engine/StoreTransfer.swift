@@ -346,8 +346,9 @@ public struct StoreTransfer: Sendable {
                 if previous == bytes {
                     prepared[index].alreadyPresent = true
                 } else if previous != nil {
-                    prepared[index].evaluation.replaced = true
-                    if !options.overwrite {
+                    if options.overwrite {
+                        prepared[index].evaluation.replaced = true
+                    } else {
                         prepared[index].exists = true
                         prepared[index].error = KeepsakeError(.conflict, store: destination.uri, key: key,
                             "the destination already holds another value under this key; it was left as it is (Options.overwrite replaces it)")
