@@ -21,6 +21,8 @@ final class FaultyStore: RecordStore {
         case removalThrows
         /// The first batch applies; every later batch throws (the restore).
         case restoreThrows
+        /// Another writer changes this key just before the first batch (on a source, the removals).
+        case changedBeforeFirstBatch(String)
     }
 
     let base: any RecordStore
@@ -60,6 +62,9 @@ final class FaultyStore: RecordStore {
             return results
         case .writeThrows where batch == 1, .removalThrows where batch == 1, .restoreThrows where batch > 1:
             throw injected
+        case let .changedBeforeFirstBatch(key) where batch == 1:
+            try base.setData(Data(#""changed by another writer""#.utf8), forKey: key)
+            return try base.commit(writes)
         default:
             let results = try base.commit(writes)
             record(writes[...])
@@ -300,6 +305,20 @@ struct StoreTransferTests {
         #expect(none.report.outcome == .incomplete)
         #expect(none.report.records.allSatisfy { $0.state == .inBoth })
         #expect(none.source.keys.sorted() == ["apiToken", "person", "theme"])
+    }
+
+    @Test("a source record changed after it was copied is not removed: it is in both, the other writer's value kept")
+    func sourceChangedMeanwhile() throws {
+        let suite = try legacySuite()
+        let destination = InMemoryStore(name: "d")
+        let report = try transfer(FaultyStore(suite, fault: .changedBeforeFirstBatch("apiToken")), destination)
+            .run(.keys(["apiToken", "person"]), options: .init(move: true))
+        #expect(report.outcome == .incomplete)
+        #expect(report.records.map(\.state) == [.inBoth, .moved])
+        #expect(report.records[0].error?.code == .conflict)
+        #expect(try suite.data(forKey: "apiToken") == bytes(#""changed by another writer""#))
+        #expect(try destination.data(forKey: "apiToken") == token)
+        #expect(try suite.data(forKey: "person") == nil)
     }
 
     @Test("a restore that fails after a failed read-back leaves the record in the source and says so")
