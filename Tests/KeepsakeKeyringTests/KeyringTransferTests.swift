@@ -191,6 +191,95 @@ extension KeyringTests {
             #expect(process.terminationReason == .uncaughtSignal)
         }
 
+        /// `migrate ARGUMENTS` paused by the test hook after `step`: returns once it has paused;
+        /// `resume()` lets it go on, and `finish()` waits for it and returns its status and output.
+        final class PausedCopy {
+            let process = Process()
+            let directory: URL
+            var resumeFile: URL { directory.appendingPathComponent("resume") }
+
+            init(_ arguments: [String], after step: String) throws {
+                directory = PrivateKeyring.scratch.appendingPathComponent("paused-\(UUID().uuidString)")
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                let out = directory.appendingPathComponent("stdout"), err = directory.appendingPathComponent("stderr")
+                try Data().write(to: out)
+                try Data().write(to: err)
+                process.executableURL = URL(fileURLWithPath: migrateExecutable)
+                process.arguments = arguments
+                var environment = ProcessInfo.processInfo.environment
+                environment["KEEPSAKE_TEST_COPY_PAUSE"] = step
+                environment["KEEPSAKE_TEST_COPY_RESUME"] = directory.appendingPathComponent("resume").path
+                process.environment = environment
+                process.standardOutput = try FileHandle(forWritingTo: out)
+                process.standardError = try FileHandle(forWritingTo: err)
+                try process.run()
+                try PrivateKeyring.register(process)
+                let deadline = Date().addingTimeInterval(30)
+                while Date() < deadline, process.isRunning,
+                      !String(decoding: try Data(contentsOf: err), as: UTF8.self).contains("paused after \(step)") {
+                    Thread.sleep(forTimeInterval: 0.02)
+                }
+                let printed = String(decoding: try Data(contentsOf: err), as: UTF8.self)
+                try #require(printed.contains("paused after \(step)"), "migrate never paused after \(step): \(printed)")
+            }
+
+            func resume() throws { try Data().write(to: resumeFile) }
+
+            func finish() throws -> Shell.Result {
+                process.waitUntilExit()
+                return Shell.Result(
+                    status: process.terminationStatus,
+                    stdout: String(decoding: try Data(contentsOf: directory.appendingPathComponent("stdout")), as: UTF8.self),
+                    stderr: String(decoding: try Data(contentsOf: directory.appendingPathComponent("stderr")), as: UTF8.self))
+            }
+        }
+
+        @Test("the keyring locked between verification and removal: the move exits 86, every record in both stores")
+        func sourceLockedBeforeRemoval() throws {
+            let service = PrivateKeyring.uniqueService("lock-before-removal")
+            let keyring = try KeyringStore(service: service)
+            try keyring.setData(Data(#""a""#.utf8), forKey: "first")
+            try keyring.setData(Data(#""b""#.utf8), forKey: "second")
+            let suite = try legacySuite()
+            let copy = try PausedCopy(["copy", "--from", "keyring:" + service, "--to", "defaults:" + suite.path,
+                                       "--all", "--move", "--json"], after: "verified")
+            var result: Shell.Result?
+            try PrivateKeyring.whileLocked {
+                try copy.resume()
+                result = try copy.finish()
+            }
+            let finished = try #require(result)
+            #expect(finished.status == 86, "\(finished.stdout)\(finished.stderr)")
+            let object = try jsonObject(finished.stdout)
+            #expect(object["outcome"] as? String == "incomplete")
+            let records = try #require(object["records"] as? [[String: Any]])
+            #expect(records.map { $0["state"] as? String } == ["inBoth", "inBoth"])
+            #expect(records.map { $0["errorCode"] as? String } == ["locked", "locked"])
+            #expect(try keyring.data(forKey: "first") == Data(#""a""#.utf8))
+            #expect(try keyring.data(forKey: "second") == Data(#""b""#.utf8))
+            #expect(try suite.data(forKey: "first") == Data(#""a""#.utf8))
+            #expect(try suite.data(forKey: "second") == Data(#""b""#.utf8))
+        }
+
+        @Test("the keyring item changed by another client between write and read-back: exits 85, the keyring restored, the suite untouched")
+        func readBackDiffersInKeyring() throws {
+            let suite = try legacySuite()
+            let before = try suite.allData().map(\.data)
+            let service = PrivateKeyring.uniqueService("read-back")
+            let keyring = try KeyringStore(service: service)
+            let copy = try PausedCopy(["copy", "--from", "defaults:" + suite.path, "--to", "keyring:" + service,
+                                       "apiToken", "--move"], after: "written")
+            #expect(try keyring.data(forKey: "apiToken") == Data(#""s3cr3t-token""#.utf8), "written before the pause")
+            try keyring.setData(Data("tampered".utf8), forKey: "apiToken")
+            try copy.resume()
+            let finished = try copy.finish()
+            #expect(finished.status == 85, "\(finished.stdout)\(finished.stderr)")
+            #expect(finished.stdout.contains("reads back as other bytes"))
+            #expect(finished.stdout.contains("The destination was restored"))
+            #expect(try PrivateKeyring.secretToolLookup(service: service, key: "apiToken") == nil)
+            #expect(try suite.allData().map(\.data) == before)
+        }
+
         @Test("migrate copy --move from the keyring killed at moments spread over its run: never a record in neither store", arguments: [0, 40, 80, 120, 160, 240, 320, 480])
         func killedAtRandomMoments(milliseconds: Int) throws {
             let service = PrivateKeyring.uniqueService("kill-at-\(milliseconds)")

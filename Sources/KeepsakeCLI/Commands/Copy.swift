@@ -226,13 +226,16 @@ extension Migrate {
         }
 
         /// A test hook: with `KEEPSAKE_TEST_COPY_PAUSE=STEP` (prepared, written, verified), the
-        /// command prints `paused after STEP` on standard error and waits to be killed there, so
-        /// that a test can stop the process between two steps with SIGKILL.
+        /// command prints `paused after STEP` on standard error and waits there: to be killed
+        /// (a test stops the process between two steps with SIGKILL), or, when
+        /// `KEEPSAKE_TEST_COPY_RESUME=PATH` is set, until a file exists at PATH (a test changes
+        /// a store between two steps, then lets the command go on).
         @Sendable private static func testPause(_ step: StoreTransfer.Step) {
-            guard let wanted = ProcessInfo.processInfo.environment["KEEPSAKE_TEST_COPY_PAUSE"], wanted == step.rawValue
-            else { return }
+            let environment = ProcessInfo.processInfo.environment
+            guard let wanted = environment["KEEPSAKE_TEST_COPY_PAUSE"], wanted == step.rawValue else { return }
             FileHandle.standardError.write(Data("paused after \(step.rawValue)\n".utf8))
-            while true { sleep(60) }
+            let resume = environment["KEEPSAKE_TEST_COPY_RESUME"]
+            while resume.map({ access($0, F_OK) != 0 }) ?? true { usleep(20_000) }
         }
     }
 }
