@@ -22,8 +22,9 @@ let package = Package(
     targets: [
         // The engine: versioned models and chains, the one record pipeline, the Vault front door,
         // the migrator, the store protocol and store URIs, the in-memory and defaults-style JSON stores.
-        .target(name: "Keepsake"),
-        // libsodium, reached only from KeepsakeSodium.
+        // CSodium: HMAC-SHA-256 for the device identity (Internal/HMACSHA256.swift), nothing else.
+        .target(name: "Keepsake", dependencies: ["CSodium"]),
+        // libsodium, reached from KeepsakeSodium (and, for HMAC-SHA-256 only, from Keepsake).
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // The libsodium-encrypted file store and secret buffers.
         .target(name: "KeepsakeSodium", dependencies: ["Keepsake", "CSodium"]),
