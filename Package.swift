@@ -52,7 +52,7 @@ let package = Package(
             ]
         ),
         // The stock `migrate`: KeepsakeCLI on the sample chains.
-        .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Migrations"]),
+        .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Keepsake", "Migrations"]),
         // Test-only: KeepsakeCLI on a chain of its own (Note), run by MigrateCLITests. Not a product.
         .executableTarget(name: "custom-migrate", dependencies: ["KeepsakeCLI", "Keepsake"], path: "Tests/CustomMigrate"),
         // Test-only: one app built at two releases of the Person chain (V3, and V4 which declares V3
