@@ -120,7 +120,7 @@ struct CustomMigrateCLITests {
     func version() throws {
         let stock = try migrate(["--version"])
         #expect(stock.status == 0)
-        #expect(stock.stdout == KeepsakeVersion.current + "\n")
+        #expect(stock.stdout == KeepsakePackage.version + "\n")
         let custom = try customMigrate(["--version"])
         #expect(custom.status == 64)
         #expect(custom.stderr.contains("Unknown option '--version'"))
