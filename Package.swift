@@ -18,12 +18,15 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // `swift package generate-documentation` (scripts/docs): builds the DocC catalogs.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
     targets: [
         // The engine: versioned models and chains, the one record pipeline, the Vault front door,
         // the migrator, the store protocol and store URIs, the in-memory and defaults-style JSON stores.
-        .target(name: "Keepsake"),
-        // libsodium, reached only from KeepsakeSodium.
+        // CSodium: HMAC-SHA-256 for the device identity (Internal/HMACSHA256.swift), nothing else.
+        .target(name: "Keepsake", dependencies: ["CSodium"]),
+        // libsodium, reached from KeepsakeSodium (and, for HMAC-SHA-256 only, from Keepsake).
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // The libsodium-encrypted file store and secret buffers.
         .target(name: "KeepsakeSodium", dependencies: ["Keepsake", "CSodium"]),
@@ -51,7 +54,7 @@ let package = Package(
             ]
         ),
         // The stock `migrate`: KeepsakeCLI on the sample chains.
-        .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Migrations"]),
+        .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Keepsake", "Migrations"]),
         // Test-only: KeepsakeCLI on a chain of its own (Note), run by MigrateCLITests. Not a product.
         .executableTarget(name: "custom-migrate", dependencies: ["KeepsakeCLI", "Keepsake"], path: "Tests/CustomMigrate"),
         // Test-only: one app built at two releases of the Person chain (V3, and V4 which declares V3

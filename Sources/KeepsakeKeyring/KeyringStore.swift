@@ -71,7 +71,7 @@ public struct KeyringStore: RecordStore {
     /// - Parameters:
     ///   - service: The `service` attribute of the items: non-empty, without NUL.
     ///   - timeout: The deadline of each call (positive).
-    /// - Throws: ``KeepsakeError`` `.invalidArgument` for an empty service name, one with NUL,
+    /// - Throws: `KeepsakeError` `.invalidArgument` for an empty service name, one with NUL,
     ///   or a timeout that is not positive.
     public init(service: String, timeout: Duration = KeyringStore.defaultTimeout) throws(KeepsakeError) {
         guard !service.isEmpty, !service.utf8.contains(0) else {
@@ -92,10 +92,10 @@ public struct KeyringStore: RecordStore {
     /// - Parameters:
     ///   - service: The `service` attribute of the items.
     ///   - timeout: The deadline of the check and of each later call.
-    /// - Throws: ``KeepsakeError`` naming `keyring:<service>`: `.invalidArgument` (see
+    /// - Throws: `KeepsakeError` naming `keyring:<service>`: `.invalidArgument` (see
     ///   ``init(service:timeout:)``), `.unavailable` (no session bus, no Secret Service, no
     ///   default collection), `.locked` (the default collection is locked), `.timeout`.
-    ///   The underlying GError is kept in ``KeepsakeError/cause``.
+    ///   The underlying GError is kept in `KeepsakeError.cause`.
     /// - Important: Nothing is written and nothing prompts, whether this returns or throws.
     public static func open(service: String, timeout: Duration = KeyringStore.defaultTimeout) throws(KeepsakeError) -> KeyringStore {
         let store = try KeyringStore(service: service, timeout: timeout)
@@ -112,7 +112,7 @@ public struct KeyringStore: RecordStore {
 
     /// The record text stored under `key`, or `nil` when no item holds the key.
     ///
-    /// - Throws: ``KeepsakeError`` naming this store and `key`: `.invalidArgument` (empty key,
+    /// - Throws: `KeepsakeError` naming this store and `key`: `.invalidArgument` (empty key,
     ///   or one with NUL), `.locked`, `.unavailable`, `.timeout`, `.io`. Never `nil` for these.
     public func data(forKey key: String) throws(KeepsakeError) -> Data? {
         try validateKey(key)
@@ -126,7 +126,7 @@ public struct KeyringStore: RecordStore {
     /// Every key that holds a record for this service, sorted: the `username` attributes of
     /// the items whose `service` is ``service``, whichever client wrote them.
     ///
-    /// - Throws: ``KeepsakeError``: `.locked` when the default collection or a matching item is
+    /// - Throws: `KeepsakeError`: `.locked` when the default collection or a matching item is
     ///   locked (the list could be incomplete), `.unavailable`, `.timeout`, `.io`.
     public func keys() throws(KeepsakeError) -> [String] {
         try converse(key: nil) { conversation throws(LibsecretFailure) in
@@ -156,12 +156,12 @@ public struct KeyringStore: RecordStore {
     /// secret of the key's existing item in place (see "Writes" above) or creates an item in
     /// the default collection; `nil` deletes every item of the key and no other.
     ///
-    /// - Throws: ``KeepsakeError`` `.invalidArgument` for a bad key (before anything is
+    /// - Throws: `KeepsakeError` `.invalidArgument` for a bad key (before anything is
     ///   contacted), or the failure of the first write when no write was applied before it.
     /// - Important: If this throws, no write of the batch was applied — except that after a
     ///   `.timeout` the failing write's key holds either its old or its new record (the
     ///   provider may apply a request after the deadline), never none. A failure after a write
-    ///   was applied is reported as ``StoreWriteResult/failed(_:)`` for that write; after a
+    ///   was applied is reported as `StoreWriteResult.failed(_:)` for that write; after a
     ///   `.locked`, `.unavailable` or `.timeout` the remaining writes are not tried and are
     ///   reported failed with the same error. The Secret Service has no transactions: an
     ///   expectation is checked just before its write, not atomically with it.

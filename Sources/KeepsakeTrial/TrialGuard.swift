@@ -27,6 +27,7 @@ import Migrations
 /// reported as ``TrialStatus/clockMovedBack(lastSeen:now:)`` instead of extending the trial.
 /// Dates are absolute instants, so time zone changes do not move them.
 public struct TrialGuard: Sendable {
+    /// Where the trial record and the latest seen time are kept.
     public let store: any RecordStore
     /// The key of the TrialInfo record (`"trialInfo"`).
     public let key: String
@@ -172,8 +173,12 @@ extension KeepsakeError.Code {
 
 /// How long a trial lasts.
 public struct TrialLength: Sendable, Hashable {
+    /// The length in seconds.
     public let seconds: TimeInterval
 
+    /// A length of `seconds` seconds.
+    ///
+    /// - Precondition: `seconds` is greater than zero.
     public init(seconds: TimeInterval) {
         precondition(seconds > 0, "a trial must last some time")
         self.seconds = seconds
@@ -214,7 +219,9 @@ public enum TrialStatus: Sendable, Equatable {
 
     /// A running trial.
     public struct ActiveTrial: Sendable, Equatable {
+        /// When the trial started.
         public let start: Date
+        /// When the trial ends: its start plus its length.
         public let expiresAt: Date
         /// Seconds left.
         public let timeLeft: TimeInterval
@@ -235,6 +242,8 @@ extension TrialGuard {
     /// - Parameters:
     ///   - service: The keyring items' `service` attribute.
     ///   - appID: Keys the device identity; the machine id itself is never stored.
+    ///   - length: The trial's length.
+    ///   - rollbackTolerance: How far back the clock may go without being reported (default one hour).
     ///   - timeout: The deadline of each keyring call.
     /// - Throws: `.invalidArgument` for an empty service name, `.unavailable` when the machine
     ///   id cannot be read. A locked or missing keyring is not thrown here: ``status()`` reports it
