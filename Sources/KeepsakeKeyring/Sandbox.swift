@@ -52,6 +52,7 @@ public struct Sandbox: Sendable, Equatable, CustomStringConvertible {
     /// Whether the Secret Service may be reached.
     public let secretServiceAccess: SecretServiceAccess
 
+    /// A sandbox as described; ``detect(environment:root:)`` finds this process's.
     public init(kind: Kind, appID: String?, secretServiceAccess: SecretServiceAccess) {
         self.kind = kind
         self.appID = appID

@@ -262,6 +262,7 @@ public final class TestKeyring: Sendable {
     /// - Throws: `.notInsideHarness` when the variables are missing or do not match a private
     ///   keyring's directory; `.realSession` when `DBUS_SESSION_BUS_ADDRESS` is not the private
     ///   bus; `.toolsMissing`.
+    /// - Important: Nothing is started, stopped or changed, whether it returns or throws.
     public static func attach(environment: [String: String]) throws(TestKeyringError) -> TestKeyring {
         let tools = try findTools(path: environment["PATH"])
         let (root, bus, password) = try validateHarness(environment)
@@ -311,6 +312,10 @@ public final class TestKeyring: Sendable {
 
     /// Runs `body` with a new private keyring (``start()``) and stops it afterwards, whether
     /// `body` returns or throws.
+    ///
+    /// - Throws: What ``start()`` throws (then `body` did not run), or what `body` throws.
+    /// - Important: Whether `body` returns or throws, the keyring is stopped and its directory
+    ///   removed before this returns.
     public static func withPrivateKeyring<T>(_ body: (TestKeyring) throws -> T) throws -> T {
         let keyring = try start()
         defer { keyring.stop() }
@@ -528,6 +533,7 @@ public final class TestKeyring: Sendable {
     /// kills it if it still runs — provided its command line or environment names ``root``.
     ///
     /// - Throws: When the registration file cannot be written.
+    /// - Important: When it throws, the process is not registered: stop it yourself.
     public func adopt(processID: Int32) throws {
         try Data().write(to: scratch.appendingPathComponent("pids/\(processID)"))
     }
@@ -535,6 +541,7 @@ public final class TestKeyring: Sendable {
     /// Whether the login collection is locked, asked over D-Bus.
     ///
     /// - Throws: `.operationFailed` when the daemon does not answer.
+    /// - Important: Only asks; nothing changes, whether it returns or throws.
     public func isLocked() throws(TestKeyringError) -> Bool {
         let result = try gdbusChecked(["--dest", "org.freedesktop.secrets", "--object-path", Self.loginCollection,
                                        "--method", "org.freedesktop.DBus.Properties.Get",
@@ -563,12 +570,18 @@ public final class TestKeyring: Sendable {
     /// restarts the daemon with the password (see ``restartDaemon()``).
     ///
     /// - Throws: Like ``restartDaemon()``.
+    /// - Important: When it throws, the keyring may have no daemon; a later ``restartDaemon()``
+    ///   starts one.
     public func unlock() throws(TestKeyringError) {
         try restartDaemon()
     }
 
     /// Runs `body` with the login collection locked, then unlocks it whatever `body` did, so
     /// that later tests find it unlocked.
+    ///
+    /// - Throws: What locking, `body` or unlocking throws (`body`'s error first).
+    /// - Important: Unlocking is attempted whether locking or `body` failed; when it throws too,
+    ///   the keyring may have no daemon until the next ``restartDaemon()``.
     public func whileLocked<T>(_ body: () throws -> T) throws -> T {
         var result: Result<T, any Error>
         do {
@@ -577,7 +590,12 @@ public final class TestKeyring: Sendable {
         } catch {
             result = .failure(error)
         }
-        try unlock()
+        do {
+            try unlock()
+        } catch {
+            if case let .failure(bodyError) = result { throw bodyError }
+            throw error
+        }
         return try result.get()
     }
 

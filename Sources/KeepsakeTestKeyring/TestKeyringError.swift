@@ -25,10 +25,12 @@ public struct TestKeyringError: Error, Sendable, Equatable, CustomStringConverti
     /// A sentence saying what happened and what to do.
     public let message: String
 
+    /// An error with `code` and `message`.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
+    /// `private test keyring: <message>`.
     public var description: String { "private test keyring: \(message)" }
 }

@@ -15,6 +15,7 @@ public struct XDGDirectories: Sendable, Equatable {
     /// `XDG_STATE_HOME`.
     public let state: URL
 
+    /// The four directories, as given.
     public init(config: URL, data: URL, cache: URL, state: URL) {
         self.config = config
         self.data = data

@@ -307,6 +307,28 @@ extension KeyringTests {
             #expect(root.hasPrefix("/") && root != own, "a keyring of its own")
             #expect(!FileManager.default.fileExists(atPath: root), "removed after the command")
             #expect(try runner.run(["sh", "-c", "kill -9 $$"]).status == 137)
+
+            // The runner itself killed (as a crashed CI job would be): the watchdog still cleans up.
+            let crashRoot = PrivateKeyring.scratch.appendingPathComponent("runner-crash-\(UUID().uuidString.prefix(8))")
+            let crashed = try runner.run(["sh", "-c", #"printf %s "$KEEPSAKE_TEST_KEYRING_ROOT" > "$1"; kill -KILL $PPID"#,
+                                          "sh", crashRoot.path])
+            #expect(crashed.status == SIGKILL, "Process reports the signal that ended the runner")
+            let orphanRoot = try String(contentsOf: crashRoot, encoding: .utf8)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while FileManager.default.fileExists(atPath: orphanRoot) && ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            #expect(!FileManager.default.fileExists(atPath: orphanRoot), "the watchdog removed \(orphanRoot)")
+            let daemons = try FileManager.default.contentsOfDirectory(atPath: "/proc").filter { entry in
+                guard Int32(entry) != nil,
+                      let name = FileManager.default.contents(atPath: "/proc/\(entry)/comm"),
+                      ["dbus-daemon\n", "gnome-keyring-d\n"].contains(String(decoding: name, as: UTF8.self)),
+                      let environ = FileManager.default.contents(atPath: "/proc/\(entry)/environ"),
+                      let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
+                else { return false }
+                return (environ + cmdline).range(of: Data(orphanRoot.utf8)) != nil
+            }
+            #expect(daemons.isEmpty, "the crashed runner's bus and daemon were killed: \(daemons)")
             let missing = try runner.run(["--", "no-such-command-here"])
             #expect(missing.status == 127)
             #expect(missing.stderr == "keepsake-test-keyring: no-such-command-here: command not found\n")
