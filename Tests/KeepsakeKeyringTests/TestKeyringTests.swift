@@ -233,7 +233,6 @@ extension KeyringTests {
             let keyring = try PrivateKeyring.keyring
             let app = "com.example.reinstall.\(UUID().uuidString.prefix(8))"
             let other = app + ".other"
-            #expect(ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] == keyring.home.config.path)
             for base in keyring.home.all {
                 for name in [app, other] {
                     let folder = base.appendingPathComponent(name)
@@ -241,9 +240,10 @@ extension KeyringTests {
                     try Data("x".utf8).write(to: folder.appendingPathComponent("nested/file"))
                 }
             }
-            let suite = try DefaultsStore(suite: "settings", app: app)
+            // Where DefaultsStore(suite:app:) puts it under the keyring's home (named explicitly:
+            // other test targets in this process change XDG_CONFIG_HOME).
+            let suite = DefaultsStore(path: keyring.home.config.path + "/\(app)/settings.json")
             try suite.set("dark", forKey: "theme")
-            #expect(suite.path == keyring.home.config.path + "/\(app)/settings.json")
             let extra = keyring.scratch.appendingPathComponent("extra-\(app)")
             try Data("x".utf8).write(to: extra)
             let item = try KeyringStore(service: app, timeout: .seconds(10))
@@ -298,9 +298,10 @@ extension KeyringTests {
                 exit 7
                 """
             let rootFile = PrivateKeyring.scratch.appendingPathComponent("runner-root-\(UUID().uuidString.prefix(8))")
-            let configHome = ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] ?? "unset"
+            // The command's own XDG_CONFIG_HOME is left alone (a build tool keeps its configuration there).
+            let configHome = "/nonexistent/runner-test-config"
             let result = try runner.run(["--", "sh", "-c", script, "sh", rootFile.path, configHome],
-                                        environment: ["DISPLAY": ":99"])
+                                        environment: ["DISPLAY": ":99", "XDG_CONFIG_HOME": configHome])
             #expect(result.status == 7, "\(result.stderr)")
             let root = try String(contentsOf: rootFile, encoding: .utf8)
             let own = try PrivateKeyring.keyring.root.path

@@ -18,13 +18,20 @@ struct InstalledApp {
     /// Installs the app: its first launch writes its suite; the guard is built from scratch.
     static func install(service: String, clock: TestClock) throws -> InstalledApp {
         let app = InstalledApp(service: service, clock: clock)
+        try FileManager.default.createDirectory(at: try app.configDirectory, withIntermediateDirectories: true)
         try app.preferences.set(true, forKey: "onboarded")
         return app
     }
 
-    /// `$XDG_CONFIG_HOME/<service>/settings.json`, in the keyring's throwaway home.
+    /// `<config>/<service>`, in the keyring's throwaway home: where `DefaultsStore(suite:app:)`
+    /// puts the app's suites. Named explicitly, because tests of other targets in this process
+    /// set and unset `XDG_CONFIG_HOME`.
+    var configDirectory: URL {
+        get throws { try PrivateKeyring.keyring.home.config.appendingPathComponent(service) }
+    }
+
     var preferences: DefaultsStore {
-        get throws { try DefaultsStore(suite: "settings", app: service) }
+        get throws { DefaultsStore(path: try configDirectory.path + "/settings.json") }
     }
 
     var trial: TrialGuard {
