@@ -16,7 +16,8 @@ import Glibc
 ///   before anything in the process uses libsecret, because GLib connects to the session bus once
 ///   per process and keeps that connection. It stays up until the process exits.
 /// - **For child processes**: ``start()`` starts another one without touching this process's
-///   environment; give ``environment`` to the processes that should use it, and ``stop()`` it.
+///   environment; give ``childEnvironment(from:homeDirectories:)`` to the processes that should
+///   use it, and ``stop()`` it.
 ///
 /// ```swift
 /// @Suite(.serialized, .enabled(if: TestKeyring.unavailableReason() == nil,
@@ -36,7 +37,7 @@ import Glibc
 /// unless the process runs inside `keepsake-test-keyring`, whose bus it recognises.
 ///
 /// Cleanup does not depend on the test finishing: a watchdog process, started first, waits for
-/// the process that started the keyring to close a pipe — on ``stop()``, on exit, on a crash —
+/// the process that started the keyring to close a socket — on ``stop()``, on exit, on a crash —
 /// then kills the bus, the daemon and every process registered with ``adopt(processID:)``, and
 /// removes the temporary directory.
 ///
