@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "Keepsake", targets: ["Keepsake"]),
         .library(name: "KeepsakeTesting", targets: ["KeepsakeTesting"]),
+        .library(name: "KeepsakeTestKeyring", targets: ["KeepsakeTestKeyring"]),
         .library(name: "Migrations", targets: ["Migrations"]),
         .library(name: "KeepsakeSodium", targets: ["KeepsakeSodium"]),
         .library(name: "KeepsakeKeyring", targets: ["KeepsakeKeyring"]),
@@ -15,6 +16,7 @@ let package = Package(
         .library(name: "KeepsakeStores", targets: ["KeepsakeStores"]),
         .library(name: "KeepsakeCLI", targets: ["KeepsakeCLI"]),
         .executable(name: "migrate", targets: ["migrate"]),
+        .executable(name: "keepsake-test-keyring", targets: ["keepsake-test-keyring"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -42,6 +44,12 @@ let package = Package(
         // Helpers apps reuse in their own tests: chain validation, the store
         // contract suite, golden-fixture checks.
         .target(name: "KeepsakeTesting", dependencies: ["Keepsake"]),
+        // A private, throwaway keyring (D-Bus session bus + gnome-keyring) for an app's own
+        // tests, the reinstall simulator and a settable clock. Apart from KeepsakeTesting so that
+        // apps that do not test against the keyring do not build it.
+        .target(name: "KeepsakeTestKeyring", dependencies: ["Keepsake"]),
+        // `keepsake-test-keyring -- COMMAND…`: runs a whole test command inside a private keyring.
+        .executableTarget(name: "keepsake-test-keyring", dependencies: ["KeepsakeTestKeyring"]),
         // Opening any store from its URI (defaults:, file:, keyring:, memory:), for apps and the CLI.
         .target(name: "KeepsakeStores", dependencies: ["Keepsake", "KeepsakeSodium", "KeepsakeKeyring"]),
         // The operator CLI as a library: every `migrate` command, for any app's chains. Parsing
@@ -82,7 +90,8 @@ let package = Package(
             // KeepsakeTrial and migrate: the trial guard's reinstall scenarios and the CLI on the
             // keyring run here, serialized with the tests that lock and restart the keyring.
             dependencies: ["KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate",
-                           "person-release-3", "person-release-4", "TwoReleasesSupport"]
+                           "person-release-3", "person-release-4", "TwoReleasesSupport", "KeepsakeTestKeyring",
+                           "keepsake-test-keyring"]
         ),
         .testTarget(
             name: "TwoReleaseTests",

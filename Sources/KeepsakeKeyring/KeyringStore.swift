@@ -62,18 +62,28 @@ public struct KeyringStore: RecordStore {
     /// `keyring:<service>`.
     public var uri: String { "keyring:\(service)" }
 
+    /// The sandbox the store was made in (``Sandbox/current`` unless given).
+    public let sandbox: Sandbox
+
     /// Survives reinstall and is encrypted at rest (by the provider). The store itself never
-    /// prompts: a locked collection is an error, not an unlock dialog.
-    public var capabilities: StoreCapabilities { [.survivesReinstall, .encryptedAtRest] }
+    /// prompts: a locked collection is an error, not an unlock dialog. Inside a sandbox that does
+    /// not grant the Secret Service (a Flatpak without `--talk-name=org.freedesktop.secrets`)
+    /// nothing can be stored here, so nothing is promised: none.
+    public var capabilities: StoreCapabilities {
+        sandbox.secretServiceAccess == .notGranted ? [] : [.survivesReinstall, .encryptedAtRest]
+    }
 
     /// A store for `service`; nothing is contacted until the first call.
     ///
     /// - Parameters:
     ///   - service: The `service` attribute of the items: non-empty, without NUL.
     ///   - timeout: The deadline of each call (positive).
-    /// - Throws: `KeepsakeError` `.invalidArgument` for an empty service name, one with NUL,
+    ///   - sandbox: The sandbox the app runs in, for ``capabilities`` (detected when not given).
+    /// - Throws: ``KeepsakeError`` `.invalidArgument` for an empty service name, one with NUL,
     ///   or a timeout that is not positive.
-    public init(service: String, timeout: Duration = KeyringStore.defaultTimeout) throws(KeepsakeError) {
+    public init(
+        service: String, timeout: Duration = KeyringStore.defaultTimeout, sandbox: Sandbox = .current
+    ) throws(KeepsakeError) {
         guard !service.isEmpty, !service.utf8.contains(0) else {
             throw KeepsakeError(.invalidArgument, store: "keyring:\(service)",
                                 "a keyring service name must be non-empty and must not contain NUL")
@@ -84,6 +94,7 @@ public struct KeyringStore: RecordStore {
         }
         self.service = service
         self.timeout = timeout
+        self.sandbox = sandbox
     }
 
     /// Opens the store for `service` after checking that the keyring can be used now: what
@@ -99,7 +110,7 @@ public struct KeyringStore: RecordStore {
     /// - Important: Nothing is written and nothing prompts, whether this returns or throws.
     public static func open(service: String, timeout: Duration = KeyringStore.defaultTimeout) throws(KeepsakeError) -> KeyringStore {
         let store = try KeyringStore(service: service, timeout: timeout)
-        let diagnosis = KeyringStore.diagnose(timeout: timeout)
+        let diagnosis = KeyringStore.diagnose(timeout: timeout, sandbox: store.sandbox)
         if let error = diagnosis.error {
             var located = error
             located.store = store.uri

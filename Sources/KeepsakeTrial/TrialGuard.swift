@@ -124,9 +124,28 @@ public struct TrialGuard: Sendable {
             try recordSeen(now, previous: lastSeen)
             return TrialStatus(start: record.startDate, length: length, now: now)
         } catch {
-            return .unknown(error)
+            return .unknown(explained(error))
         }
     }
+
+    /// `error`, its message ending with what the sandbox requires when the keyring cannot be
+    /// reached from inside Flatpak or Snap.
+    private func explained(_ error: KeepsakeError) -> KeepsakeError {
+        guard let keyring = store as? KeyringStore, keyring.sandbox.kind != .none,
+              [.unavailable, .timeout].contains(error.code) else { return error }
+        var explained = error
+        explained.message += " (\(keyring.sandbox.secretServiceNote))"
+        return explained
+    }
+
+    /// Whether the trial record outlives an uninstall of the app here: the store survives a
+    /// reinstall (the keyring does; inside a Flatpak that was not granted the Secret Service it
+    /// cannot even be reached, and does not).
+    public var survivesReinstall: Bool { store.capabilities.contains(.survivesReinstall) }
+
+    /// The sandbox the guard's store runs in (``Sandbox/unconfined`` for a store that is not
+    /// the keyring), with what the app must request there and what survives a reinstall.
+    public var sandbox: Sandbox { (store as? KeyringStore)?.sandbox ?? .unconfined }
 
     /// The latest time seen, a JSON string holding an ISO 8601 date; a value that is not one,
     /// or a date outside the years 0001–9999, is `.corruptRecord`.
@@ -253,9 +272,10 @@ extension TrialGuard {
         appID: String,
         length: TrialLength,
         rollbackTolerance: TimeInterval = 3600,
-        timeout: Duration = KeyringStore.defaultTimeout
+        timeout: Duration = KeyringStore.defaultTimeout,
+        sandbox: Sandbox = .current
     ) throws(KeepsakeError) -> TrialGuard {
-        TrialGuard(store: try KeyringStore(service: service, timeout: timeout), length: length,
+        TrialGuard(store: try KeyringStore(service: service, timeout: timeout, sandbox: sandbox), length: length,
                    rollbackTolerance: rollbackTolerance, deviceIdentity: try DeviceIdentity.derived(appID: appID))
     }
 }
