@@ -96,9 +96,12 @@ extension KeyringStore {
     ///
     /// Never throws: every failure is a ``KeyringDiagnosis/Status`` with its error.
     ///
-    /// - Parameter sandbox: The sandbox the app runs in (detected when not given). Inside one,
-    ///   a failure's message ends with what the app must request (`--talk-name=org.freedesktop.secrets`
-    ///   for Flatpak, the `password-manager-service` interface for Snap).
+    /// - Parameters:
+    ///   - timeout: The deadline of the whole check.
+    ///   - sandbox: The sandbox the app runs in (detected when not given). Inside one, a
+    ///     failure's message ends with what the app must request
+    ///     (`--talk-name=org.freedesktop.secrets` for Flatpak, the `password-manager-service`
+    ///     interface for Snap).
     public static func diagnose(
         timeout: Duration = KeyringStore.defaultTimeout, sandbox: Sandbox = .current
     ) -> KeyringDiagnosis {

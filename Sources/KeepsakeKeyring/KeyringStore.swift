@@ -79,7 +79,7 @@ public struct KeyringStore: RecordStore {
     ///   - service: The `service` attribute of the items: non-empty, without NUL.
     ///   - timeout: The deadline of each call (positive).
     ///   - sandbox: The sandbox the app runs in, for ``capabilities`` (detected when not given).
-    /// - Throws: ``KeepsakeError`` `.invalidArgument` for an empty service name, one with NUL,
+    /// - Throws: `KeepsakeError` `.invalidArgument` for an empty service name, one with NUL,
     ///   or a timeout that is not positive.
     public init(
         service: String, timeout: Duration = KeyringStore.defaultTimeout, sandbox: Sandbox = .current
@@ -104,7 +104,7 @@ public struct KeyringStore: RecordStore {
     ///   - service: The `service` attribute of the items.
     ///   - timeout: The deadline of the check and of each later call.
     /// - Throws: `KeepsakeError` naming `keyring:<service>`: `.invalidArgument` (see
-    ///   ``init(service:timeout:)``), `.unavailable` (no session bus, no Secret Service, no
+    ///   ``init(service:timeout:sandbox:)``), `.unavailable` (no session bus, no Secret Service, no
     ///   default collection), `.locked` (the default collection is locked), `.timeout`.
     ///   The underlying GError is kept in `KeepsakeError.cause`.
     /// - Important: Nothing is written and nothing prompts, whether this returns or throws.

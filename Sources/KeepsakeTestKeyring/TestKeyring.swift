@@ -138,9 +138,11 @@ public final class TestKeyring: Sendable {
     /// `environment` (by default this process's) with this keyring's variables set and
     /// ``variablesToUnset`` removed: the environment of a child process inside it.
     ///
-    /// - Parameter homeDirectories: Whether to point the child's `XDG_*_HOME` at ``home`` too.
-    ///   The runner does not, because its command is usually a build tool (`swift test`), which
-    ///   keeps its caches and configuration there; ``shared()`` does it in the test process.
+    /// - Parameters:
+    ///   - base: The environment to start from.
+    ///   - homeDirectories: Whether to point the child's `XDG_*_HOME` at ``home`` too. The runner
+    ///     does not, because its command is usually a build tool (`swift test`), which keeps its
+    ///     caches and configuration there; ``shared()`` does it in the test process.
     public func childEnvironment(
         from base: [String: String] = ProcessInfo.processInfo.environment, homeDirectories: Bool = true
     ) -> [String: String] {

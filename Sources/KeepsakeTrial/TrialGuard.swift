@@ -143,7 +143,7 @@ public struct TrialGuard: Sendable {
     /// cannot even be reached, and does not).
     public var survivesReinstall: Bool { store.capabilities.contains(.survivesReinstall) }
 
-    /// The sandbox the guard's store runs in (``Sandbox/unconfined`` for a store that is not
+    /// The sandbox the guard's store runs in (`Sandbox.unconfined` for a store that is not
     /// the keyring), with what the app must request there and what survives a reinstall.
     public var sandbox: Sandbox { (store as? KeyringStore)?.sandbox ?? .unconfined }
 
@@ -264,6 +264,8 @@ extension TrialGuard {
     ///   - length: The trial's length.
     ///   - rollbackTolerance: How far back the clock may go without being reported (default one hour).
     ///   - timeout: The deadline of each keyring call.
+    ///   - sandbox: The sandbox the app runs in (detected when not given): a keyring that cannot
+    ///     be reached there makes ``status()`` unknown with what the app must request.
     /// - Throws: `.invalidArgument` for an empty service name, `.unavailable` when the machine
     ///   id cannot be read. A locked or missing keyring is not thrown here: ``status()`` reports it
     ///   as ``TrialStatus/unknown(_:)``.
