@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "Keepsake", targets: ["Keepsake"]),
         .library(name: "KeepsakeTesting", targets: ["KeepsakeTesting"]),
+        .library(name: "KeepsakeTestKeyring", targets: ["KeepsakeTestKeyring"]),
         .library(name: "Migrations", targets: ["Migrations"]),
         .library(name: "KeepsakeSodium", targets: ["KeepsakeSodium"]),
         .library(name: "KeepsakeKeyring", targets: ["KeepsakeKeyring"]),
@@ -15,15 +16,19 @@ let package = Package(
         .library(name: "KeepsakeStores", targets: ["KeepsakeStores"]),
         .library(name: "KeepsakeCLI", targets: ["KeepsakeCLI"]),
         .executable(name: "migrate", targets: ["migrate"]),
+        .executable(name: "keepsake-test-keyring", targets: ["keepsake-test-keyring"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // `swift package generate-documentation` (scripts/docs): builds the DocC catalogs.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
     targets: [
         // The engine: versioned models and chains, the one record pipeline, the Vault front door,
         // the migrator, the store protocol and store URIs, the in-memory and defaults-style JSON stores.
-        .target(name: "Keepsake"),
-        // libsodium, reached only from KeepsakeSodium.
+        // CSodium: HMAC-SHA-256 for the device identity (Internal/HMACSHA256.swift), nothing else.
+        .target(name: "Keepsake", dependencies: ["CSodium"]),
+        // libsodium, reached from KeepsakeSodium (and, for HMAC-SHA-256 only, from Keepsake).
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // The libsodium-encrypted file store and secret buffers.
         .target(name: "KeepsakeSodium", dependencies: ["Keepsake", "CSodium"]),
@@ -39,6 +44,12 @@ let package = Package(
         // Helpers apps reuse in their own tests: chain validation, the store
         // contract suite, golden-fixture checks.
         .target(name: "KeepsakeTesting", dependencies: ["Keepsake"]),
+        // A private, throwaway keyring (D-Bus session bus + gnome-keyring) for an app's own
+        // tests, the reinstall simulator and a settable clock. Apart from KeepsakeTesting so that
+        // apps that do not test against the keyring do not build it.
+        .target(name: "KeepsakeTestKeyring", dependencies: ["Keepsake"]),
+        // `keepsake-test-keyring -- COMMAND…`: runs a whole test command inside a private keyring.
+        .executableTarget(name: "keepsake-test-keyring", dependencies: ["KeepsakeTestKeyring"]),
         // Opening any store from its URI (defaults:, file:, keyring:, memory:), for apps and the CLI.
         .target(name: "KeepsakeStores", dependencies: ["Keepsake", "KeepsakeSodium", "KeepsakeKeyring"]),
         // The operator CLI as a library: every `migrate` command, for any app's chains. Parsing
@@ -51,7 +62,7 @@ let package = Package(
             ]
         ),
         // The stock `migrate`: KeepsakeCLI on the sample chains.
-        .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Migrations"]),
+        .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Keepsake", "Migrations"]),
         // Test-only: KeepsakeCLI on a chain of its own (Note), run by MigrateCLITests. Not a product.
         .executableTarget(name: "custom-migrate", dependencies: ["KeepsakeCLI", "Keepsake"], path: "Tests/CustomMigrate"),
         // Test-only: one app built at two releases of the Person chain (V3, and V4 which declares V3
@@ -79,7 +90,8 @@ let package = Package(
             // KeepsakeTrial and migrate: the trial guard's reinstall scenarios and the CLI on the
             // keyring run here, serialized with the tests that lock and restart the keyring.
             dependencies: ["KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate",
-                           "person-release-3", "person-release-4", "TwoReleasesSupport", "KeepsakeSodium", "KeepsakeStores"]
+                           "person-release-3", "person-release-4", "TwoReleasesSupport", "KeepsakeTestKeyring",
+                           "keepsake-test-keyring", "KeepsakeSodium", "KeepsakeStores"]
         ),
         .testTarget(
             name: "TwoReleaseTests",

@@ -16,11 +16,21 @@ let package = Package(
             name: "SettingsModels",
             dependencies: [.product(name: "Keepsake", package: "Keepsake")]
         ),
+        // The app's 14-day trial, kept in the keyring so that a reinstall does not restart it.
+        .target(
+            name: "SettingsTrial",
+            dependencies: [
+                "SettingsModels",
+                .product(name: "Keepsake", package: "Keepsake"),
+                .product(name: "KeepsakeKeyring", package: "Keepsake"),
+                .product(name: "KeepsakeTrial", package: "Keepsake"),
+            ]
+        ),
         // The app: prints its settings and changes the theme.
         .executableTarget(
             name: "settings-app",
             dependencies: [
-                "SettingsModels",
+                "SettingsModels", "SettingsTrial",
                 .product(name: "Keepsake", package: "Keepsake"),
                 .product(name: "KeepsakeStores", package: "Keepsake"),
                 .product(name: "KeepsakeSodium", package: "Keepsake"),
@@ -36,8 +46,11 @@ let package = Package(
             // The executables are dependencies so that they are built beside the test bundle,
             // where the end-to-end tests run them.
             dependencies: [
-                "SettingsModels", "settings-app", "settings-migrate",
+                "SettingsModels", "SettingsTrial", "settings-app", "settings-migrate",
                 .product(name: "Keepsake", package: "Keepsake"),
+                // The private keyring and the reinstall simulator, for the trial tests.
+                .product(name: "KeepsakeTestKeyring", package: "Keepsake"),
+                .product(name: "KeepsakeTrial", package: "Keepsake"),
                 .product(name: "KeepsakeTesting", package: "Keepsake"),
                 .product(name: "KeepsakeSodium", package: "Keepsake"),
                 .product(name: "KeepsakeKeyring", package: "Keepsake"),

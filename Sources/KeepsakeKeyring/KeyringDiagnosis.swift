@@ -34,6 +34,10 @@ public struct KeyringDiagnosis: Sendable, Equatable, CustomStringConvertible {
     /// with the GError kept as the cause — or `nil` when ``status`` is ``Status/usable``.
     public let error: KeepsakeError?
 
+    /// The sandbox the check ran in: inside Flatpak or Snap, ``description`` and the error's
+    /// message say what the app must request for the Secret Service to be reachable.
+    public internal(set) var sandbox: Sandbox = .unconfined
+
     /// Whether ``status`` is ``Status/usable``.
     public var isUsable: Bool { status == .usable }
 
@@ -41,7 +45,9 @@ public struct KeyringDiagnosis: Sendable, Equatable, CustomStringConvertible {
     /// and the error's message.
     public var description: String {
         switch (status, error) {
-        case (.usable, _): return "usable (default collection \(defaultCollection ?? "?"))"
+        case (.usable, _):
+            let note = sandbox.kind == .none ? "" : "; \(sandbox.secretServiceNote)"
+            return "usable (default collection \(defaultCollection ?? "?"))\(note)"
         case let (_, error?): return "\(status.rawValue): \(error.message)\(error.cause.map { " (\($0))" } ?? "")"
         case (_, nil): return status.rawValue
         }
@@ -89,7 +95,24 @@ extension KeyringStore {
     /// `migrate doctor`; ``open(service:timeout:)`` runs the same check.
     ///
     /// Never throws: every failure is a ``KeyringDiagnosis/Status`` with its error.
-    public static func diagnose(timeout: Duration = KeyringStore.defaultTimeout) -> KeyringDiagnosis {
-        KeyringDiagnosis.run(timeout: max(timeout, .milliseconds(1)))
+    ///
+    /// - Parameters:
+    ///   - timeout: The deadline of the whole check.
+    ///   - sandbox: The sandbox the app runs in (detected when not given). Inside one, a
+    ///     failure's message ends with what the app must request
+    ///     (`--talk-name=org.freedesktop.secrets` for Flatpak, the `password-manager-service`
+    ///     interface for Snap).
+    public static func diagnose(
+        timeout: Duration = KeyringStore.defaultTimeout, sandbox: Sandbox = .current
+    ) -> KeyringDiagnosis {
+        var diagnosis = KeyringDiagnosis.run(timeout: max(timeout, .milliseconds(1)))
+        diagnosis.sandbox = sandbox
+        if sandbox.kind != .none, var error = diagnosis.error,
+           [.noSessionBus, .noProvider, .timedOut, .failed].contains(diagnosis.status) {
+            error.message += " (\(sandbox.secretServiceNote))"
+            diagnosis = KeyringDiagnosis(status: diagnosis.status, defaultCollection: diagnosis.defaultCollection,
+                                         error: error, sandbox: sandbox)
+        }
+        return diagnosis
     }
 }

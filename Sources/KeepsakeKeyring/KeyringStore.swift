@@ -62,18 +62,28 @@ public struct KeyringStore: RecordStore {
     /// `keyring:<service>`.
     public var uri: String { "keyring:\(service)" }
 
+    /// The sandbox the store was made in (``Sandbox/current`` unless given).
+    public let sandbox: Sandbox
+
     /// Survives reinstall and is encrypted at rest (by the provider). The store itself never
-    /// prompts: a locked collection is an error, not an unlock dialog.
-    public var capabilities: StoreCapabilities { [.survivesReinstall, .encryptedAtRest] }
+    /// prompts: a locked collection is an error, not an unlock dialog. Inside a sandbox that does
+    /// not grant the Secret Service (a Flatpak without `--talk-name=org.freedesktop.secrets`)
+    /// nothing can be stored here, so nothing is promised: none.
+    public var capabilities: StoreCapabilities {
+        sandbox.secretServiceAccess == .notGranted ? [] : [.survivesReinstall, .encryptedAtRest]
+    }
 
     /// A store for `service`; nothing is contacted until the first call.
     ///
     /// - Parameters:
     ///   - service: The `service` attribute of the items: non-empty, without NUL.
     ///   - timeout: The deadline of each call (positive).
-    /// - Throws: ``KeepsakeError`` `.invalidArgument` for an empty service name, one with NUL,
+    ///   - sandbox: The sandbox the app runs in, for ``capabilities`` (detected when not given).
+    /// - Throws: `KeepsakeError` `.invalidArgument` for an empty service name, one with NUL,
     ///   or a timeout that is not positive.
-    public init(service: String, timeout: Duration = KeyringStore.defaultTimeout) throws(KeepsakeError) {
+    public init(
+        service: String, timeout: Duration = KeyringStore.defaultTimeout, sandbox: Sandbox = .current
+    ) throws(KeepsakeError) {
         guard !service.isEmpty, !service.utf8.contains(0) else {
             throw KeepsakeError(.invalidArgument, store: "keyring:\(service)",
                                 "a keyring service name must be non-empty and must not contain NUL")
@@ -84,6 +94,7 @@ public struct KeyringStore: RecordStore {
         }
         self.service = service
         self.timeout = timeout
+        self.sandbox = sandbox
     }
 
     /// Opens the store for `service` after checking that the keyring can be used now: what
@@ -92,14 +103,14 @@ public struct KeyringStore: RecordStore {
     /// - Parameters:
     ///   - service: The `service` attribute of the items.
     ///   - timeout: The deadline of the check and of each later call.
-    /// - Throws: ``KeepsakeError`` naming `keyring:<service>`: `.invalidArgument` (see
-    ///   ``init(service:timeout:)``), `.unavailable` (no session bus, no Secret Service, no
+    /// - Throws: `KeepsakeError` naming `keyring:<service>`: `.invalidArgument` (see
+    ///   ``init(service:timeout:sandbox:)``), `.unavailable` (no session bus, no Secret Service, no
     ///   default collection), `.locked` (the default collection is locked), `.timeout`.
-    ///   The underlying GError is kept in ``KeepsakeError/cause``.
+    ///   The underlying GError is kept in `KeepsakeError.cause`.
     /// - Important: Nothing is written and nothing prompts, whether this returns or throws.
     public static func open(service: String, timeout: Duration = KeyringStore.defaultTimeout) throws(KeepsakeError) -> KeyringStore {
         let store = try KeyringStore(service: service, timeout: timeout)
-        let diagnosis = KeyringStore.diagnose(timeout: timeout)
+        let diagnosis = KeyringStore.diagnose(timeout: timeout, sandbox: store.sandbox)
         if let error = diagnosis.error {
             var located = error
             located.store = store.uri
@@ -112,7 +123,7 @@ public struct KeyringStore: RecordStore {
 
     /// The record text stored under `key`, or `nil` when no item holds the key.
     ///
-    /// - Throws: ``KeepsakeError`` naming this store and `key`: `.invalidArgument` (empty key,
+    /// - Throws: `KeepsakeError` naming this store and `key`: `.invalidArgument` (empty key,
     ///   or one with NUL), `.locked`, `.unavailable`, `.timeout`, `.io`. Never `nil` for these.
     public func data(forKey key: String) throws(KeepsakeError) -> Data? {
         try validateKey(key)
@@ -126,7 +137,7 @@ public struct KeyringStore: RecordStore {
     /// Every key that holds a record for this service, sorted: the `username` attributes of
     /// the items whose `service` is ``service``, whichever client wrote them.
     ///
-    /// - Throws: ``KeepsakeError``: `.locked` when the default collection or a matching item is
+    /// - Throws: `KeepsakeError`: `.locked` when the default collection or a matching item is
     ///   locked (the list could be incomplete), `.unavailable`, `.timeout`, `.io`.
     public func keys() throws(KeepsakeError) -> [String] {
         try converse(key: nil) { conversation throws(LibsecretFailure) in
@@ -156,12 +167,12 @@ public struct KeyringStore: RecordStore {
     /// secret of the key's existing item in place (see "Writes" above) or creates an item in
     /// the default collection; `nil` deletes every item of the key and no other.
     ///
-    /// - Throws: ``KeepsakeError`` `.invalidArgument` for a bad key (before anything is
+    /// - Throws: `KeepsakeError` `.invalidArgument` for a bad key (before anything is
     ///   contacted), or the failure of the first write when no write was applied before it.
     /// - Important: If this throws, no write of the batch was applied — except that after a
     ///   `.timeout` the failing write's key holds either its old or its new record (the
     ///   provider may apply a request after the deadline), never none. A failure after a write
-    ///   was applied is reported as ``StoreWriteResult/failed(_:)`` for that write; after a
+    ///   was applied is reported as `StoreWriteResult.failed(_:)` for that write; after a
     ///   `.locked`, `.unavailable` or `.timeout` the remaining writes are not tried and are
     ///   reported failed with the same error. The Secret Service has no transactions: an
     ///   expectation is checked just before its write, not atomically with it.

@@ -51,7 +51,7 @@ public protocol MasterKeyProvider: Sendable, CustomStringConvertible {
     /// - Parameter createIfAbsent: `true` when a store is being created or rekeyed: if the
     ///   provider holds no key yet, it makes a new random one (``SecureBytes/random(count:)``),
     ///   stores it durably, and returns it. `false` when opening: a missing key is an error.
-    /// - Throws: ``KeepsakeError`` naming the source when the key cannot be had.
+    /// - Throws: `KeepsakeError` naming the source when the key cannot be had.
     func masterKey(createIfAbsent: Bool) throws(KeepsakeError) -> SecureBytes
 
     /// The 32-byte master key of the store whose id is `storeID`: what ``SodiumFileStore``
@@ -107,10 +107,10 @@ public struct KeyFile: MasterKeyProvider {
     /// Like ssh with a private key, a key file that group or others may read or write is
     /// refused — the key may have been copied or replaced — with the `chmod 600` that fixes it.
     ///
-    /// - Throws: ``KeepsakeError/Code/io`` or ``KeepsakeError/Code/permissionDenied`` (with the
-    ///   `errno`) when the file cannot be read or created; ``KeepsakeError/Code/permissionDenied``
+    /// - Throws: `KeepsakeError.Code.io` or `KeepsakeError.Code.permissionDenied` (with the
+    ///   `errno`) when the file cannot be read or created; `KeepsakeError.Code.permissionDenied`
     ///   (cause: the mode) when group or others have access to it;
-    ///   ``KeepsakeError/Code/invalidArgument`` when it does not hold exactly 32 bytes, or is not
+    ///   `KeepsakeError.Code.invalidArgument` when it does not hold exactly 32 bytes, or is not
     ///   a regular file (a FIFO, a device).
     /// - Important: If this throws, no key file was left behind by it.
     public func masterKey(createIfAbsent: Bool) throws(KeepsakeError) -> SecureBytes {
@@ -192,12 +192,14 @@ public struct KeyFile: MasterKeyProvider {
 /// The cost of deriving a master key from a passphrase with Argon2id: how many passes
 /// (`opsLimit`) over how much memory (`memLimit`, bytes). Stored in the store header.
 public struct PassphraseLimits: Sendable, Hashable, CustomStringConvertible {
+    /// Argon2id passes (its `t` parameter).
     public let opsLimit: UInt64
+    /// Argon2id memory, in bytes.
     public let memLimit: UInt64
 
     /// Custom limits.
     ///
-    /// - Throws: ``KeepsakeError/Code/invalidArgument`` outside the bounds a store header may
+    /// - Throws: `KeepsakeError.Code.invalidArgument` outside the bounds a store header may
     ///   hold (docs/FORMAT.md): 1 to 8 passes and 8 KiB to 2 GiB, twice libsodium's SENSITIVE.
     public init(opsLimit: UInt64, memLimit: UInt64) throws(KeepsakeError) {
         guard (Sodium.pwhashOpsLimitMin...Format.passphraseOpsLimitMax).contains(opsLimit),

@@ -20,7 +20,7 @@ extension SodiumFileStore {
     /// - Parameters:
     ///   - newKey: The new master key source.
     ///   - passphraseLimits: Argon2id cost for a new passphrase (ignored otherwise).
-    /// - Throws: ``KeepsakeError/Code/corruptStore`` when the header on disk is damaged or
+    /// - Throws: `KeepsakeError.Code.corruptStore` when the header on disk is damaged or
     ///   belongs to another store; `.invalidArgument` for an empty passphrase or a key file
     ///   that does not hold 32 bytes; `.lockTimeout`; `.io` / `.permissionDenied` with the `errno`.
     /// - Important: If this throws, the header is as it was: the store opens with the old key,

@@ -22,13 +22,13 @@ import Glibc
 /// record is sealed with XChaCha20-Poly1305 under a fresh random nonce; the associated data
 /// binds the format version, the store id and the record's name hash, so a file that was
 /// altered, truncated, renamed to another record or copied from another store fails to open
-/// with ``KeepsakeError/Code/corruptRecord``. The record key travels inside the ciphertext, so
+/// with `KeepsakeError.Code.corruptRecord`. The record key travels inside the ciphertext, so
 /// ``keys()`` lists records without names leaking. `docs/FORMAT.md` specifies the format.
 ///
 /// ## Keys
 /// Records are encrypted under a random *data key*, which the header keeps wrapped by the
 /// *master key* (a key file, a passphrase through Argon2id, or a ``MasterKeyProvider``). A
-/// wrong master key is refused by the header's key check with ``KeepsakeError/Code/wrongKey``
+/// wrong master key is refused by the header's key check with `KeepsakeError.Code.wrongKey`
 /// before any record is read. Changing the master key
 /// (``changeMasterKey(to:passphraseLimits:)``) rewrites only the header, atomically, so an
 /// interruption leaves a store that opens with the old key or the new one, every record intact.
@@ -43,7 +43,7 @@ import Glibc
 ///
 /// No key, passphrase or record value appears in a file name, an error or a log. Errors name
 /// the store and, for calls about one record, the record key the caller passed (in
-/// ``KeepsakeError/key``); errors about a file found on disk name its hashed file name.
+/// `KeepsakeError.key`); errors about a file found on disk name its hashed file name.
 public final class SodiumFileStore: RecordStore {
     /// The store directory, absolute.
     public let directory: String
@@ -81,10 +81,10 @@ public final class SodiumFileStore: RecordStore {
     ///     with (a key file or provider for a key-protected store, a passphrase for a
     ///     passphrase-protected one).
     ///   - lockTimeout: How long a write waits for another writer.
-    /// - Throws: ``KeepsakeError`` naming the store:
-    ///   ``KeepsakeError/Code/wrongKey`` when the key or passphrase does not open the store
-    ///   (the message names the source tried); ``KeepsakeError/Code/unavailable`` when there is
-    ///   no directory or no header; ``KeepsakeError/Code/corruptStore`` when the header is
+    /// - Throws: `KeepsakeError` naming the store:
+    ///   `KeepsakeError.Code.wrongKey` when the key or passphrase does not open the store
+    ///   (the message names the source tried); `KeepsakeError.Code.unavailable` when there is
+    ///   no directory or no header; `KeepsakeError.Code.corruptStore` when the header is
     ///   damaged, altered or of another format version; `.io` / `.permissionDenied` with the
     ///   `errno`; `.invalidArgument` for a key file that does not hold 32 bytes.
     /// - Important: Opening never writes a record or the header; it only removes leftover
@@ -144,7 +144,7 @@ public final class SodiumFileStore: RecordStore {
     ///   - key: The master key source.
     ///   - passphraseLimits: Argon2id cost, for a passphrase (ignored otherwise).
     ///   - lockTimeout: How long a write waits for another writer.
-    /// - Throws: ``KeepsakeError/Code/invalidArgument`` when the directory already holds a store
+    /// - Throws: `KeepsakeError.Code.invalidArgument` when the directory already holds a store
     ///   or record files, or for an empty passphrase; `.io` / `.permissionDenied` with the
     ///   `errno`; `.lockTimeout`.
     /// - Important: If this throws, no header was written (a key file or keyring item it created
@@ -223,9 +223,9 @@ public final class SodiumFileStore: RecordStore {
 
     /// The decrypted value stored under `key`, or `nil` when the store holds no file for it.
     ///
-    /// - Throws: ``KeepsakeError/Code/corruptRecord`` (cause `Cause.library`) when the file is
+    /// - Throws: `KeepsakeError.Code.corruptRecord` (cause `Cause.library`) when the file is
     ///   not an authentic record of this store under this key — altered, truncated, renamed,
-    ///   copied from another store; ``KeepsakeError/Code/unavailable`` when the store directory
+    ///   copied from another store; `KeepsakeError.Code.unavailable` when the store directory
     ///   is gone; `.io` with the `errno`.
     public func data(forKey key: String) throws(KeepsakeError) -> Data? {
         try validateKey(key)
@@ -254,7 +254,7 @@ public final class SodiumFileStore: RecordStore {
     /// A record file that cannot be read or opened is not listed here — one bad file does not
     /// hide the others — and it is never skipped silently elsewhere: ``allRecords()`` (what
     /// `migrate status` and `run` use) reports it under its file name, and
-    /// ``data(forKey:)`` for its key throws ``KeepsakeError/Code/corruptRecord``.
+    /// ``data(forKey:)`` for its key throws `KeepsakeError.Code.corruptRecord`.
     ///
     /// - Throws: Only when the store directory cannot be listed (`.unavailable` when it is gone).
     public func keys() throws(KeepsakeError) -> [String] {
@@ -315,12 +315,12 @@ public final class SodiumFileStore: RecordStore {
     /// Applies `writes` in order under the store's lock, each as one durable file replace (or
     /// removal).
     ///
-    /// A write whose expectation does not hold is ``StoreWriteResult/conflict``. A write that
-    /// fails is ``StoreWriteResult/failed(_:)`` and leaves that record's previous file in place;
+    /// A write whose expectation does not hold is `StoreWriteResult.conflict`. A write that
+    /// fails is `StoreWriteResult.failed(_:)` and leaves that record's previous file in place;
     /// the writes after it are still tried.
     ///
-    /// - Throws: ``KeepsakeError/Code/invalidArgument`` for an empty key or one with NUL (before
-    ///   anything is written); ``KeepsakeError/Code/lockTimeout`` when another writer holds the
+    /// - Throws: `KeepsakeError.Code.invalidArgument` for an empty key or one with NUL (before
+    ///   anything is written); `KeepsakeError.Code.lockTimeout` when another writer holds the
     ///   lock too long; `.io` when the lock cannot be taken.
     /// - Important: If this throws, nothing was written.
     public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {

@@ -2,7 +2,7 @@ import Keepsake
 import KeepsakeKeyring
 import KeepsakeSodium
 
-/// What opening a store from a ``Keepsake/StoreURI`` needs besides the URI: the master key of
+/// What opening a store from a `StoreURI` needs besides the URI: the master key of
 /// a `file:` store and the deadline of keyring calls.
 ///
 /// Each option applies to one kind of store; ``Keepsake/StoreURI/open(options:)`` refuses a
@@ -24,7 +24,7 @@ public struct StoreOpenOptions: Sendable {
     ///
     /// - Parameters:
     ///   - masterKey: The master key source of a `file:` store; `nil` for other stores.
-    ///   - keyringTimeout: The deadline of each keyring call (``KeyringStore/defaultTimeout``
+    ///   - keyringTimeout: The deadline of each keyring call (`KeyringStore.defaultTimeout`
     ///     by default).
     public init(masterKey: MasterKeySource? = nil, keyringTimeout: Duration = KeyringStore.defaultTimeout) {
         self.masterKey = masterKey
@@ -37,12 +37,12 @@ extension StoreURI {
     ///
     /// One call for every backend, so an app and its `migrate` tool open a store from the same
     /// configured text the same way:
-    /// - `defaults:PATH` → a ``DefaultsStore`` on the suite file (created on its first write);
-    /// - `file:DIR` → the existing ``SodiumFileStore`` in `DIR`, opened with
-    ///   ``StoreOpenOptions/masterKey`` (create one with ``SodiumFileStore/create(directory:key:passphraseLimits:lockTimeout:)``);
-    /// - `keyring:SERVICE` → ``KeyringStore/open(service:timeout:)``, which first checks that
+    /// - `defaults:PATH` → a `DefaultsStore` on the suite file (created on its first write);
+    /// - `file:DIR` → the existing `SodiumFileStore` in `DIR`, opened with
+    ///   ``StoreOpenOptions/masterKey`` (create one with `SodiumFileStore.create(directory:key:passphraseLimits:lockTimeout:)`);
+    /// - `keyring:SERVICE` → `KeyringStore.open(service:timeout:)`, which first checks that
     ///   the keyring can be used now;
-    /// - `memory:NAME` → a new, empty ``InMemoryStore`` named `NAME`.
+    /// - `memory:NAME` → a new, empty `InMemoryStore` named `NAME`.
     ///
     /// ```swift
     /// let uri = try StoreURI(parsing: configuration.storeURI)
@@ -51,9 +51,9 @@ extension StoreURI {
     /// ```
     ///
     /// - Parameter options: The master key of a `file:` store and the keyring timeout.
-    /// - Returns: The open store; its ``RecordStore/uri`` names the same store as this URI
+    /// - Returns: The open store; its `RecordStore.uri` names the same store as this URI
     ///   (with a relative path made absolute).
-    /// - Throws: ``KeepsakeError`` naming the store: `.invalidArgument` for a `file:` URI without
+    /// - Throws: `KeepsakeError` naming the store: `.invalidArgument` for a `file:` URI without
     ///   ``StoreOpenOptions/masterKey``, for a master key given for another kind of store, or for
     ///   a keyring timeout that is not positive; otherwise whatever the backend throws when it
     ///   opens (`wrongKey`, `.unavailable`, `.corruptStore`, `.locked`, `.timeout`, …).

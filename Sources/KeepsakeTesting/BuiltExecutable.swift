@@ -42,8 +42,11 @@ public struct BuiltExecutable: Sendable {
 
     /// What a run printed and how it exited.
     public struct Result: Sendable {
+        /// The exit status, or the signal's number when a signal ended the process.
         public let status: Int32
+        /// Everything written to standard output, decoded as UTF-8.
         public let stdout: String
+        /// Everything written to standard error, decoded as UTF-8.
         public let stderr: String
     }
 

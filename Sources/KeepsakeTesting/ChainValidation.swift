@@ -16,15 +16,15 @@ import Keepsake
 public enum ChainValidation {
     /// Validates `chain`.
     ///
-    /// - Throws: ``ChainError`` naming the chain, the version, the type and the field.
+    /// - Throws: `ChainError` naming the chain, the version, the type and the field.
     public static func validate<Latest>(_ chain: ModelChain<Latest>) throws(ChainError) {
         try chain.validate()
     }
 
     /// Validates the chain ending at `latest`, as a chain named `name` — including what
-    /// ``ModelChain/init(name:defaultKeys:)`` would stop the program on.
+    /// `ModelChain.init(name:defaultKeys:)` would stop the program on.
     ///
-    /// - Throws: ``ChainError`` naming the chain, the version, the type and the field.
+    /// - Throws: `ChainError` naming the chain, the version, the type and the field.
     public static func validate<Latest: ModelVersion>(_ latest: Latest.Type, name: String) throws(ChainError) {
         _ = try ModelChain<Latest>.validated(name: name, defaultKeys: [])
     }

@@ -12,6 +12,7 @@ import Keepsake
 /// }
 /// ```
 public struct GoldenFixture: Sendable, CustomStringConvertible {
+    /// The fixture's name: its file name without `.json`.
     public let name: String
     /// The stored bytes, exactly as an old release wrote them.
     public let stored: Data
@@ -20,6 +21,7 @@ public struct GoldenFixture: Sendable, CustomStringConvertible {
 
     public var description: String { name }
 
+    /// A fixture named `name`: the `stored` bytes and the `expected` latest envelope.
     public init(name: String, stored: Data, expected: Data) {
         self.name = name
         self.stored = stored
@@ -54,7 +56,7 @@ public struct GoldenFixture: Sendable, CustomStringConvertible {
     /// record is written back as exactly the expected bytes and a current one is not rewritten.
     /// Compare the returned models field by field in the test.
     ///
-    /// - Throws: ``GoldenFixtureMismatch`` when the bytes differ, or the ``KeepsakeError`` of the load.
+    /// - Throws: ``GoldenFixtureMismatch`` when the bytes differ, or the `KeepsakeError` of the load.
     public func verify<Model>(_ chain: ModelChain<Model>, context: MigrationContext) throws -> Result<Model> {
         let store = InMemoryStore(name: name, contents: ["record": stored])
         guard let load = try Vault(store: store, context: context).load(chain, forKey: "record") else {
@@ -86,5 +88,6 @@ public struct GoldenFixture: Sendable, CustomStringConvertible {
 /// A golden fixture that did not load as expected.
 public struct GoldenFixtureMismatch: Error, CustomStringConvertible {
     public let description: String
+    /// A mismatch, described for a person.
     public init(_ description: String) { self.description = description }
 }

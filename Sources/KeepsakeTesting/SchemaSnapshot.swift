@@ -2,7 +2,7 @@ import Foundation
 import Keepsake
 
 /// Every version of a chain as its records are stored — number, type, oldest reader, keys and
-/// ``RecordShape`` — committed as a JSON file beside the app's models, so that a test fails
+/// `RecordShape` — committed as a JSON file beside the app's models, so that a test fails
 /// when a released version changes.
 ///
 /// A released version is frozen: its records are on users' disks, and the version type is how
@@ -63,7 +63,7 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
         /// The version type's name (`PersonV1`). Renaming the type changes no record, so the
         /// check updates it without failing.
         public var type: String
-        /// The oldest version whose readers can read this version's records (``ModelVersion/oldestReader``).
+        /// The oldest version whose readers can read this version's records (`ModelVersion.oldestReader`).
         public var oldestReader: Int
         /// The keys every record has, sorted; `nil` when they cannot be known.
         public var keys: [String]?
@@ -351,6 +351,7 @@ public struct SchemaSnapshotError: Error, Sendable, Hashable, CustomStringConver
             case unreadable
         }
 
+        /// What kind of difference it is.
         public let kind: Kind
         /// The version it is in, if any.
         public let version: Int?

@@ -1,7 +1,7 @@
 import Foundation
 import Keepsake
 
-/// The contract every ``RecordStore`` keeps, as checks any test framework can run.
+/// The contract every `RecordStore` keeps, as checks any test framework can run.
 ///
 /// Run each check on a new, empty store of the backend under test:
 ///
@@ -19,6 +19,7 @@ import Keepsake
 public enum StoreContract {
     /// One named check of the contract.
     public struct Check: Sendable, CustomStringConvertible {
+        /// What the check checks, in a sentence.
         public let name: String
         let body: @Sendable (any RecordStore) throws -> Void
 
@@ -200,6 +201,7 @@ public enum StoreContract {
 /// What a store did against the contract.
 public struct ContractViolation: Error, CustomStringConvertible {
     public let description: String
+    /// A violation, described for a person.
     public init(_ description: String) { self.description = description }
 }
 

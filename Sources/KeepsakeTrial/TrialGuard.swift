@@ -27,6 +27,7 @@ import Migrations
 /// reported as ``TrialStatus/clockMovedBack(lastSeen:now:)`` instead of extending the trial.
 /// Dates are absolute instants, so time zone changes do not move them.
 public struct TrialGuard: Sendable {
+    /// Where the trial record and the latest seen time are kept.
     public let store: any RecordStore
     /// The key of the TrialInfo record (`"trialInfo"`).
     public let key: String
@@ -123,9 +124,28 @@ public struct TrialGuard: Sendable {
             try recordSeen(now, previous: lastSeen)
             return TrialStatus(start: record.startDate, length: length, now: now)
         } catch {
-            return .unknown(error)
+            return .unknown(explained(error))
         }
     }
+
+    /// `error`, its message ending with what the sandbox requires when the keyring cannot be
+    /// reached from inside Flatpak or Snap.
+    private func explained(_ error: KeepsakeError) -> KeepsakeError {
+        guard let keyring = store as? KeyringStore, keyring.sandbox.kind != .none,
+              [.unavailable, .timeout].contains(error.code) else { return error }
+        var explained = error
+        explained.message += " (\(keyring.sandbox.secretServiceNote))"
+        return explained
+    }
+
+    /// Whether the trial record outlives an uninstall of the app here: the store survives a
+    /// reinstall (the keyring does; inside a Flatpak that was not granted the Secret Service it
+    /// cannot even be reached, and does not).
+    public var survivesReinstall: Bool { store.capabilities.contains(.survivesReinstall) }
+
+    /// The sandbox the guard's store runs in (`Sandbox.unconfined` for a store that is not
+    /// the keyring), with what the app must request there and what survives a reinstall.
+    public var sandbox: Sandbox { (store as? KeyringStore)?.sandbox ?? .unconfined }
 
     /// The latest time seen, a JSON string holding an ISO 8601 date; a value that is not one,
     /// or a date outside the years 0001–9999, is `.corruptRecord`.
@@ -172,8 +192,12 @@ extension KeepsakeError.Code {
 
 /// How long a trial lasts.
 public struct TrialLength: Sendable, Hashable {
+    /// The length in seconds.
     public let seconds: TimeInterval
 
+    /// A length of `seconds` seconds.
+    ///
+    /// - Precondition: `seconds` is greater than zero.
     public init(seconds: TimeInterval) {
         precondition(seconds > 0, "a trial must last some time")
         self.seconds = seconds
@@ -214,7 +238,9 @@ public enum TrialStatus: Sendable, Equatable {
 
     /// A running trial.
     public struct ActiveTrial: Sendable, Equatable {
+        /// When the trial started.
         public let start: Date
+        /// When the trial ends: its start plus its length.
         public let expiresAt: Date
         /// Seconds left.
         public let timeLeft: TimeInterval
@@ -235,7 +261,11 @@ extension TrialGuard {
     /// - Parameters:
     ///   - service: The keyring items' `service` attribute.
     ///   - appID: Keys the device identity; the machine id itself is never stored.
+    ///   - length: The trial's length.
+    ///   - rollbackTolerance: How far back the clock may go without being reported (default one hour).
     ///   - timeout: The deadline of each keyring call.
+    ///   - sandbox: The sandbox the app runs in (detected when not given): a keyring that cannot
+    ///     be reached there makes ``status()`` unknown with what the app must request.
     /// - Throws: `.invalidArgument` for an empty service name, `.unavailable` when the machine
     ///   id cannot be read. A locked or missing keyring is not thrown here: ``status()`` reports it
     ///   as ``TrialStatus/unknown(_:)``.
@@ -244,9 +274,10 @@ extension TrialGuard {
         appID: String,
         length: TrialLength,
         rollbackTolerance: TimeInterval = 3600,
-        timeout: Duration = KeyringStore.defaultTimeout
+        timeout: Duration = KeyringStore.defaultTimeout,
+        sandbox: Sandbox = .current
     ) throws(KeepsakeError) -> TrialGuard {
-        TrialGuard(store: try KeyringStore(service: service, timeout: timeout), length: length,
+        TrialGuard(store: try KeyringStore(service: service, timeout: timeout, sandbox: sandbox), length: length,
                    rollbackTolerance: rollbackTolerance, deviceIdentity: try DeviceIdentity.derived(appID: appID))
     }
 }

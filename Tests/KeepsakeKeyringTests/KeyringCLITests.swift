@@ -75,14 +75,14 @@ extension KeyringTests {
             (code, json) = try trial("start", "2026-01-01T09:00:00Z")
             #expect(code == 0)
             #expect(json["state"] as? String == "active")
-            #expect(json["startDate"] as? String == "2026-01-01T09:00:00Z")
+            #expect(json["startDate"] as? String == "2026-01-01T09:00:00.000Z")
             #expect(json["daysLeft"] as? Int == 14)
-            #expect(json["expiresAt"] as? String == "2026-01-15T09:00:00Z")
+            #expect(json["expiresAt"] as? String == "2026-01-15T09:00:00.000Z")
 
             try PrivateKeyring.restartDaemon()  // the "machine" restarts; the app is reinstalled
             (code, json) = try trial("start", "2026-01-04T10:00:00Z")
             #expect(code == 0)
-            #expect(json["startDate"] as? String == "2026-01-01T09:00:00Z")
+            #expect(json["startDate"] as? String == "2026-01-01T09:00:00.000Z")
             #expect(json["daysLeft"] as? Int == 10)
 
             (code, json) = try trial("status", "2026-01-20T00:00:00Z")

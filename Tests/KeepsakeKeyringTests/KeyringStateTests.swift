@@ -97,6 +97,24 @@ extension KeyringTests {
             #expect(outcomes["data"]?.key == "trialInfo")
         }
 
+        @Test("inside a Flatpak or Snap with no Secret Service reachable, diagnose and the trial guard say what to request",
+              arguments: [["FLATPAK_ID": "org.example.Notes"], ["SNAP": "/snap/notes/3", "SNAP_NAME": "notes"]])
+        func sandboxed(_ sandbox: [String: String]) throws {
+            let bus = try PrivateBus()
+            defer { bus.stop() }
+            var environment: [String: String?] = ["DBUS_SESSION_BUS_ADDRESS": bus.address]
+            for (name, value) in sandbox { environment[name] = value }
+            let outcomes = try ChildProcess.run(environment: environment, timeoutMilliseconds: 3000)
+            let request = sandbox["SNAP"] == nil ? "--talk-name=org.freedesktop.secrets" : "snap connect notes:password-manager-service"
+            for call in ["diagnose", "trial"] {
+                let outcome = try #require(outcomes[call])
+                #expect(outcome.code == "unavailable", "\(call): \(outcome)")
+                #expect(outcome.message?.contains(request) == true, "\(call): \(outcome)")
+            }
+            // The store's own errors stay as they were: the guard and doctor explain.
+            #expect(outcomes["data"]?.message?.contains(request) == false)
+        }
+
         @Test("with a bus but no Secret Service every call is unavailable, with the D-Bus error kept")
         func noProvider() throws {
             let bus = try PrivateBus()

@@ -1,47 +1,57 @@
 import Foundation
 import Keepsake
 import KeepsakeKeyring
+import KeepsakeTestKeyring
 import KeepsakeTrial
 import Migrations
-import Synchronization
 import Testing
 
-/// A settable clock for the scenarios.
-final class ScenarioClock: Sendable {
-    private let current: Mutex<Date>
-    init(_ date: Date) { current = Mutex(date) }
-    var now: Date { current.withLock { $0 } }
-    func advance(days: Double) { current.withLock { $0 = $0.addingTimeInterval(days * 86_400) } }
-}
+typealias ScenarioClock = TestClock
 
-/// An app installed on this machine: its data directory (wiped by an uninstall), with a defaults
-/// suite in it, and its trial guard on the private keyring (which an uninstall keeps).
+/// An app installed on this machine: its defaults suite under the private keyring's throwaway
+/// XDG directories (wiped by an uninstall), and its trial guard on the private keyring (which
+/// an uninstall keeps).
 struct InstalledApp {
     let service: String
-    let dataDirectory: URL
-    let clock: ScenarioClock
+    let clock: TestClock
 
-    /// Installs the app: a new data directory and defaults suite, a guard built from scratch.
-    static func install(service: String, clock: ScenarioClock) throws -> InstalledApp {
-        let data = PrivateKeyring.scratch.appendingPathComponent("app-data-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
-        let app = InstalledApp(service: service, dataDirectory: data, clock: clock)
+    /// Installs the app: its first launch writes its suite; the guard is built from scratch.
+    static func install(service: String, clock: TestClock) throws -> InstalledApp {
+        let app = InstalledApp(service: service, clock: clock)
+        try FileManager.default.createDirectory(at: try app.configDirectory, withIntermediateDirectories: true)
         try app.preferences.set(true, forKey: "onboarded")
         return app
     }
 
-    var preferences: DefaultsStore { DefaultsStore(path: dataDirectory.path + "/settings.json") }
+    /// `<config>/<service>`, in the keyring's throwaway home: where `DefaultsStore(suite:app:)`
+    /// puts the app's suites. Named explicitly, because tests of other targets in this process
+    /// set and unset `XDG_CONFIG_HOME`.
+    var configDirectory: URL {
+        get throws { try PrivateKeyring.keyring.home.config.appendingPathComponent(service) }
+    }
+
+    var preferences: DefaultsStore {
+        get throws { DefaultsStore(path: try configDirectory.path + "/settings.json") }
+    }
 
     var trial: TrialGuard {
         get throws {
             TrialGuard(store: try KeyringStore(service: service, timeout: .seconds(10)), length: .days(14),
-                       deviceIdentity: "device-A", clock: { [clock] in clock.now })
+                       deviceIdentity: "device-A", clock: clock.clock)
         }
     }
 
-    /// Uninstalls: the app's data directory and defaults suite are deleted.
-    func uninstall() throws {
-        try FileManager.default.removeItem(at: dataDirectory)
+    var device: ReinstallSimulator {
+        get throws { ReinstallSimulator(appID: service, keyring: try PrivateKeyring.keyring, clock: clock) }
+    }
+
+    /// Uninstalls and reinstalls: the app's XDG directories are deleted, the keyring daemon
+    /// restarts on the same files, the clock moves on.
+    func reinstall(advancingClockBy seconds: TimeInterval = 0) throws {
+        let report = try device.reinstall(advancingClockBy: seconds)
+        #expect(report.removed.map(\.lastPathComponent) == [service], "only the suite's folder existed")
+        try PrivateKeyring.waitUntilUsable()
+        #expect(try preferences.keys() == [], "the suite went with the uninstall")
     }
 }
 
@@ -67,11 +77,8 @@ extension KeyringTests {
             #expect(try storedRecord()
                     == #"{"data":{"deviceId":"device-A","startDate":"2025-11-21T04:40:00.000Z","version":2},"schema":"TrialInfo","version":2}"#)
 
-            clock.advance(days: 3.5)
-            try first.uninstall()
-            try PrivateKeyring.restartDaemon()
+            try first.reinstall(advancingClockBy: 3.5 * 86_400)
             let second = try InstalledApp.install(service: service, clock: clock)
-            #expect(try second.preferences.value(Bool.self, forKey: "onboarded") == true, "a fresh install's own data")
             guard case let .active(after) = try second.trial.start() else { Issue.record("not active after reinstall"); return }
             #expect(after.start == trialLaunch, "the reinstall did not restart the trial")
             #expect(after.daysLeft == 10)
@@ -86,8 +93,7 @@ extension KeyringTests {
             clock.advance(days: 15)
             let end = trialLaunch.addingTimeInterval(14 * 86_400)
             #expect(try app.trial.status() == .expired(since: end, start: trialLaunch))
-            try app.uninstall()
-            try PrivateKeyring.restartDaemon()
+            try app.reinstall()
             let again = try InstalledApp.install(service: service, clock: clock)
             #expect(try again.trial.start() == .expired(since: end, start: trialLaunch))
         }

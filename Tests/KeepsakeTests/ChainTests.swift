@@ -38,7 +38,7 @@ struct ChainTests {
         #expect(ChainValidation.indistinguishableBareVersions(TrialInfo.chain).isEmpty)
     }
 
-    @Test("the sample chains have the names, keys and versions of DESIGN §3")
+    @Test("the sample chains have their documented names, keys and versions")
     func sampleChainShape() {
         #expect(Person.chain.name == "Person")
         #expect(Person.chain.defaultKeys == ["person"])
@@ -95,7 +95,7 @@ struct ChainTests {
         #expect(!keys.matches(["name", "tags", "joined", "extra"]))
     }
 
-    @Test("steps follow DESIGN §3, taking identities from the context")
+    @Test("the sample steps take identities from the context")
     func stepSemantics() throws {
         let context = MigrationContext.fixed(now: Date(), deviceIdentity: "this-device", identifierPrefix: "user")
         let start = Date(timeIntervalSinceReferenceDate: 123_456_789.987_654)

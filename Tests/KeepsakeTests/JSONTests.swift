@@ -220,18 +220,35 @@ struct ISO8601Tests {
 
 @Suite("Device identity")
 struct DeviceIdentityTests {
-    @Test("HMAC-SHA-256 matches RFC 4231 test case 2")
-    func hmacVector() {
-        let mac = SHA256.hmac(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8))
-        #expect(mac.map { String(format: "%02x", $0) }.joined()
-                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    // RFC 4231 cases 2 (a short key), 4 (a 25-byte key), 6 and 7 (131-byte keys, hashed first).
+    @Test("HMAC-SHA-256 (libsodium) matches RFC 4231", arguments: [
+        ([UInt8]("Jefe".utf8), [UInt8]("what do ya want for nothing?".utf8),
+         "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
+        ([UInt8](1...25), [UInt8](repeating: 0xcd, count: 50),
+         "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"),
+        ([UInt8](repeating: 0xaa, count: 131), [UInt8]("Test Using Larger Than Block-Size Key - Hash Key First".utf8),
+         "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"),
+        ([UInt8](repeating: 0xaa, count: 131), [UInt8](("This is a test using a larger than block-size key and a larger t"
+                                                       + "han block-size data. The key needs to be hashed before being use"
+                                                       + "d by the HMAC algorithm.").utf8),
+         "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"),
+    ])
+    func hmacVectors(key: [UInt8], message: [UInt8], expected: String) {
+        #expect(Self.hex(HMACSHA256.authenticationCode(key: key, message: message)) == expected)
     }
 
-    @Test("SHA-256 of a multi-block message matches the FIPS 180 example")
-    func shaVector() {
-        let digest = SHA256.hash(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
-        #expect(digest.map { String(format: "%02x", $0) }.joined()
-                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+    // Identities computed by the hand-written SHA-256 that Keepsake used before libsodium (and
+    // checked against Python's hmac module): devices keep the identities already stored in records.
+    @Test("identities derived before the move to libsodium are unchanged", arguments: [
+        ("com.example.notes", "0123456789abcdef0123456789abcdef", "68eba81035db4ec32f5954424ef4316a"),
+        ("com.keepsake.sample", "5f2a8c0e1d3b4a6f9e7d8c2b1a0f3e4d", "06c2e7ad5ef1b1aed6faa4685b761181"),
+        (String(repeating: "k", count: 100), "b1946ac92492d2347c6235b4d2611184", "5c15b08748878c73ca285e6a561b2a59"),
+        ("", "x", "96aba9c9ca6f2ba5e10720d79851e994"),
+    ])
+    func storedIdentitiesStayValid(appID: String, machineID: String, identity: String) {
+        #expect(DeviceIdentity.derived(appID: appID, machineID: machineID) == identity)
     }
 
     @Test("the identity is app-specific, stable, and does not contain the machine id")

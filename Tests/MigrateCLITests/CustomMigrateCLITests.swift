@@ -1,4 +1,5 @@
 import Foundation
+import Keepsake
 import Testing
 
 /// `custom-migrate` (Tests/CustomMigrate) is KeepsakeCLI given one chain of its own, Note
@@ -120,7 +121,7 @@ struct CustomMigrateCLITests {
     func version() throws {
         let stock = try migrate(["--version"])
         #expect(stock.status == 0)
-        #expect(stock.stdout == "0.1.0\n")
+        #expect(stock.stdout == KeepsakePackage.version + "\n")
         let custom = try customMigrate(["--version"])
         #expect(custom.status == 64)
         #expect(custom.stderr.contains("Unknown option '--version'"))

@@ -19,6 +19,7 @@ public struct AnyModelChain: Sendable {
     let pipeline: @Sendable (ParsedRecord, MigrationContext, _ encodeLatest: Bool) -> RecordOutcome<any ModelVersion>
     private let encodeErased: @Sendable (any ModelVersion) throws(KeepsakeError) -> Data
 
+    /// Erases `chain`'s model type; the same as ``ModelChain/erased``.
     public init<Latest>(_ chain: ModelChain<Latest>) {
         name = chain.name
         defaultKeys = chain.defaultKeys

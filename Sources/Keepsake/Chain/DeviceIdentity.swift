@@ -29,7 +29,7 @@ public enum DeviceIdentity {
 
     /// The app-specific identity for a given machine id (what ``derived(appID:machineIDPath:)`` computes).
     public static func derived(appID: String, machineID: String) -> String {
-        let mac = SHA256.hmac(key: Array(appID.utf8), message: Array("keepsake-device-id:".utf8) + Array(machineID.utf8))
+        let mac = HMACSHA256.authenticationCode(key: Array(appID.utf8), message: Array("keepsake-device-id:".utf8) + Array(machineID.utf8))
         return mac.prefix(16).map { String(format: "%02x", $0) }.joined()
     }
 }

@@ -187,7 +187,9 @@ extension ModelChain {
 
 /// One version of a chain, as ``ModelChain/versionSummaries`` describes it.
 public struct VersionSummary: Sendable, Hashable {
+    /// The version number.
     public let version: Int
+    /// The version type's name (`"PersonV2"`).
     public let typeName: String
     /// The keys a record of this version has; `nil` when they cannot be read off the type (a
     /// bare record is then matched to this version by decoding it).
@@ -200,6 +202,7 @@ public struct VersionSummary: Sendable, Hashable {
 public struct ChainError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The chain's name (empty when a single version type was checked on its own).
     public let chain: String
+    /// The version the problem is in; `nil` when it is about the chain as a whole.
     public let version: Int?
     /// The version type the problem is in.
     public let typeName: String?

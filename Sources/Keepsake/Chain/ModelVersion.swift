@@ -105,6 +105,7 @@ public struct StoredKeys: Sendable, Hashable, CustomStringConvertible {
     /// Whether these keys are to be read off the type's `Decodable` conformance.
     let isInferred: Bool
 
+    /// Declared keys: `required` in every record, `optional` in some. A key in both is required.
     public init(required: Set<String>, optional: Set<String> = []) {
         self.required = required
         self.optional = optional.subtracting(required)

@@ -92,6 +92,8 @@ public struct StoredInfo: Sendable, Hashable {
     /// Whether the stored value was a JSON string holding the record (UserDefaults-era apps).
     public var stringWrapped: Bool
 
+    /// What is known of a stored record: its version and form once detected, and whether it was
+    /// a JSON string holding the record.
     public init(version: Int? = nil, form: RecordForm? = nil, stringWrapped: Bool = false) {
         self.version = version
         self.form = form
@@ -112,6 +114,8 @@ public struct DecodedRecord<Model: Sendable>: Sendable {
     /// Whether it was a JSON string holding the record.
     public let stringWrapped: Bool
 
+    /// A record read as `value`, stored at `storedVersion` in `form` (inside a JSON string when
+    /// `stringWrapped`), of a chain whose latest version is `latestVersion`.
     public init(value: Model, storedVersion: Int, latestVersion: Int, form: RecordForm, stringWrapped: Bool) {
         self.value = value
         self.storedVersion = storedVersion

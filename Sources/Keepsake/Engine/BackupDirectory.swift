@@ -15,8 +15,10 @@ import Glibc
 /// `<key>~2.json`, then `~3`… (`~` is always percent-encoded in a key, so these names are
 /// no key's). ``create(in:at:)`` makes a directory of its own for each run.
 public struct BackupDirectory: Sendable, Hashable {
+    /// The directory's absolute or relative path, as given.
     public let path: String
 
+    /// The backup directory at `path`; nothing is created until the first ``save(_:forKey:store:)``.
     public init(path: String) {
         self.path = path
     }

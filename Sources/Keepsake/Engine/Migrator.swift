@@ -13,8 +13,11 @@ import Foundation
 /// }
 /// ```
 public struct Migrator: Sendable {
+    /// The store whose records are planned and migrated.
     public let store: any RecordStore
+    /// The models records are matched to, by key or by the schema an envelope names.
     public let chains: [AnyModelChain]
+    /// What migration steps get: the clock, new identifiers and the device identity.
     public let context: MigrationContext
     /// Key → model name, for records whose key is not a default key of their model.
     public let keyModels: [String: String]
@@ -191,11 +194,14 @@ public struct Migrator: Sendable {
 
 /// How far a ``Migrator/run(backup:progress:)`` has come.
 public struct MigrationProgress: Sendable, Equatable {
+    /// How many records have been read and migrated in memory so far.
     public let evaluated: Int
+    /// How many records the store holds.
     public let total: Int
     /// Whether the batch of writes has been committed.
     public let written: Bool
 
+    /// Progress after `evaluated` of `total` records, the batch `written` or not yet.
     public init(evaluated: Int, total: Int, written: Bool) {
         self.evaluated = evaluated
         self.total = total

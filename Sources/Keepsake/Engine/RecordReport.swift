@@ -19,11 +19,15 @@ public struct RecordReport: Sendable, Equatable {
         case unmanaged
     }
 
+    /// The record's key in the store.
     public var key: String
     /// The model the record was matched to (or the schema an unknown envelope names).
     public var schema: String?
+    /// The version the record is stored at, when it could be told.
     public var storedVersion: Int?
+    /// The latest version of its model, when it was matched to one.
     public var latestVersion: Int?
+    /// What the record is, or what was done to it.
     public var state: State
     /// How the record was laid out, when it was recognised.
     public var form: RecordForm?
@@ -36,6 +40,8 @@ public struct RecordReport: Sendable, Equatable {
     /// Where its original bytes were backed up by this run.
     public var backupPath: String?
 
+    /// A report with every field given; the ``Migrator`` builds them with
+    /// ``init(key:schema:latestVersion:outcome:)``.
     public init(
         key: String, schema: String? = nil, storedVersion: Int? = nil, latestVersion: Int? = nil,
         state: State, form: RecordForm? = nil, stringWrapped: Bool = false, steps: [Int] = [],

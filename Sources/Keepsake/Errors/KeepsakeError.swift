@@ -20,8 +20,11 @@ import Foundation
 public struct KeepsakeError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What went wrong, as a value you can match. New codes may be added.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code's name (`"corruptRecord"`), as `migrate --json` prints it.
         public let rawValue: String
+        /// A code with this name; codes of other libraries (`wrongKey`) are made this way.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code's name.
         public var description: String { rawValue }
 
         // MARK: Records
@@ -114,6 +117,8 @@ public struct KeepsakeError: Error, Sendable, Equatable, CustomStringConvertible
     /// ``underlying(as:)``.
     public var underlying: (any Error)?
 
+    /// An error with `code` and a `message` for a person, naming the `store` and the `key` it is
+    /// about where there are ones, with its `cause` and the `underlying` error that was thrown.
     public init(
         _ code: Code, store: String? = nil, key: String? = nil, _ message: String, cause: Cause? = nil,
         underlying: (any Error)? = nil

@@ -140,11 +140,14 @@ public struct StoreWrite: Sendable {
         case unchanged(Data?)
     }
 
+    /// The key written.
     public var key: String
     /// The new bytes; `nil` removes the key.
     public var value: Data?
+    /// What the key must hold for the write to apply.
     public var expectation: Expectation
 
+    /// Writes `value` under `key` (removes it when `nil`), if the key holds what `expectation` says.
     public init(key: String, value: Data?, expectation: Expectation = .anything) {
         self.key = key
         self.value = value
@@ -162,6 +165,7 @@ public struct StoreWrite: Sendable {
 
 /// The result of one write in a batch.
 public enum StoreWriteResult: Sendable, Equatable {
+    /// The write was made: the key holds the new bytes (or nothing, for a removal).
     case applied
     /// The key did not hold what the write expected; nothing was written for it.
     case conflict

@@ -1,4 +1,4 @@
-/// A record ``Vault/load(_:)`` found: its value at the latest version, what was stored, and
+/// A record a `Vault` load found: its value at the latest version, what was stored, and
 /// whether a migrated record was written back.
 public struct LoadedRecord<Model: Sendable>: Sendable {
     /// What happened to a migrated record's write-back.

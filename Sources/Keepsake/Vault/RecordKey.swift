@@ -26,13 +26,13 @@ public final class RecordKey<Latest: ModelVersion>: RecordKeys, @unchecked Senda
     public let name: String
     /// The model's chain.
     public let chain: ModelChain<Latest>
-    /// What ``Vault/value(_:)`` returns while nothing is stored.
+    /// What `Vault.value(_:)` returns while nothing is stored.
     public let defaultValue: Latest?
 
     /// - Parameters:
     ///   - name: The storage key; the chain's first default key when `nil`.
     ///   - chain: The model's chain.
-    ///   - defaultValue: What ``Vault/value(_:)`` returns while nothing is stored. It is never
+    ///   - defaultValue: What `Vault.value(_:)` returns while nothing is stored. It is never
     ///     written by a read.
     /// - Important: A chain with no default key needs a `name`; without one the key is empty
     ///   and every call with it throws ``KeepsakeError/Code/invalidArgument``.

@@ -6,35 +6,35 @@ import Dispatch
 // their own and suspend the calling task until it is done.
 
 extension Vault {
-    /// ``load(_:)`` without blocking the cooperative thread pool.
+    /// The synchronous `load(_:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the stored bytes are exactly as they were.
     public func load<Latest>(_ key: RecordKey<Latest>) async throws(KeepsakeError) -> LoadedRecord<Latest>? {
         try await Blocking.run { () throws(KeepsakeError) in try self.load(key) }
     }
 
-    /// ``value(_:)`` without blocking the cooperative thread pool.
+    /// The synchronous `value(_:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the stored bytes are exactly as they were.
     public func value<Latest>(_ key: RecordKey<Latest>) async throws(KeepsakeError) -> Latest {
         try await Blocking.run { () throws(KeepsakeError) in try self.value(key) }
     }
 
-    /// ``save(_:for:)`` without blocking the cooperative thread pool.
+    /// The synchronous `save(_:for:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the stored bytes are exactly as they were.
     public func save<Latest>(_ value: Latest, for key: RecordKey<Latest>) async throws(KeepsakeError) {
         try await Blocking.run { () throws(KeepsakeError) in try self.save(value, for: key) }
     }
 
-    /// ``remove(_:)`` without blocking the cooperative thread pool.
+    /// The synchronous `remove(_:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the store is as it was.
     public func remove<Latest>(_ key: RecordKey<Latest>) async throws(KeepsakeError) {
         try await Blocking.run { () throws(KeepsakeError) in try self.remove(key) }
     }
 
-    /// ``load(_:forKey:)`` without blocking the cooperative thread pool.
+    /// The synchronous `load(_:forKey:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the stored bytes are exactly as they were.
     public func load<Latest>(
@@ -43,7 +43,7 @@ extension Vault {
         try await Blocking.run { () throws(KeepsakeError) in try self.load(chain, forKey: key) }
     }
 
-    /// ``save(_:in:forKey:)`` without blocking the cooperative thread pool.
+    /// The synchronous `save(_:in:forKey:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the stored bytes are exactly as they were.
     public func save<Latest>(
@@ -52,14 +52,14 @@ extension Vault {
         try await Blocking.run { () throws(KeepsakeError) in try self.save(value, in: chain, forKey: key) }
     }
 
-    /// ``remove(forKey:)`` without blocking the cooperative thread pool.
+    /// The synchronous `remove(forKey:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the store is as it was.
     public func remove(forKey key: String) async throws(KeepsakeError) {
         try await Blocking.run { () throws(KeepsakeError) in try self.remove(forKey: key) }
     }
 
-    /// ``keys()`` without blocking the cooperative thread pool.
+    /// The synchronous `keys()`, without blocking the cooperative thread pool.
     public func keys() async throws(KeepsakeError) -> [String] {
         try await Blocking.run { () throws(KeepsakeError) in try self.keys() }
     }

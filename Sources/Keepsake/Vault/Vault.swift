@@ -31,6 +31,8 @@ public struct Vault: Sendable {
         /// Where a load keeps a record's original bytes before replacing them (default none).
         public var backup: BackupDirectory?
 
+        /// Options: write back migrated records unless `writeBack` is `false`, and keep their original
+        /// bytes in `backup` first when it is set.
         public init(writeBack: Bool = true, backup: BackupDirectory? = nil) {
             self.writeBack = writeBack
             self.backup = backup
@@ -41,6 +43,7 @@ public struct Vault: Sendable {
     public let store: any RecordStore
     /// The clock, identifiers and device identity migration steps get.
     public let context: MigrationContext
+    /// Whether loads write migrated records back, and where they back up the originals.
     public let options: Options
 
     /// - Parameters:
@@ -71,7 +74,7 @@ public struct Vault: Sendable {
 
     /// The record under `key` at the latest version, or the key's default while nothing is stored.
     ///
-    /// - Throws: What ``load(_:)`` throws, and ``KeepsakeError/Code/notFound`` when nothing is
+    /// - Throws: What `load(_:)` throws, and ``KeepsakeError/Code/notFound`` when nothing is
     ///   stored and the key has no default.
     /// - Important: If this throws, the stored bytes are exactly as they were. The default is
     ///   never written.
@@ -115,7 +118,7 @@ public struct Vault: Sendable {
     // MARK: Chains and key strings
 
     /// The record of `chain` under `key` (the chain's first default key when `nil`), migrated
-    /// to the latest version, or `nil` when nothing is stored. See ``load(_:)``.
+    /// to the latest version, or `nil` when nothing is stored. See `load(_:)`, for typed keys.
     ///
     /// - Important: If this throws, the stored bytes are exactly as they were.
     public func load<Latest>(
@@ -150,7 +153,8 @@ public struct Vault: Sendable {
         }
     }
 
-    /// Stores `value` under `key` (the chain's first default key when `nil`). See ``save(_:for:)``.
+    /// Stores `value` under `key` (the chain's first default key when `nil`). See `save(_:for:)`,
+    /// for typed keys.
     ///
     /// - Important: If this throws, the stored bytes are exactly as they were.
     public func save<Latest>(

@@ -10,8 +10,10 @@ extension Migrate {
             abstract: "Report, for each kind of store, whether it can be used here and why not.",
             discussion: """
                 Never prompts and never writes. The keyring check asks the Secret Service for its
-                default collection and whether it is locked, within --timeout. Exits 0 when every
-                kind is usable, 69 otherwise.
+                default collection and whether it is locked, within --timeout. The sandbox line
+                says whether the app runs in Flatpak or Snap, what it must request there for the
+                keyring, and what survives a reinstall. Exits 0 when every kind is usable, 69
+                otherwise.
                 """)
 
         @Option(name: .long, help: ArgumentHelp("Deadline for the keyring check, in seconds.", valueName: "seconds"))
@@ -32,7 +34,9 @@ extension Migrate {
         }
 
         func run() throws {
-            let keyring = KeyringStore.diagnose(timeout: try StoreOptions.duration(timeout, option: "--timeout"))
+            let sandbox = Sandbox.current
+            let keyring = KeyringStore.diagnose(timeout: try StoreOptions.duration(timeout, option: "--timeout"),
+                                                sandbox: sandbox)
             let checks = [
                 Check(store: "defaults", usable: true, status: "usable",
                       detail: "JSON suite files; needs only a writable directory"),
@@ -40,6 +44,10 @@ extension Migrate {
                       detail: "libsodium \(SodiumFileStore.libraryVersion); needs a writable directory and a key"),
                 Check(store: "keyring", usable: keyring.isUsable, status: keyring.status.rawValue,
                       detail: keyring.description),
+                // Flatpak or Snap: whether the Secret Service may be reached, what survives a reinstall.
+                Check(store: "sandbox", usable: sandbox.secretServiceAccess != .notGranted, status: sandbox.kind.rawValue,
+                      detail: sandbox.kind == .none ? "not sandboxed (no FLATPAK_ID, /.flatpak-info or SNAP)"
+                                                    : sandbox.description),
             ]
             if output.json {
                 printJSON(checks)

@@ -80,7 +80,7 @@ struct TrialOptions: ParsableArguments {
 
 /// Prints a trial status and exits with its code.
 func report(_ status: TrialStatus, json: Bool) throws {
-    let iso: (Date) -> String = { $0.formatted(.iso8601) }
+    let iso: (Date) -> String = isoText
     var object: [String: Any] = [:]
     let code: ExitCode
     switch status {

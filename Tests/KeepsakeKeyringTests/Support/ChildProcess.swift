@@ -1,6 +1,7 @@
 import Foundation
 import Keepsake
 import KeepsakeKeyring
+import KeepsakeTrial
 import Testing
 
 /// Runs store calls in a child process with another session bus.
@@ -36,7 +37,7 @@ enum ChildProcess {
         }
     }
 
-    static let calls = ["diagnose", "open", "data", "keys", "setData"]
+    static let calls = ["diagnose", "open", "data", "keys", "setData", "trial"]
 
     /// Starts the child with `changes` to this process's environment, waits for it, and
     /// returns each call's outcome by name.
@@ -108,6 +109,10 @@ enum ChildProcess {
         measure("data") { () throws(KeepsakeError) in _ = try store.data(forKey: "trialInfo") }
         measure("keys") { () throws(KeepsakeError) in _ = try store.keys() }
         measure("setData") { () throws(KeepsakeError) in try store.setData(Data("{}".utf8), forKey: "trialInfo") }
+        measure("trial") { () throws(KeepsakeError) in
+            let status = TrialGuard(store: store, length: .days(14), deviceIdentity: "d").status()
+            if case let .unknown(error) = status { throw error }
+        }
         try JSONEncoder().encode(outcomes).write(to: URL(fileURLWithPath: path))
     }
 }

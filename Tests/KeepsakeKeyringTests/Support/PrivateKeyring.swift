@@ -1,33 +1,41 @@
 import Foundation
 import Keepsake
 import KeepsakeKeyring
+import KeepsakeTestKeyring
 import Testing
 
-/// The private keyring that `scripts/with-private-keyring` starts, and what tests do to it:
-/// restart the daemon on the same files, lock the login collection, talk to it with
-/// `secret-tool`.
+/// This test process's private keyring (`KeepsakeTestKeyring.TestKeyring.shared()`: the one
+/// `keepsake-test-keyring` runs the tests in, or one started in-process when there is none and
+/// no other session bus is reachable), and what tests do to it: restart the daemon on the same
+/// files, lock the login collection, talk to it with `secret-tool`.
 enum PrivateKeyring {
-    static let environment = ProcessInfo.processInfo.environment
+    /// This process's environment now (the in-process keyring changes it when it starts).
+    static var environment: [String: String] { ProcessInfo.processInfo.environment }
 
-    /// Whether the tests run inside `scripts/with-private-keyring` (never against a real
-    /// user's keyring: without it the keyring suites are skipped and say why).
-    static var isRunning: Bool {
-        environment["KEEPSAKE_TEST_KEYRING"] == "1"
-            && environment["KEEPSAKE_TEST_KEYRING_PASSWORD"].map { !$0.isEmpty } == true
-            && environment["DBUS_SESSION_BUS_ADDRESS"] != nil
+    /// Why the keyring tests cannot run here (tools missing, or a session bus that is not a
+    /// private keyring's is reachable), or `nil`.
+    static let unavailableReason = TestKeyring.unavailableReason()
+
+    /// The keyring, started or attached to on first use.
+    static var keyring: TestKeyring {
+        get throws { try TestKeyring.shared() }
     }
 
-    /// The harness's scratch directory.
+    /// The keyring's scratch directory (the system's temporary directory before one runs).
     static var scratch: URL {
-        URL(fileURLWithPath: environment["KEEPSAKE_TEST_KEYRING_DIR"] ?? NSTemporaryDirectory())
+        do {
+            return try keyring.scratch
+        } catch {
+            return URL(fileURLWithPath: NSTemporaryDirectory())
+        }
     }
 
-    static let loginCollection = "/org/freedesktop/secrets/collection/login"
+    static let loginCollection = TestKeyring.loginCollection
 
-    /// Tells the harness about a process a test started, so that it is killed at the end of
-    /// the run even if the test crashes before stopping it.
+    /// Tells the keyring's cleanup about a process a test started, so that it is killed at the
+    /// end of the run even if the test crashes before stopping it.
     static func register(_ process: Process) throws {
-        try Data().write(to: scratch.appendingPathComponent("pids/\(process.processIdentifier)"))
+        try keyring.adopt(processID: process.processIdentifier)
     }
 
     /// A service name no other test uses, so every test starts with no items.
@@ -42,23 +50,14 @@ enum PrivateKeyring {
 
     // MARK: The daemon
 
-    /// Restarts gnome-keyring-daemon on the same data directory and password
-    /// (`--replace --unlock`): the login collection is reloaded from disk, unlocked.
+    /// Restarts gnome-keyring-daemon on the same keyring files and password; returns once
+    /// libsecret finds it usable.
     static func restartDaemon() throws {
-        // The daemon must not inherit any descriptor of this process: Foundation's Process
-        // learns that a child exited when a socket it shares with the child is closed, so a
-        // daemon holding it would make waitUntilExit() wait for the daemon's end.
-        let script = #"""
-            for fd in /proc/$$/fd/*; do n=${fd##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done
-            printf %s "$KEEPSAKE_TEST_KEYRING_PASSWORD" |
-                gnome-keyring-daemon --replace --unlock --components=secrets --daemonize >/dev/null 2>&1
-            """#
-        let result = try Shell.run(["bash", "-c", script], timeout: .seconds(30))
-        try #require(result.status == 0, "gnome-keyring-daemon --replace failed: \(result.stderr)")
+        try keyring.restartDaemon()
         try waitUntilUsable()
     }
 
-    /// Waits (up to 15 s) until the keyring is usable again.
+    /// Waits (up to 15 s) until the keyring is usable through libsecret.
     static func waitUntilUsable() throws {
         let start = ContinuousClock.now
         var last = KeyringStore.diagnose(timeout: .seconds(2))
@@ -69,24 +68,11 @@ enum PrivateKeyring {
         try #require(last.isUsable, "the private keyring did not come back: \(last)")
     }
 
-    /// Locks the login collection through D-Bus (`secret-tool lock` would hang waiting for
-    /// a prompt), runs `body`, then unlocks it again by restarting the daemon with the password,
-    /// whatever `body` did: later tests always find an unlocked keyring.
+    /// Locks the login collection, runs `body`, then unlocks it again whatever `body` did:
+    /// later tests always find an unlocked keyring.
     static func whileLocked(_ body: () throws -> Void) throws {
-        let result = try Shell.run(
-            ["gdbus", "call", "--session", "--timeout", "5", "--dest", "org.freedesktop.secrets",
-             "--object-path", "/org/freedesktop/secrets", "--method", "org.freedesktop.Secret.Service.Lock",
-             "['\(loginCollection)']"])
-        var bodyError: (any Error)?
-        do {
-            try #require(result.status == 0, "locking through D-Bus failed: \(result.stderr)")
-            try #require(result.stdout.contains(loginCollection), "Lock did not lock the login collection: \(result.stdout)")
-            try body()
-        } catch {
-            bodyError = error
-        }
-        try restartDaemon()
-        if let bodyError { throw bodyError }
+        try keyring.whileLocked(body)
+        try waitUntilUsable()
     }
 
     // MARK: secret-tool, an independent client

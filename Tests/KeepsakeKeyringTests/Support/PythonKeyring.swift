@@ -6,11 +6,11 @@ import Testing
 enum PythonKeyring {
     static var path: String? { PrivateKeyring.environment["KEEPSAKE_TEST_PYTHONPATH"] }
 
-    static var isAvailable: Bool { PrivateKeyring.isRunning && path != nil }
+    static var isAvailable: Bool { PrivateKeyring.unavailableReason == nil && path != nil }
 
     /// Why the Python interop tests cannot run, as the harness found it.
     static var unavailableReason: String {
-        PrivateKeyring.environment["KEEPSAKE_TEST_PYTHON_UNAVAILABLE"] ?? "the harness did not provide KEEPSAKE_TEST_PYTHONPATH"
+        PrivateKeyring.environment["KEEPSAKE_TEST_PYTHON_UNAVAILABLE"] ?? "KEEPSAKE_TEST_PYTHONPATH is not set: run under scripts/with-private-keyring, which installs Python's keyring and secretstorage"
     }
 
     /// `keyring.set_password(service, username, secret)`.

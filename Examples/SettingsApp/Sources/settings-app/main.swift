@@ -3,17 +3,18 @@ import Keepsake
 import KeepsakeSodium
 import KeepsakeStores
 import SettingsModels
+import SettingsTrial
 
 // A tiny app on Keepsake: it loads its settings — whatever release stored them — and can
 // change the theme.
 //
-//   settings-app [--store URI] [--key-file PATH] [show | set-theme light|dark|system]
+//   settings-app [--store URI] [--key-file PATH] [show | set-theme light|dark|system | trial]
 //
 // The store is `--store` or $SETTINGS_STORE (defaults:PATH, file:DIR, keyring:SERVICE); without
 // either, the defaults suite $XDG_CONFIG_HOME/com.example.settings/settings.json. A file: store
 // needs its key file: `--key-file` or $SETTINGS_KEY_FILE.
 
-let usage = "usage: settings-app [--store URI] [--key-file PATH] [show | set-theme light|dark|system]"
+let usage = "usage: settings-app [--store URI] [--key-file PATH] [show | set-theme light|dark|system | trial]"
 
 func fail(_ message: String, status: Int32 = 1) -> Never {
     FileHandle.standardError.write(Data("settings-app: \(message)\n".utf8))
@@ -44,6 +45,9 @@ func run(_ command: [String], in vault: Vault) async throws(KeepsakeError) {
         } else if loaded == nil {
             print("(nothing stored yet: defaults)")
         }
+    case ("trial", 1):
+        // Starts the trial on first launch; afterwards reports it. Kept in the keyring.
+        print(SettingsTrial.banner(try SettingsTrial.live().start()))
     case ("set-theme", 2):
         guard let theme = Theme(rawValue: command[1]) else {
             fail("unknown theme '\(command[1])'; use light, dark or system", status: 64)

@@ -1,0 +1,98 @@
+import Foundation
+import KeepsakeTestKeyring
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// keepsake-test-keyring: runs a command inside a private, throwaway keyring — never the user's.
+//
+//   keepsake-test-keyring [--] COMMAND [ARGUMENT…]
+//   keepsake-test-keyring -- swift test
+//
+// Starts a D-Bus session bus of its own and a gnome-keyring-daemon on it (login collection
+// unlocked with a random password) in a temporary directory, runs COMMAND with
+//   DBUS_SESSION_BUS_ADDRESS         the private bus
+//   XDG_RUNTIME_DIR                  a private runtime directory (0700)
+//   KEEPSAKE_TEST_KEYRING=1 and KEEPSAKE_TEST_KEYRING_{ROOT,BUS,PASSWORD,DIR}
+//                                    what TestKeyring.shared() attaches to, to lock, unlock and
+//                                    restart the daemon; it also points the test process's
+//                                    XDG_*_HOME at throwaway directories (<ROOT>/home), which
+//                                    ReinstallSimulator wipes. COMMAND's own XDG_*_HOME are left
+//                                    alone: a build tool keeps its caches there
+// and DISPLAY, WAYLAND_DISPLAY, GNOME_KEYRING_CONTROL and SSH_AUTH_SOCK removed; then stops
+// the daemon and the bus (and any process a test registered), removes the directory, and exits
+// with COMMAND's status. Needs dbus-daemon, gnome-keyring-daemon and gdbus; on Debian:
+//   apt-get install -y --no-install-recommends dbus gnome-keyring libglib2.0-bin
+//
+// Exit status: COMMAND's (128 + N when signal N ended it); 125 when the private keyring could
+// not be started (COMMAND did not run); 127 when COMMAND was not found; 2 for a usage error.
+
+let usage = """
+    usage: keepsake-test-keyring [--] COMMAND [ARGUMENT…]
+    Runs COMMAND inside a private D-Bus session with a throwaway gnome-keyring, never the user's
+    keyring, then cleans up and exits with COMMAND's status (125: the keyring did not start).
+    """
+
+func fail(_ message: String, status: Int32) -> Never {
+    FileHandle.standardError.write(Data("keepsake-test-keyring: \(message)\n".utf8))
+    exit(status)
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "-h" || arguments.first == "--help" {
+    print(usage)
+    exit(0)
+}
+if arguments.first == "--" { arguments.removeFirst() }
+guard let command = arguments.first else { fail("no command given\n\(usage)", status: 2) }
+if command.hasPrefix("-") { fail("unknown option \(command)\n\(usage)", status: 2) }
+
+let keyring: TestKeyring
+do {
+    keyring = try TestKeyring.start()
+} catch {
+    fail(error.message, status: 125)
+}
+
+let environment = keyring.childEnvironment(homeDirectories: false)
+var executable = command
+if !command.contains("/") {
+    guard let found = (environment["PATH"] ?? "").split(separator: ":").map({ "\($0)/\(command)" })
+        .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+    else {
+        keyring.stop()
+        fail("\(command): command not found", status: 127)
+    }
+    executable = found
+}
+
+/// The command's pid, for the signal handlers (0 before it starts).
+nonisolated(unsafe) var commandPID: Int32 = 0
+// SIGTERM or SIGHUP to this process goes on to the command, and the cleanup still runs; SIGINT
+// from a terminal reaches the command by itself (same process group). Handlers, not SIG_IGN:
+// an ignored signal would stay ignored in the command.
+for signalNumber in [SIGINT, SIGTERM, SIGHUP] {
+    signal(signalNumber) { received in
+        if received != SIGINT && commandPID > 0 { kill(commandPID, received) }
+    }
+}
+
+let process = Process()
+process.executableURL = URL(fileURLWithPath: executable)
+process.arguments = Array(arguments.dropFirst())
+process.environment = environment
+do {
+    try process.run()
+} catch {
+    keyring.stop()
+    fail("could not run \(command): \(error)", status: 126)
+}
+commandPID = process.processIdentifier
+process.waitUntilExit()
+commandPID = 0
+keyring.stop()
+switch process.terminationReason {
+case .exit: exit(process.terminationStatus)
+case .uncaughtSignal: exit(128 + process.terminationStatus)
+@unknown default: exit(process.terminationStatus)
+}
