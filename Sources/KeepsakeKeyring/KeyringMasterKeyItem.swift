@@ -34,7 +34,7 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
 
     /// The item for the store with id `storeID`; nothing is contacted until a call.
     ///
-    /// - Throws: ``KeepsakeError/Code/invalidArgument`` for an id that is not lowercase hex digits,
+    /// - Throws: `KeepsakeError.Code.invalidArgument` for an id that is not lowercase hex digits,
     ///   or a timeout that is not positive.
     public init(storeID: String, timeout: Duration = KeyringStore.defaultTimeout) throws(KeepsakeError) {
         guard !storeID.isEmpty, storeID.utf8.allSatisfy(Self.isLowerHex) else {
@@ -59,8 +59,8 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
     /// When several items match (another client added one), the most recently changed is used;
     /// a wrong key is then refused by the store's own key check, never used to open it.
     ///
-    /// - Throws: ``KeepsakeError`` naming this item: `.locked`, `.unavailable`, `.timeout`, `.io`;
-    ///   ``KeepsakeError/Code/invalidArgument`` when the item's secret is not 64 hex digits.
+    /// - Throws: `KeepsakeError` naming this item: `.locked`, `.unavailable`, `.timeout`, `.io`;
+    ///   `KeepsakeError.Code.invalidArgument` when the item's secret is not 64 hex digits.
     /// - Important: Nothing is written and nothing prompts, whether this returns or throws.
     public func read() throws(KeepsakeError) -> [UInt8]? {
         var found = try converse { conversation throws(LibsecretFailure) in try find(in: conversation) }
@@ -73,7 +73,7 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
     ///
     /// - Parameter key: 32 bytes.
     /// - Returns: The key the keyring now holds for this store, read back from it.
-    /// - Throws: ``KeepsakeError``: `.locked` (nothing is created in a locked collection),
+    /// - Throws: `KeepsakeError`: `.locked` (nothing is created in a locked collection),
     ///   `.unavailable`, `.timeout`, `.io`; `.invalidArgument` for a key that is not 32 bytes;
     ///   `.verificationFailed` when the item does not read back as the key stored.
     /// - Important: An existing key is never replaced. If this throws after a `.timeout`, the

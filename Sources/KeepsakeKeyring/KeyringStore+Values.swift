@@ -6,7 +6,7 @@ extension KeyringStore: ValueConstrainedStore {
     /// `keyring` and other clients read as a string. Bytes that are not UTF-8, or that hold NUL
     /// (where C clients would cut the text short), cannot be stored here as they are.
     ///
-    /// - Throws: ``KeepsakeError/Code/invalidArgument`` naming this store and `key` when `value`
+    /// - Throws: `KeepsakeError.Code.invalidArgument` naming this store and `key` when `value`
     ///   is not UTF-8 text without NUL.
     public func checkCanHold(_ value: Data, forKey key: String) throws(KeepsakeError) {
         guard String(validating: value, as: UTF8.self) != nil else {

@@ -63,7 +63,7 @@ public protocol MasterKeyProvider: Sendable, CustomStringConvertible {
     ///   - createIfAbsent: As for ``masterKey(createIfAbsent:)``.
     ///   - storeID: The store id from the store's header, 32 lowercase hex digits (for a new
     ///     store, the id its header will hold).
-    /// - Throws: ``KeepsakeError`` naming the source when the key cannot be had.
+    /// - Throws: `KeepsakeError` naming the source when the key cannot be had.
     func masterKey(createIfAbsent: Bool, storeID: String) throws(KeepsakeError) -> SecureBytes
 }
 
@@ -265,7 +265,7 @@ extension MasterKeySource {
         }
     }
 
-    /// The master key for an existing header, or ``KeepsakeError/Code/wrongKey`` when this
+    /// The master key for an existing header, or `KeepsakeError.Code.wrongKey` when this
     /// kind of source cannot open it.
     func existingKey(for header: StoreHeader) throws(KeepsakeError) -> SecureBytes {
         switch (self, header.keyKind) {

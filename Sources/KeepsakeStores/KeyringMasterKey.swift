@@ -3,7 +3,7 @@ import KeepsakeKeyring
 import KeepsakeSodium
 
 /// A `file:` store's master key kept in the desktop keyring: a random 32-byte key, one keyring
-/// item per store, found by the store id in the store's header (see ``KeyringMasterKeyItem``
+/// item per store, found by the store id in the store's header (see `KeyringMasterKeyItem` in KeepsakeKeyring
 /// for the item's attributes).
 ///
 /// ```swift
@@ -17,7 +17,7 @@ import KeepsakeSodium
 ///
 /// The key is made only when a store is created or rekeyed to the keyring, and only when the
 /// keyring positively holds none for that store id. Opening never makes one: a missing item is
-/// ``KeepsakeError/Code/notFound``, and a locked, unavailable or hung keyring is the keyring's
+/// `KeepsakeError.Code.notFound`, and a locked, unavailable or hung keyring is the keyring's
 /// own error (`.locked`, `.unavailable`, `.timeout`) — never a new key. A key that does not open
 /// the store is refused by the header's key check (`.wrongKey`) before any record is read.
 public struct KeyringMasterKey: MasterKeyProvider {
@@ -35,7 +35,7 @@ public struct KeyringMasterKey: MasterKeyProvider {
     /// A keyring key belongs to one store, so it is asked for with the store's id
     /// (``masterKey(createIfAbsent:storeID:)``); without one this throws.
     ///
-    /// - Throws: ``KeepsakeError/Code/invalidArgument`` always.
+    /// - Throws: `KeepsakeError.Code.invalidArgument` always.
     public func masterKey(createIfAbsent: Bool) throws(KeepsakeError) -> SecureBytes {
         throw KeepsakeError(.invalidArgument, "the \(self) is looked up by the store id; it is used by SodiumFileStore")
     }
@@ -43,7 +43,7 @@ public struct KeyringMasterKey: MasterKeyProvider {
     /// The key the keyring holds for the store `storeID`; with `createIfAbsent`, a new random
     /// key is stored first when the keyring positively holds none.
     ///
-    /// - Throws: ``KeepsakeError/Code/notFound`` when opening and the keyring holds no key for
+    /// - Throws: `KeepsakeError.Code.notFound` when opening and the keyring holds no key for
     ///   the store; `.locked`, `.unavailable`, `.timeout`, `.io` from the keyring;
     ///   `.invalidArgument` when the item holds no key.
     /// - Important: An existing key is never replaced, and no key is made while opening.
