@@ -121,12 +121,16 @@ let package = Package(
 //     --product fuzz-record
 if ProcessInfo.processInfo.environment["KEEPSAKE_FUZZ"] != nil {
     package.targets += [
+        // The driver hand-over, scratch directories and whole-file reads every target shares.
+        .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
         // Arbitrary bytes through the record pipeline of the sample chains.
-        .executableTarget(name: "fuzz-record", dependencies: ["Keepsake", "Migrations"], path: "Fuzz/FuzzRecord"),
+        .executableTarget(name: "fuzz-record", dependencies: ["FuzzSupport", "Keepsake", "Migrations"],
+                          path: "Fuzz/FuzzRecord"),
         // Arbitrary bytes as a defaults suite file: read, one write, re-read.
-        .executableTarget(name: "fuzz-defaults", dependencies: ["Keepsake"], path: "Fuzz/FuzzDefaults"),
+        .executableTarget(name: "fuzz-defaults", dependencies: ["FuzzSupport", "Keepsake"], path: "Fuzz/FuzzDefaults"),
         // Arbitrary bytes as an encrypted store's header, record files and record plaintexts.
-        .executableTarget(name: "fuzz-sodium", dependencies: ["Keepsake", "KeepsakeSodium"], path: "Fuzz/FuzzSodium"),
+        .executableTarget(name: "fuzz-sodium", dependencies: ["FuzzSupport", "Keepsake", "KeepsakeSodium"],
+                          path: "Fuzz/FuzzSodium"),
     ]
     package.products += [
         .executable(name: "fuzz-record", targets: ["fuzz-record"]),
