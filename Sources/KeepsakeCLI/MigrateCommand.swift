@@ -61,12 +61,55 @@ public enum MigrateCommand {
             printError("error: \(error.message)")
             exit(ExitCode.failure.rawValue)
         }
+        exit(execute(arguments ?? Array(CommandLine.arguments.dropFirst())))
+    }
+
+    /// Runs the command `arguments` name and returns its exit status; help, `--version` and
+    /// completion requests are answered by ArgumentParser, which exits.
+    static func execute(_ arguments: [String]) -> Int32 {
+        let options = arguments.prefix { $0 != "--" }
+        CLIConfiguration.current.json = options.contains("--json")
+        CLIConfiguration.current.quiet = options.contains("--quiet")
+        CLIConfiguration.current.storeArgument = storeArgument(in: Array(options))
+        let tree = CommandTree.root
+        if let problem = Preflight.check(arguments, tree: tree) {
+            return Failure.usage(problem.message, path: problem.path)
+        }
         // `--model KEY=NAME` may be given thousands of times; ArgumentParser's parsing grows with
         // the square of the arguments, so they are taken out here, in one linear pass, and
         // `StoreOptions` reads them from the configuration (`--model` stays in the help).
-        let (models, rest) = ModelOptions.extract(from: arguments ?? Array(CommandLine.arguments.dropFirst()))
+        let (models, rest) = ModelOptions.extract(from: arguments)
         CLIConfiguration.current.modelOptions = models
-        Migrate.main(rest)  // exits on failure, returns on success
-        Migrate.exit()
+        var command: any ParsableCommand
+        do {
+            command = try Migrate.parseAsRoot(rest)
+        } catch {
+            if Migrate.exitCode(for: error) == .success { Migrate.exit(withError: error) }
+            return Failure.usage(Migrate.message(for: error), path: Preflight.path(of: rest, tree: tree))
+        }
+        do {
+            try command.run()
+            return 0
+        } catch let error as KeepsakeError {
+            return Failure.report(error)
+        } catch let code as ExitCode {
+            return code.rawValue
+        } catch let error as ValidationError {
+            return Failure.usage(error.message, path: Preflight.path(of: rest, tree: tree))
+        } catch {
+            // Help asked for as `help COMMAND` or `--help` is answered by a command that throws.
+            if Migrate.exitCode(for: error) == .success { Migrate.exit(withError: error) }
+            return Failure.unexpected(error)
+        }
+    }
+
+    /// The value of the last `--store` in `options`, as typed.
+    private static func storeArgument(in options: [String]) -> String? {
+        var value: String?
+        for (index, option) in options.enumerated() {
+            if option == "--store", index + 1 < options.count { value = options[index + 1] }
+            if option.hasPrefix("--store=") { value = String(option.dropFirst("--store=".count)) }
+        }
+        return value
     }
 }

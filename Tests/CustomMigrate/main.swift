@@ -28,7 +28,10 @@ enum Note {
     static let chain = ModelChain<NoteV1>(name: "Note", defaultKeys: ["note"])
 }
 
-// A test hook: configure the chain twice, to check that a duplicate name is refused.
-let duplicate = ProcessInfo.processInfo.environment["CUSTOM_MIGRATE_DUPLICATE_CHAIN"] == "1"
-MigrateCommand.main(chains: duplicate ? [Note.chain.erased, Note.chain.erased] : [Note.chain.erased],
+// Test hooks: configure the chain twice, to check that a duplicate name is refused; or no
+// chain at all, to check what an empty list prints.
+let environment = ProcessInfo.processInfo.environment
+let duplicate = environment["CUSTOM_MIGRATE_DUPLICATE_CHAIN"] == "1"
+let none = environment["CUSTOM_MIGRATE_NO_CHAINS"] == "1"
+MigrateCommand.main(chains: none ? [] : duplicate ? [Note.chain.erased, Note.chain.erased] : [Note.chain.erased],
                     commandName: "custom-migrate")

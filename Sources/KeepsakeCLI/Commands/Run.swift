@@ -5,19 +5,17 @@ import Keepsake
 extension Migrate {
     struct Run: ParsableCommand {
         static var configuration: CommandConfiguration {
-            CommandConfiguration(
+            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
                 abstract: "Migrate every outdated record to its latest version and write it back.",
+                usage: "\(CLI.name) run --store <uri> [--dry-run] [--backup] [<options>]",
                 discussion: """
-                    Each record is migrated in memory, verified, and written back in one atomic write,
-                    only if it still holds the bytes that were read. Current, newer, unreadable and
-                    unmanaged records are never written. A record that fails is reported and left as it
-                    was; the others still migrate.
+                    Each record is migrated in memory, verified, and written back in one atomic write, only if it still holds the bytes that were read. Current, newer, unreadable and unmanaged records are never written. A record that fails is reported and left as it was; the others still migrate.
 
-                    With --backup, the original bytes of each migrated record are first saved to
-                    <suite>.backups/<UTC time>/<key>.json beside a defaults suite (or --backup-dir); each
-                    run gets a folder of its own (<UTC time>-2 for a second run in the same second).
-                    Restore one with: \(CLI.name) put KEY --store URI < BACKUP/KEY.json
-                    """)
+                    With --backup, the original bytes of each migrated record are first saved to <suite>.backups/<UTC time>/<key>.json beside a defaults suite (or under --backup-dir); each run gets a folder of its own (<UTC time>-2 for a second run in the same second). Restore one with:
+                      \(CLI.name) put KEY --store URI < BACKUP/KEY.json
+
+                    A defaults: suite file that does not exist is reported as such (exit 66) and is not created. On a terminal, progress (records done, rate, time left) is shown on standard error; never with --json, --quiet or when standard error is not a terminal.
+                    """) }
         }
 
         @OptionGroup var storeOptions: StoreOptions
@@ -46,7 +44,8 @@ extension Migrate {
             let migrator = try storeOptions.migrator()
             if dryRun {
                 let reports = try migrator.plan()
-                try finish(reports, json: output.json) {
+                try finish(reports, store: migrator.store.uri, json: output.json,
+                           extra: ["dryRun": true, "backupDirectory": nil]) {
                     say("Dry run on \(migrator.store.uri): nothing is written")
                     printPlan(reports)
                 }
@@ -63,7 +62,9 @@ extension Migrate {
                 throw error
             }
             if let destination, !reports.contains(where: { $0.backupPath != nil }) { destination.removeIfEmpty() }
-            try finish(reports, json: output.json) {
+            let kept = destination.flatMap { reports.contains(where: { $0.backupPath != nil }) ? $0.path : nil }
+            try finish(reports, store: migrator.store.uri, json: output.json,
+                       extra: ["dryRun": false, "backupDirectory": JSONValue(kept)]) {
                 say("Run on \(migrator.store.uri)")
                 if !reports.isEmpty {
                     printTable(["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"], reports.map {
@@ -72,9 +73,7 @@ extension Migrate {
                     })
                 }
                 say(summary(reports))
-                if let destination, reports.contains(where: { $0.backupPath != nil }) {
-                    say("Backups in \(destination.path)")
-                }
+                if let kept { say("Backups in \(kept)") }
             }
         }
 

@@ -48,14 +48,8 @@ enum Exit {
     }
 }
 
-/// Prints `error` for a person and exits with its code.
-func fail(_ error: KeepsakeError) -> ExitCode {
-    printError("error: \(error)")
-    if let hint = hint(for: error) { printError("hint: \(hint)") }
-    return Exit.code(for: error)
-}
-
-private func hint(for error: KeepsakeError) -> String? {
+/// What to do about `error`, when there is something to say.
+func hint(for error: KeepsakeError) -> String? {
     switch error.code {
     case .corruptStore:
         return "the file was not changed; inspect it, restore a backup, or point --store elsewhere"
