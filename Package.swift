@@ -18,21 +18,22 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // The engine: versioned models and chains, the one record pipeline, the Vault front door,
         // the migrator, the store protocol and store URIs, the in-memory and defaults-style JSON stores.
-        .target(name: "Keepsake"),
+        .target(name: "Keepsake", dependencies: [.product(name: "Logging", package: "swift-log")]),
         // libsodium, reached only from KeepsakeSodium.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // The libsodium-encrypted file store and secret buffers.
-        .target(name: "KeepsakeSodium", dependencies: ["Keepsake", "CSodium"]),
+        .target(name: "KeepsakeSodium", dependencies: ["Keepsake", "CSodium", .product(name: "Logging", package: "swift-log")]),
         // libsecret, reached only from KeepsakeKeyring.
         .systemLibrary(name: "CLibsecret", pkgConfig: "libsecret-1", providers: [.apt(["libsecret-1-dev"])]),
         // The Secret Service (libsecret) keyring store.
-        .target(name: "KeepsakeKeyring", dependencies: ["Keepsake", "CLibsecret"]),
+        .target(name: "KeepsakeKeyring", dependencies: ["Keepsake", "CLibsecret", .product(name: "Logging", package: "swift-log")]),
         // The trial-period guard, on the TrialInfo chain.
-        .target(name: "KeepsakeTrial", dependencies: ["Keepsake", "KeepsakeKeyring", "Migrations"]),
+        .target(name: "KeepsakeTrial", dependencies: ["Keepsake", "KeepsakeKeyring", "Migrations", .product(name: "Logging", package: "swift-log")]),
         // The sample model chains (TrialInfo, Person), one frozen file per version; in
         // Schemas, each chain's committed schema snapshot (KeepsakeTesting.SchemaSnapshot).
         .target(name: "Migrations", dependencies: ["Keepsake"], path: "Migrations", exclude: ["Schemas"]),
@@ -48,6 +49,7 @@ let package = Package(
             dependencies: [
                 "Keepsake", "KeepsakeSodium", "KeepsakeKeyring", "KeepsakeStores", "KeepsakeTrial", "Migrations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The stock `migrate`: KeepsakeCLI on the sample chains.
@@ -97,7 +99,10 @@ let package = Package(
         .testTarget(
             name: "MigrateCLITests",
             // Both binaries are run as child processes: the stock one and one on a custom chain.
-            dependencies: ["migrate", "custom-migrate", "Keepsake", "Migrations", "KeepsakeTesting"]
+            // KeepsakeCLI: its formatters and checks are also tested directly; KeepsakeSodium seeds
+            // large encrypted stores in-process.
+            dependencies: ["migrate", "custom-migrate", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeCLI",
+                           "KeepsakeSodium"]
         ),
     ],
     swiftLanguageModes: [.v6]

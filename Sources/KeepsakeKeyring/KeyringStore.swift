@@ -170,6 +170,7 @@ public struct KeyringStore: RecordStore {
         var results: [StoreWriteResult] = []
         var storeFailure: KeepsakeError?
         for write in writes {
+            defer { CommitProgress.report(results.count, of: writes.count) }
             if var failure = storeFailure {
                 failure.key = write.key
                 results.append(.failed(failure))

@@ -320,6 +320,7 @@ public final class SodiumFileStore: RecordStore {
         var results: [StoreWriteResult] = []
         for write in writes {
             results.append(apply(write))
+            CommitProgress.report(results.count, of: writes.count)
         }
         return results
     }

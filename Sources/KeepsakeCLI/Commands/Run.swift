@@ -53,14 +53,17 @@ extension Migrate {
             }
             // A directory of this run's own, created now: another run in the same second gets another.
             let destination = backup ? try BackupDirectory.create(in: try backupParent(migrator.store)) : nil
-            let showProgress = standardErrorIsTerminal && !output.json
+            let meter = ProgressDisplay.isShown(standardErrorIsTerminal: standardErrorIsTerminal, json: output.json,
+                                                quiet: output.quiet) ? ProgressMeter() : nil
             let reports: [RecordReport]
             do {
-                reports = try migrator.run(backup: destination, progress: showProgress ? Self.showProgress : nil)
+                reports = try Self.run(migrator, backup: destination, meter: meter)
             } catch {
+                meter?.finish()
                 destination?.removeIfEmpty()
                 throw error
             }
+            meter?.finish()
             if let destination, !reports.contains(where: { $0.backupPath != nil }) { destination.removeIfEmpty() }
             let kept = destination.flatMap { reports.contains(where: { $0.backupPath != nil }) ? $0.path : nil }
             try finish(reports, store: migrator.store.uri, json: output.json,
@@ -77,14 +80,20 @@ extension Migrate {
             }
         }
 
-        /// Progress on standard error for long runs: a line rewritten every 100 records.
-        @Sendable private static func showProgress(_ progress: MigrationProgress) {
-            if progress.written {
-                if progress.total >= 100 {
-                    FileHandle.standardError.write(Data("\rwritten \(progress.total) records checked\n".utf8))
+        /// Runs the migrator, feeding `meter` with records checked and, through the store's
+        /// ``CommitProgress`` reports, records written.
+        private static func run(
+            _ migrator: Migrator, backup: BackupDirectory?, meter: ProgressMeter?
+        ) throws -> [RecordReport] {
+            guard let meter else { return try migrator.run(backup: backup) }
+            return try CommitProgress.$observer.withValue({ done, total in
+                meter.update("writing", done: done, total: total)
+            }) {
+                try migrator.run(backup: backup) { progress in
+                    if !progress.written {
+                        meter.update("checking", done: progress.evaluated, total: progress.total)
+                    }
                 }
-            } else if progress.total >= 100, progress.evaluated % 100 == 0 {
-                FileHandle.standardError.write(Data("\rchecked \(progress.evaluated)/\(progress.total) records".utf8))
             }
         }
 
