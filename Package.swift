@@ -18,7 +18,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
     ],
     targets: [
         // The engine: versioned models and chains, the one record pipeline, the Vault front door,
@@ -100,9 +100,9 @@ let package = Package(
             name: "MigrateCLITests",
             // Both binaries are run as child processes: the stock one and one on a custom chain.
             // KeepsakeCLI: its formatters and checks are also tested directly; KeepsakeSodium seeds
-            // large encrypted stores in-process.
+            // large encrypted stores in-process; Logging: LoggingTests capture every log line.
             dependencies: ["migrate", "custom-migrate", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeCLI",
-                           "KeepsakeSodium"]
+                           "KeepsakeSodium", .product(name: "Logging", package: "swift-log")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -87,6 +87,8 @@ public enum MigrateCommand {
             if Migrate.exitCode(for: error) == .success { Migrate.exit(withError: error) }
             return Failure.usage(Migrate.message(for: error), path: Preflight.path(of: rest, tree: tree))
         }
+        CLILogHandler.bootstrap(level: CLILogHandler.level(
+            verbose: options.contains("--verbose"), quiet: CLI.quiet, environment: ProcessInfo.processInfo.environment))
         do {
             try command.run()
             return 0

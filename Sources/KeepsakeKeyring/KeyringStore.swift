@@ -329,7 +329,9 @@ public struct KeyringStore: RecordStore {
             let conversation = try LibsecretConversation(timeout: timeout)
             return try body(conversation)
         } catch {
-            throw error.keepsakeError(store: uri, key: key, timeout: timeout)
+            let failure = error.keepsakeError(store: uri, key: key, timeout: timeout)
+            Log.keyring.failed(failure, timeout: timeout)
+            throw failure
         }
     }
 }
