@@ -72,6 +72,12 @@ public enum MigrateCommand {
         CLIConfiguration.current.quiet = options.contains("--quiet")
         CLIConfiguration.current.storeArgument = storeArgument(in: Array(options))
         let tree = CommandTree.root
+        if arguments == ["--generate-manual"] {
+            // Not an ArgumentParser option: answered here, and left out of --help (like
+            // --generate-completion-script, it is for installers).
+            FileHandle.standardOutput.write(Data(Manual.render().utf8))
+            return 0
+        }
         if let problem = Preflight.check(arguments, tree: tree) {
             return Failure.usage(problem.message, path: problem.path)
         }

@@ -135,7 +135,7 @@ enum Preflight {
     /// completion scripts and completion requests.
     static let passThrough: Set<String> = [
         "-h", "--help", "-help", "--version", "--generate-completion-script", "---completion",
-        "--experimental-dump-help", "--generate-manual",
+        "--experimental-dump-help",
     ]
 
     /// The subcommand path the arguments name, as far as they name one.
