@@ -13,20 +13,20 @@ enum Log {
 }
 
 extension Logger {
-    /// Logs a trial state worth knowing — expired (notice), the clock moved back or the state
-    /// unknown (warning) — and returns it.
+    /// Logs a trial state — read (trace), expired (debug: an app asks on every launch), unknown
+    /// (notice: a locked keyring, say), the clock moved back (warning) — and returns it.
     func reported(_ status: TrialStatus, store: String, key: String) -> TrialStatus {
         var metadata: Logger.Metadata = ["store": "\(store)", "key": "\(key)"]
         switch status {
         case .notStarted, .active:
             trace("trial state read", metadata: metadata)
         case .expired:
-            notice("trial expired", metadata: metadata)
+            debug("trial expired", metadata: metadata)
         case .clockMovedBack:
             warning("the clock moved back beyond the tolerance; the trial is not extended", metadata: metadata)
         case let .unknown(error):
             metadata["error"] = "\(error.code.rawValue)"
-            warning("trial state unknown", metadata: metadata)
+            notice("trial state unknown", metadata: metadata)
         }
         return status
     }

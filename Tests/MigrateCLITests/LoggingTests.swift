@@ -85,7 +85,7 @@ struct LoggingTests {
                 "\(mine)")
         #expect(mine.contains { $0.hasPrefix("debug keepsake.engine: record migrated and written back")
             && $0.contains("key=friend") && $0.contains("from=0") && $0.contains("to=3") })
-        #expect(mine.contains { $0.hasPrefix("info keepsake.engine: migrated record written back") && $0.contains("key=third") })
+        #expect(mine.contains { $0.hasPrefix("debug keepsake.engine: migrated record written back") && $0.contains("key=third") })
         #expect(mine.contains { $0.hasPrefix("info keepsake.sodium: encrypted store created") })
         #expect(mine.contains { $0.hasPrefix("info keepsake.sodium: master key changed") && $0.contains("keyGeneration=2") })
 
@@ -142,6 +142,8 @@ struct LoggingTests {
         #expect(verbose.status == 0)
         #expect(verbose.stderr.contains("info keepsake.engine: migration run finished: 1 migrated [store=\(suite.store)]"),
                 "\(verbose.stderr)")
+        #expect(verbose.stderr.contains("debug keepsake.engine: record migrated and written back [from=0 key=person"),
+                "\(verbose.stderr)")
         try Data(#"{"person": {"name":"\#(Self.secret)","age":"36"}}"#.utf8).write(to: URL(fileURLWithPath: suite.path))
         let trace = try runBinary(migrateBinary, ["run", "--store", suite.store, "--device-id", "d"],
                                   environment: ["KEEPSAKE_LOG_LEVEL": "trace"])
@@ -155,10 +157,10 @@ struct LoggingTests {
     @Test("the level follows --verbose, --quiet and KEEPSAKE_LOG_LEVEL")
     func levels() {
         #expect(CLILogHandler.level(verbose: false, quiet: false, environment: [:]) == .error)
-        #expect(CLILogHandler.level(verbose: true, quiet: false, environment: [:]) == .info)
+        #expect(CLILogHandler.level(verbose: true, quiet: false, environment: [:]) == .debug)
         #expect(CLILogHandler.level(verbose: false, quiet: true, environment: [:]) == .critical)
         #expect(CLILogHandler.level(verbose: false, quiet: true, environment: ["KEEPSAKE_LOG_LEVEL": "DEBUG"]) == .debug)
-        #expect(CLILogHandler.level(verbose: true, quiet: false, environment: ["KEEPSAKE_LOG_LEVEL": "loud"]) == .info)
+        #expect(CLILogHandler.level(verbose: true, quiet: false, environment: ["KEEPSAKE_LOG_LEVEL": "loud"]) == .debug)
     }
 }
 

@@ -43,12 +43,13 @@ extension Logger {
         info("migration run finished: \(summary.isEmpty ? "no records" : summary)", metadata: ["store": "\(store)"])
     }
 
-    /// Logs what became of a record the front door migrated on read: written back (info),
-    /// changed meanwhile (notice), or not written (warning).
+    /// Logs what became of a record the front door migrated on read: written back (debug: this
+    /// is an app's ordinary read path, and swift-log's default handler prints `info` on standard
+    /// output), changed meanwhile (notice), or not written (warning).
     func wroteBack(_ error: KeepsakeError?, store: String, key: String, schema: String) {
         var metadata = Logger.metadata(store: store, key: key, schema: schema)
         guard let error else {
-            info("migrated record written back", metadata: metadata)
+            debug("migrated record written back", metadata: metadata)
             return
         }
         metadata["error"] = "\(error.code.rawValue)"

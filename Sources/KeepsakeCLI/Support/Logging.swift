@@ -30,8 +30,9 @@ struct CLILogHandler: LogHandler {
         return text
     }
 
-    /// The level the command logs at: `--verbose` info, `--quiet` critical (nothing Keepsake
-    /// logs), else error (Keepsake's warnings are already the command's own error messages);
+    /// The level the command logs at: `--verbose` debug (each record migrated, each wait for a
+    /// lock), `--quiet` critical (nothing Keepsake logs), else error (Keepsake's warnings are
+    /// already the command's own error messages);
     /// `KEEPSAKE_LOG_LEVEL` (trace, debug, info, notice, warning, error, critical) overrides
     /// all three.
     static func level(verbose: Bool, quiet: Bool, environment: [String: String]) -> Logger.Level {
@@ -39,7 +40,7 @@ struct CLILogHandler: LogHandler {
             return level
         }
         if quiet { return .critical }
-        return verbose ? .info : .error
+        return verbose ? .debug : .error
     }
 
     /// Sends every logger of this process to standard error at `level`. Called once, by the

@@ -40,7 +40,7 @@ enum Manual {
             ".TP", ".B HOME", "What a leading ~/ in a store path stands for.",
             ".TP", ".B KEEPSAKE_LOG_LEVEL",
             "The level of the log lines printed on standard error: trace, debug, info, notice, warning, error or"
-                + " critical (default: error; info with \\-\\-verbose).",
+                + " critical (default: error; debug with \\-\\-verbose).",
             ".SH SEE ALSO",
             "The repository's docs/CLI.md: the \\-\\-json shapes, logging and progress.",
         ]
