@@ -1,7 +1,7 @@
 import Logging
 
 /// This module's logger, labelled `keepsake.engine`: the engine: migrations, write-backs,
-/// conflicts, backups, and waits for a store's lock.
+/// conflicts, and waits for a store's lock.
 ///
 /// Log lines name stores, record keys, models, versions and error codes — never a record's
 /// value, a secret, a passphrase or key material. A logger is made on each use (cheap: the

@@ -14,27 +14,33 @@ extension Logger {
 
     /// Logs a finished ``Migrator/run(backup:progress:)``: each record migrated (debug), left
     /// unread or newer (notice), changed meanwhile (notice) or failed to write (warning), then
-    /// the counts (info).
+    /// the counts (info). Records are only described when their level is enabled, so a run's
+    /// cost does not grow with logging off.
     func ranMigration(_ reports: [RecordReport], store: String) {
         var counts: [RecordReport.State: Int] = [:]
+        let perRecord = logLevel <= .debug
         for report in reports {
             counts[report.state, default: 0] += 1
-            var metadata = Logger.metadata(store: store, key: report.key, schema: report.schema)
-            if let stored = report.storedVersion { metadata["from"] = "\(stored)" }
-            if let latest = report.latestVersion { metadata["to"] = "\(latest)" }
-            if let error = report.error { metadata["error"] = "\(error.code.rawValue)" }
+            guard perRecord || report.error != nil else { continue }
+            let metadata = { () -> Logger.Metadata in
+                var metadata = Logger.metadata(store: store, key: report.key, schema: report.schema)
+                if let stored = report.storedVersion { metadata["from"] = "\(stored)" }
+                if let latest = report.latestVersion { metadata["to"] = "\(latest)" }
+                if let error = report.error { metadata["error"] = "\(error.code.rawValue)" }
+                return metadata
+            }
             switch (report.state, report.error?.code) {
             case (.migrated, _):
-                debug("record migrated and written back", metadata: metadata)
+                debug("record migrated and written back", metadata: metadata())
             case (_, .conflict?):
                 notice("record changed while it was being migrated; left as the other writer stored it",
-                       metadata: metadata)
+                       metadata: metadata())
             case (.outdated, _?):
-                warning("migrated record could not be written; left as it was", metadata: metadata)
+                warning("migrated record could not be written; left as it was", metadata: metadata())
             case (.unreadable, _), (.newer, _):
-                notice("record left untouched: \(report.state.rawValue)", metadata: metadata)
+                notice("record left untouched: \(report.state.rawValue)", metadata: metadata())
             default:
-                trace("record left as it is: \(report.state.rawValue)", metadata: metadata)
+                trace("record left as it is: \(report.state.rawValue)", metadata: metadata())
             }
         }
         let summary = RecordReport.State.allCases.compactMap { state in
