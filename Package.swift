@@ -55,7 +55,9 @@ let package = Package(
         // The stock `migrate`: KeepsakeCLI on the sample chains.
         .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Migrations"]),
         // Test-only: KeepsakeCLI on a chain of its own (Note), run by MigrateCLITests. Not a product.
-        .executableTarget(name: "custom-migrate", dependencies: ["KeepsakeCLI", "Keepsake"], path: "Tests/CustomMigrate"),
+        .executableTarget(name: "custom-migrate", dependencies: ["KeepsakeCLI", "Keepsake",
+                                                                 .product(name: "Logging", package: "swift-log")],
+                          path: "Tests/CustomMigrate"),
         // Test-only: one app built at two releases of the Person chain (V3, and V4 which declares V3
         // readers compatible), run in turn against one store by TwoReleaseTests. Not products.
         .target(name: "TwoReleasesSupport", dependencies: ["Keepsake", "KeepsakeSodium", "KeepsakeStores", "KeepsakeTesting"],

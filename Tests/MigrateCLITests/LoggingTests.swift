@@ -154,6 +154,19 @@ struct LoggingTests {
         #expect(both.status == 64)
     }
 
+    @Test("an app that bootstraps swift-log itself keeps its own handler (MigrateCommand does not bootstrap again)")
+    func appsOwnLogging() throws {
+        let suite = try Suite(#"{"note": {"text":"\#(Self.secret)"}}"#)
+        let result = try runBinary(customMigrateBinary, ["run", "--store", suite.store, "--device-id", "d"],
+                                   environment: ["CUSTOM_MIGRATE_OWN_LOGGING": "1"])
+        #expect(result.status == 0, "\(result.stderr)")
+        // swift-log's own stream handler, not the CLI's format.
+        #expect(result.stderr.contains(
+            "info keepsake.engine: store=\(suite.store) [Keepsake] migration run finished: 1 migrated"), "\(result.stderr)")
+        #expect(!result.stderr.contains("info keepsake.engine: migration run finished"), "the CLI's handler was used")
+        #expect(!result.stderr.contains(Self.secret))
+    }
+
     @Test("the level follows --verbose, --quiet and KEEPSAKE_LOG_LEVEL")
     func levels() {
         #expect(CLILogHandler.level(verbose: false, quiet: false, environment: [:]) == .error)
