@@ -178,7 +178,9 @@ struct LoggingTests {
 }
 
 /// A store that runs `interfere` once, just before its first batch of writes: how a test makes
-/// a record change between a migrator's read and its write.
+/// a record change between a migrator's read and its write. `@unchecked Sendable`: its one
+/// mutable property is read and cleared by `commit`, which the single migrator that uses it
+/// calls once, from one thread.
 private final class RacingStore: RecordStore, @unchecked Sendable {
     let base: any RecordStore
     private var interfere: (() throws -> Void)?
