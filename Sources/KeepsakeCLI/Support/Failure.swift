@@ -28,7 +28,10 @@ enum Failure {
         let code = ExitCode.validationFailure.rawValue
         let command = ([CLI.name] + path).joined(separator: " ")
         let usage = usageText(path: path)
-        printError("error: \(message)")
+        // ArgumentParser's messages may span lines: each line is escaped on its own.
+        for (index, line) in message.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            printError(index == 0 ? "error: \(line)" : "  \(line)")
+        }
         FileHandle.standardError.write(Data("""
             Usage: \(usage.replacingOccurrences(of: "\n", with: "\n       "))
               See '\(command) --help' for more information.
