@@ -6,19 +6,20 @@ import KeepsakeSodium
 extension Migrate {
     struct Rekey: ParsableCommand {
         static var configuration: CommandConfiguration {
-            CommandConfiguration(
+            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
                 abstract: "Change the master key (or passphrase) of an encrypted file: store.",
+                usage: "\(CLI.name) rekey --store file:<dir> <key option> <new key option>",
                 discussion: """
-                    Only the store's header is rewritten, in one atomic replace: if interrupted, the
-                    store opens with the old key or the new one, and every record is intact.
+                    Only the store's header is rewritten, in one atomic replace: if interrupted, the store opens with the old key or the new one, and every record is intact.
 
                     Examples:
                       \(CLI.name) rekey --store file:DIR --key-file OLD.key --new-key-file NEW.key
-                      \(CLI.name) rekey --store file:DIR --passphrase-env OLD_PW --new-passphrase-env NEW_PW
-                    """)
+                      \(CLI.name) rekey --store file:DIR --passphrase-env OLD_PW \\
+                        --new-passphrase-env NEW_PW
+                    """) }
         }
 
-        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var storeOptions: FileStoreOptions
         @OptionGroup var output: OutputOptions
 
         @Option(name: .long, help: ArgumentHelp("The new key file (created 0600 if absent).", valueName: "path"))
@@ -51,7 +52,8 @@ extension Migrate {
                 try fileStore.changeMasterKey(to: newSource)
                 let generation = try fileStore.keyGeneration()
                 if output.json {
-                    printJSON(["store": fileStore.uri, "key": newSource.description, "keyGeneration": "\(generation)"])
+                    printJSON(["store": .string(fileStore.uri), "masterKey": .string(newSource.description),
+                               "keyGeneration": .int(Int(generation))] as JSONValue)
                 } else {
                     say("\(fileStore.uri) is now protected by \(newSource) (key generation \(generation))")
                 }
