@@ -22,22 +22,24 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // `swift package generate-documentation` (scripts/docs): builds the DocC catalogs.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
+        // Logging: a logger per module (migrations, write-backs, conflicts, waits; never a secret).
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
     ],
     targets: [
         // The engine: versioned models and chains, the one record pipeline, the Vault front door,
         // the migrator, the store protocol and store URIs, the in-memory and defaults-style JSON stores.
         // CSodium: HMAC-SHA-256 for the device identity (Internal/HMACSHA256.swift), nothing else.
-        .target(name: "Keepsake", dependencies: ["CSodium"]),
+        .target(name: "Keepsake", dependencies: ["CSodium", .product(name: "Logging", package: "swift-log")]),
         // libsodium, reached from KeepsakeSodium (and, for HMAC-SHA-256 only, from Keepsake).
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // The libsodium-encrypted file store and secret buffers.
-        .target(name: "KeepsakeSodium", dependencies: ["Keepsake", "CSodium"]),
+        .target(name: "KeepsakeSodium", dependencies: ["Keepsake", "CSodium", .product(name: "Logging", package: "swift-log")]),
         // libsecret, reached only from KeepsakeKeyring.
         .systemLibrary(name: "CLibsecret", pkgConfig: "libsecret-1", providers: [.apt(["libsecret-1-dev"])]),
         // The Secret Service (libsecret) keyring store.
-        .target(name: "KeepsakeKeyring", dependencies: ["Keepsake", "CLibsecret"]),
+        .target(name: "KeepsakeKeyring", dependencies: ["Keepsake", "CLibsecret", .product(name: "Logging", package: "swift-log")]),
         // The trial-period guard, on the TrialInfo chain.
-        .target(name: "KeepsakeTrial", dependencies: ["Keepsake", "KeepsakeKeyring", "Migrations"]),
+        .target(name: "KeepsakeTrial", dependencies: ["Keepsake", "KeepsakeKeyring", "Migrations", .product(name: "Logging", package: "swift-log")]),
         // The sample model chains (TrialInfo, Person), one frozen file per version; in
         // Schemas, each chain's committed schema snapshot (KeepsakeTesting.SchemaSnapshot).
         .target(name: "Migrations", dependencies: ["Keepsake"], path: "Migrations", exclude: ["Schemas"]),
@@ -59,12 +61,15 @@ let package = Package(
             dependencies: [
                 "Keepsake", "KeepsakeSodium", "KeepsakeKeyring", "KeepsakeStores", "KeepsakeTrial", "Migrations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The stock `migrate`: KeepsakeCLI on the sample chains.
         .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Keepsake", "Migrations"]),
         // Test-only: KeepsakeCLI on a chain of its own (Note), run by MigrateCLITests. Not a product.
-        .executableTarget(name: "custom-migrate", dependencies: ["KeepsakeCLI", "Keepsake"], path: "Tests/CustomMigrate"),
+        .executableTarget(name: "custom-migrate", dependencies: ["KeepsakeCLI", "Keepsake",
+                                                                 .product(name: "Logging", package: "swift-log")],
+                          path: "Tests/CustomMigrate"),
         // Test-only: one app built at two releases of the Person chain (V3, and V4 which declares V3
         // readers compatible), run in turn against one store by TwoReleaseTests. Not products.
         .target(name: "TwoReleasesSupport", dependencies: ["Keepsake", "KeepsakeSodium", "KeepsakeStores", "KeepsakeTesting"],
@@ -109,7 +114,10 @@ let package = Package(
         .testTarget(
             name: "MigrateCLITests",
             // Both binaries are run as child processes: the stock one and one on a custom chain.
-            dependencies: ["migrate", "custom-migrate", "Keepsake", "Migrations", "KeepsakeTesting"]
+            // KeepsakeCLI: its formatters and checks are also tested directly; KeepsakeSodium seeds
+            // large encrypted stores in-process; Logging: LoggingTests capture every log line.
+            dependencies: ["migrate", "custom-migrate", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeCLI",
+                           "KeepsakeSodium", .product(name: "Logging", package: "swift-log")]
         ),
     ],
     swiftLanguageModes: [.v6]
@@ -121,12 +129,16 @@ let package = Package(
 //     --product fuzz-record
 if ProcessInfo.processInfo.environment["KEEPSAKE_FUZZ"] != nil {
     package.targets += [
+        // The driver hand-over, scratch directories and whole-file reads every target shares.
+        .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
         // Arbitrary bytes through the record pipeline of the sample chains.
-        .executableTarget(name: "fuzz-record", dependencies: ["Keepsake", "Migrations"], path: "Fuzz/FuzzRecord"),
+        .executableTarget(name: "fuzz-record", dependencies: ["FuzzSupport", "Keepsake", "Migrations"],
+                          path: "Fuzz/FuzzRecord"),
         // Arbitrary bytes as a defaults suite file: read, one write, re-read.
-        .executableTarget(name: "fuzz-defaults", dependencies: ["Keepsake"], path: "Fuzz/FuzzDefaults"),
+        .executableTarget(name: "fuzz-defaults", dependencies: ["FuzzSupport", "Keepsake"], path: "Fuzz/FuzzDefaults"),
         // Arbitrary bytes as an encrypted store's header, record files and record plaintexts.
-        .executableTarget(name: "fuzz-sodium", dependencies: ["Keepsake", "KeepsakeSodium"], path: "Fuzz/FuzzSodium"),
+        .executableTarget(name: "fuzz-sodium", dependencies: ["FuzzSupport", "Keepsake", "KeepsakeSodium"],
+                          path: "Fuzz/FuzzSodium"),
     ]
     package.products += [
         .executable(name: "fuzz-record", targets: ["fuzz-record"]),

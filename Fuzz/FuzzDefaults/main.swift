@@ -3,49 +3,19 @@
 // the file's bytes as they were — or succeed and re-read consistently: the written key holds the
 // written bytes and every other key keeps its exact bytes. Any other behaviour traps.
 import Foundation
+import FuzzSupport
 import Keepsake
 
-/// One private directory per process, under KEEPSAKE_FUZZ_TMP (scripts/fuzz makes one and removes it)
-/// or else on tmpfs when there is one (every commit fsyncs).
 private let directory: String = {
-    let base = ProcessInfo.processInfo.environment["KEEPSAKE_FUZZ_TMP"]
-        ?? (FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory())
-    let path = "\(base)/keepsake-fuzz-defaults-\(getpid())"
+    let path = fuzzScratchPath("defaults")
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
 }()
 private let suite = directory + "/suite.json"
 
-/// The suite file's bytes, read with plain system calls (Foundation's file reading leaks a
-/// buffer on an empty file, which LeakSanitizer would report as the store's).
-private func readSuite() -> [UInt8] {
-    let fd = open(suite, O_RDONLY)
-    guard fd >= 0 else { return [] }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return bytes }
-        bytes += buffer[0..<count]
-    }
-}
-
-private func writeSuite(_ data: UnsafePointer<UInt8>, _ size: Int) {
-    let fd = open(suite, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    precondition(fd >= 0, "cannot create the suite file")
-    var done = 0
-    while done < size {
-        let count = write(fd, data + done, size - done)
-        precondition(count > 0, "cannot write the suite file")
-        done += count
-    }
-    close(fd)
-}
-
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    writeSuite(data, size)
+    writeWholeFile(suite, UnsafeRawBufferPointer(start: data, count: size))
     let written = Data(#"{"schema":"Person","version":3,"data":{"name":"fuzz"}}"#.utf8)
     let store = DefaultsStore(path: suite)
 
@@ -79,21 +49,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         precondition(actual == expected, "the written suite does not hold what was there plus the write")
         precondition((try? store.data(forKey: key)) == written, "the written key does not read back")
     } catch {
-        precondition(readSuite().elementsEqual(UnsafeBufferPointer(start: data, count: size)),
+        precondition((readWholeFile(suite) ?? []).elementsEqual(UnsafeBufferPointer(start: data, count: size)),
                      "a failed write changed the suite file")
     }
     return 0
 }
 
-// SwiftPM links an executable target's top-level code as `main`, which shadows libFuzzer's own
-// `main`; so the top-level code hands over to libFuzzer's driver itself.
-@_silgen_name("LLVMFuzzerRunDriver")
-private func runDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-) -> CInt
-
-var argc = CommandLine.argc
-var argv = CommandLine.unsafeArgv
-exit(runDriver(&argc, &argv, fuzz))
+runLibFuzzer(fuzz)

@@ -1,6 +1,7 @@
 // libFuzzer target: arbitrary bytes through the one record pipeline, on both sample chains.
 // Any input must end in a result or a KeepsakeError — never a crash, trap or sanitizer report.
 import Foundation
+import FuzzSupport
 import Keepsake
 import Migrations
 
@@ -26,15 +27,4 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 
-// SwiftPM links an executable target's top-level code as `main`, which shadows libFuzzer's own
-// `main`; so the top-level code hands over to libFuzzer's driver itself.
-@_silgen_name("LLVMFuzzerRunDriver")
-private func runDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-) -> CInt
-
-var argc = CommandLine.argc
-var argv = CommandLine.unsafeArgv
-exit(runDriver(&argc, &argv, fuzz))
+runLibFuzzer(fuzz)

@@ -11,22 +11,20 @@
 // (a parsed header re-encodes to the same bytes, a store opened through an altered header
 // reads the record it held). Every file the input replaced is restored before the next input.
 import Foundation
+import FuzzSupport
 import Keepsake
 @testable import KeepsakeSodium
 
-/// One private directory per process, under KEEPSAKE_FUZZ_TMP (scripts/fuzz makes one and removes it)
-/// or else on tmpfs when there is one.
-private let directory: String = {
-    let base = ProcessInfo.processInfo.environment["KEEPSAKE_FUZZ_TMP"]
-        ?? (FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory())
-    return "\(base)/keepsake-fuzz-sodium-\(getpid())"
-}()
+private let directory = fuzzScratchPath("sodium")
 
 /// The store, its one record, and the bytes and keys behind them — made once per process.
 private struct Fixture {
     let store: SodiumFileStore
     let keyFile: String
-    let value = Data(#"{"schema":"Person","version":3,"data":{"name":"fuzz"}}"#.utf8)
+    /// Made anew on each use: LeakSanitizer does not recognise a `Data` kept in a global as
+    /// reachable (its storage pointer is held with tag bits).
+    var value: Data { Self.value }
+    static var value: Data { Data(#"{"schema":"Person","version":3,"data":{"name":"fuzz"}}"#.utf8) }
     let header: [UInt8]
     let parsedHeader: StoreHeader
     let masterKey: SecureBytes
@@ -39,7 +37,7 @@ private struct Fixture {
         keyFile = directory + ".key"
         do {
             store = try SodiumFileStore.create(directory: directory + "/store", key: .keyFile(path: keyFile))
-            let results = try store.commit([StoreWrite(key: "alpha", value: value)])
+            let results = try store.commit([StoreWrite(key: "alpha", value: Self.value)])
             precondition(results == [.applied], "the fixture record was not written")
             header = readFile(store.directory + "/" + Format.headerFileName)
             parsedHeader = try StoreHeader.parse(header)
@@ -56,32 +54,13 @@ private struct Fixture {
 
 private let fixture = Fixture()
 
-/// A file's bytes, read with plain system calls (Foundation's reading leaks a buffer on an
-/// empty file, which LeakSanitizer would report).
 private func readFile(_ path: String) -> [UInt8] {
-    let fd = open(path, O_RDONLY)
-    precondition(fd >= 0, "cannot open \(path)")
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        precondition(count >= 0, "cannot read \(path)")
-        guard count > 0 else { return bytes }
-        bytes += buffer[0..<count]
-    }
+    guard let bytes = readWholeFile(path) else { preconditionFailure("cannot open \(path)") }
+    return bytes
 }
 
 private func writeFile(_ path: String, _ bytes: [UInt8]) {
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    precondition(fd >= 0, "cannot create \(path)")
-    defer { close(fd) }
-    var done = 0
-    while done < bytes.count {
-        let count = bytes[done...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        precondition(count > 0, "cannot write \(path)")
-        done += count
-    }
+    bytes.withUnsafeBytes { writeWholeFile(path, $0) }
 }
 
 /// Mode 0: header bytes. With enough bytes for the fields, the checksum is recomputed, so the
@@ -198,15 +177,6 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 
-// SwiftPM links an executable target's top-level code as `main`, which shadows libFuzzer's own
-// `main`; so the top-level code hands over to libFuzzer's driver itself.
-@_silgen_name("LLVMFuzzerRunDriver")
-private func runDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-) -> CInt
-
-var argc = CommandLine.argc
-var argv = CommandLine.unsafeArgv
-exit(runDriver(&argc, &argv, fuzz))
+// The fixture is made before the first input, so its setup is no input's work.
+_ = fixture
+runLibFuzzer(fuzz)

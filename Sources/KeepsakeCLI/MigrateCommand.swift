@@ -29,7 +29,13 @@ public enum MigrateCommand {
     /// with the command's exit code (0 on success; see `--help` for the others).
     ///
     /// Call it once, from the executable's entry point: it sets the process-wide configuration
-    /// the commands read, then parses and runs, like `ParsableCommand.main`.
+    /// the commands read, then parses and runs, like `ParsableCommand.main`. With `--json`,
+    /// every outcome — failures included — is one JSON value on standard output (the shapes are
+    /// in the repository's docs/CLI.md).
+    ///
+    /// It bootstraps swift-log's `LoggingSystem` so that Keepsake's log lines go to standard
+    /// error at the level `--verbose` and `--quiet` choose; an executable that bootstraps it
+    /// itself (swift-log allows one bootstrap per process) passes `bootstrapsLogging: false`.
     ///
     /// ```swift
     /// MigrateCommand.main(chains: [Settings.chain.erased, Profile.chain.erased],
@@ -47,12 +53,13 @@ public enum MigrateCommand {
     ///     would. Only steps that ask for a device identity use it.
     ///   - arguments: The arguments to parse, without the command name; `nil` for the process's
     ///     own (`CommandLine.arguments.dropFirst()`).
+    ///   - bootstrapsLogging: Whether to bootstrap `LoggingSystem` (see above).
     /// - Important: Never returns. When two chains share a name or `commandName` is empty, it
     ///   prints why to standard error and exits with status 1 before parsing anything, so no
     ///   store is opened.
     public static func main(
         chains: [AnyModelChain], commandName: String = "migrate", version: String? = nil,
-        appID: String = "org.keepsake.migrate", arguments: [String]? = nil
+        appID: String = "org.keepsake.migrate", arguments: [String]? = nil, bootstrapsLogging: Bool = true
     ) -> Never {
         do throws(KeepsakeError) {
             CLIConfiguration.current = try CLIConfiguration(chains: chains, commandName: commandName, version: version,
@@ -61,12 +68,65 @@ public enum MigrateCommand {
             printError("error: \(error.message)")
             exit(ExitCode.failure.rawValue)
         }
+        exit(execute(arguments ?? Array(CommandLine.arguments.dropFirst()), bootstrapsLogging: bootstrapsLogging))
+    }
+
+    /// Runs the command `arguments` name and returns its exit status; help, `--version` and
+    /// completion requests are answered by ArgumentParser, which exits.
+    static func execute(_ arguments: [String], bootstrapsLogging: Bool = true) -> Int32 {
+        let options = arguments.prefix { $0 != "--" }
+        CLIConfiguration.current.json = options.contains("--json")
+        CLIConfiguration.current.quiet = options.contains("--quiet")
+        CLIConfiguration.current.storeArgument = storeArgument(in: Array(options))
+        let tree = CommandTree.root
+        if arguments == ["--generate-manual"] {
+            // Not an ArgumentParser option: answered here, and left out of --help (like
+            // --generate-completion-script, it is for installers).
+            FileHandle.standardOutput.write(Data(Manual.render().utf8))
+            return 0
+        }
+        if let problem = Preflight.check(arguments, tree: tree) {
+            return Failure.usage(problem.message, path: problem.path)
+        }
         // `--model KEY=NAME` may be given thousands of times; ArgumentParser's parsing grows with
         // the square of the arguments, so they are taken out here, in one linear pass, and
         // `StoreOptions` reads them from the configuration (`--model` stays in the help).
-        let (models, rest) = ModelOptions.extract(from: arguments ?? Array(CommandLine.arguments.dropFirst()))
+        let (models, rest) = ModelOptions.extract(from: arguments)
         CLIConfiguration.current.modelOptions = models
-        Migrate.main(rest)  // exits on failure, returns on success
-        Migrate.exit()
+        var command: any ParsableCommand
+        do {
+            command = try Migrate.parseAsRoot(rest)
+        } catch {
+            if Migrate.exitCode(for: error) == .success { Migrate.exit(withError: error) }
+            return Failure.usage(Migrate.message(for: error), path: Preflight.path(of: rest, tree: tree))
+        }
+        if bootstrapsLogging {
+            CLILogHandler.bootstrap(level: CLILogHandler.level(
+                verbose: options.contains("--verbose"), quiet: CLI.quiet, environment: ProcessInfo.processInfo.environment))
+        }
+        do {
+            try command.run()
+            return 0
+        } catch let error as KeepsakeError {
+            return Failure.report(error)
+        } catch let code as ExitCode {
+            return code.rawValue
+        } catch let error as ValidationError {
+            return Failure.usage(error.message, path: Preflight.path(of: rest, tree: tree))
+        } catch {
+            // Help asked for as `help COMMAND` or `--help` is answered by a command that throws.
+            if Migrate.exitCode(for: error) == .success { Migrate.exit(withError: error) }
+            return Failure.unexpected(error)
+        }
+    }
+
+    /// The value of the last `--store` in `options`, as typed.
+    private static func storeArgument(in options: [String]) -> String? {
+        var value: String?
+        for (index, option) in options.enumerated() {
+            if option == "--store", index + 1 < options.count { value = options[index + 1] }
+            if option.hasPrefix("--store=") { value = String(option.dropFirst("--store=".count)) }
+        }
+        return value
     }
 }

@@ -181,6 +181,7 @@ public struct KeyringStore: RecordStore {
         var results: [StoreWriteResult] = []
         var storeFailure: KeepsakeError?
         for write in writes {
+            defer { CommitProgress.report(results.count, of: writes.count) }
             if var failure = storeFailure {
                 failure.key = write.key
                 results.append(.failed(failure))
@@ -339,7 +340,9 @@ public struct KeyringStore: RecordStore {
             let conversation = try LibsecretConversation(timeout: timeout)
             return try body(conversation)
         } catch {
-            throw error.keepsakeError(store: uri, key: key, timeout: timeout)
+            let failure = error.keepsakeError(store: uri, key: key, timeout: timeout)
+            Log.keyring.failed(failure, timeout: timeout)
+            throw failure
         }
     }
 }

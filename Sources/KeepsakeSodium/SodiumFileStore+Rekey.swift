@@ -58,6 +58,8 @@ extension SodiumFileStore {
                 cannot write the new store header; the store still opens with the old key
                 """, cause: error.cause)
         }
+        Log.sodium.info("master key changed", metadata: [
+            "store": "\(uri)", "masterKey": "\(newKey)", "keyGeneration": "\(current.keyGeneration &+ 1)"])
     }
 
     /// How many times the master key was set: 1 when created, one more for each change.

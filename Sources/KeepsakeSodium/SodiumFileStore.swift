@@ -215,6 +215,7 @@ public final class SodiumFileStore: RecordStore {
             throw KeepsakeError(error.code, store: uri, "cannot write the store header; no store was created",
                                 cause: error.cause)
         }
+        Log.sodium.info("encrypted store created", metadata: ["store": "\(uri)", "masterKey": "\(key)"])
         return SodiumFileStore(directory: directory, storeID: storeID, dataKey: dataKey, lockTimeout: lockTimeout,
                                fileSystem: fileSystem, random: random)
     }
@@ -332,6 +333,7 @@ public final class SodiumFileStore: RecordStore {
         var results: [StoreWriteResult] = []
         for write in writes {
             results.append(apply(write))
+            CommitProgress.report(results.count, of: writes.count)
         }
         return results
     }

@@ -69,7 +69,7 @@ public struct TrialGuard: Sendable {
     ///
     /// Never starts a trial and never overwrites a record it cannot read.
     public func status() -> TrialStatus {
-        evaluate(startIfAbsent: false)
+        Log.trial.reported(evaluate(startIfAbsent: false), store: store.uri, key: key)
     }
 
     /// Starts the trial now if, and only if, the store reports no record; otherwise reports the
@@ -78,7 +78,7 @@ public struct TrialGuard: Sendable {
     /// The new record is TrialInfo V2 with `startDate` = now and this device's identity, written
     /// only if the key is still absent at the moment of writing.
     public func start() -> TrialStatus {
-        evaluate(startIfAbsent: true)
+        Log.trial.reported(evaluate(startIfAbsent: true), store: store.uri, key: key)
     }
 
     private func evaluate(startIfAbsent: Bool) -> TrialStatus {
@@ -113,6 +113,7 @@ public struct TrialGuard: Sendable {
                     // Someone else started it meanwhile: report theirs.
                     return evaluate(startIfAbsent: false)
                 }
+                Log.trial.info("trial started", metadata: ["store": "\(store.uri)", "key": "\(key)"])
             case let loaded?:
                 // A migrated record whose write-back failed is still the trial's record: the
                 // start date is what matters, and the next status migrates it again.

@@ -98,8 +98,11 @@ extension KeyringTests {
                 let (lockedCode, lockedJSON) = try trial("status", "2026-01-20T00:00:00Z")
                 #expect(lockedCode == 82)
                 #expect(lockedJSON["state"] as? String == "unknown")
-                #expect(lockedJSON["errorCode"] as? String == "locked")
-                #expect((lockedJSON["error"] as? String)?.contains(store) == true)
+                let error = try #require(lockedJSON["error"] as? [String: Any])
+                #expect(error["code"] as? String == "locked")
+                #expect(error["exitCode"] as? Int == 70)
+                #expect(error["store"] as? String == store)
+                #expect(lockedJSON["exitCode"] as? Int == 82)
             }
         }
     }

@@ -73,12 +73,13 @@ struct Suite {
 
     var contents: String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "<missing>" }
 
-    /// `migrate COMMAND --store this-suite --device-id test-device ARGS...` (or another
-    /// `binary`, such as `customMigrateBinary`).
+    /// `migrate COMMAND --store this-suite ARGS...`, with `--device-id test-device` for the
+    /// commands that take it (or another `binary`, such as `customMigrateBinary`).
     func run(
         _ command: String, _ arguments: [String] = [], stdin: String? = nil, binary: String = migrateBinary
     ) throws -> CommandResult {
-        try runBinary(binary, [command, "--store", store, "--device-id", "test-device"] + arguments, stdin: stdin)
+        let device = ["status", "plan", "run", "show"].contains(command) ? ["--device-id", "test-device"] : []
+        return try runBinary(binary, [command, "--store", store] + device + arguments, stdin: stdin)
     }
 }
 
@@ -94,6 +95,17 @@ let legacySuite = #"""
 
 func decodeJSON(_ text: String) throws -> Any {
     try JSONSerialization.jsonObject(with: Data(text.utf8))
+}
+
+/// The `records` of the one object `status`, `plan` and `run --json` print.
+func decodeRecords(_ text: String) throws -> [[String: Any]] {
+    let object = try #require(try decodeJSON(text) as? [String: Any], "not one JSON object: \(text)")
+    return try #require(object["records"] as? [[String: Any]], "no records array: \(text)")
+}
+
+/// The `error` object of a record or of a failure's JSON.
+func errorObject(_ value: Any?) throws -> [String: Any] {
+    try #require(value as? [String: Any], "no error object")
 }
 
 /// Makes a FIFO at `path` (mode 0600). Five seconds later a writer opens it and closes it at

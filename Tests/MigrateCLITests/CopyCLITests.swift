@@ -38,7 +38,8 @@ struct CopyCLITests {
         let person = try migrate(["get", "person", "--store", store, "--key-file", keyFile])
         #expect(person.stdout == #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#)
         let trial = try migrate(["status", "--store", store, "--key-file", keyFile, "--json"])
-        let states = try #require(try decodeJSON(trial.stdout) as? [[String: Any]]).map { $0["state"] as? String }
+        let status = try #require(try decodeJSON(trial.stdout) as? [String: Any])
+        let states = try #require(status["records"] as? [[String: Any]]).map { $0["state"] as? String }
         #expect(states == ["current", "current"])
     }
 
@@ -52,6 +53,8 @@ struct CopyCLITests {
         #expect(object["move"] as? Bool == false)
         #expect(object["dryRun"] as? Bool == false)
         #expect(object["source"] as? String == suite.store)
+        #expect(object["exitCode"] as? Int == 0)
+        #expect((object["totals"] as? [String: Any])?["copied"] as? Int == 2)
         let records = try #require(object["records"] as? [[String: Any]])
         #expect(records.map { $0["key"] as? String } == ["theme", "person"])
         #expect(records.map { $0["state"] as? String } == ["copied", "copied"])

@@ -36,7 +36,7 @@ struct CustomMigrateCLITests {
         let suite = try Suite(original)
         let status = try suite.run("status", ["--json"], binary: customMigrateBinary)
         #expect(status.status == 0, "\(status.stderr)")
-        let records = try #require(try decodeJSON(status.stdout) as? [[String: Any]])
+        let records = try decodeRecords(status.stdout)
         #expect(records.map { $0["key"] as? String } == ["note", "person"])
         #expect(records[0]["schema"] as? String == "Note")
         #expect(records[0]["storedVersion"] as? Int == 0)
@@ -61,7 +61,7 @@ struct CustomMigrateCLITests {
         let get = try suite.run("get", ["note"], binary: customMigrateBinary)
         #expect(get.stdout == #"{"data":{"pinned":false,"text":"hi"},"schema":"Note","version":1}"#)
         let again = try suite.run("status", ["--json"], binary: customMigrateBinary)
-        let states = try #require(try decodeJSON(again.stdout) as? [[String: Any]]).map { $0["state"] as? String }
+        let states = try decodeRecords(again.stdout).map { $0["state"] as? String }
         #expect(states == ["current", "unmanaged"])
     }
 
@@ -69,7 +69,7 @@ struct CustomMigrateCLITests {
     func stockDoesNotKnowNote() throws {
         let suite = try Suite(#"{"note": {"text":"hi"}}"#)
         let status = try suite.run("status", ["--json"])
-        let records = try #require(try decodeJSON(status.stdout) as? [[String: Any]])
+        let records = try decodeRecords(status.stdout)
         #expect(records.map { $0["state"] as? String } == ["unmanaged"])
     }
 
@@ -84,7 +84,7 @@ struct CustomMigrateCLITests {
 
         let mapped = try suite.run("run", ["--model", "memo=Note", "--json"], binary: customMigrateBinary)
         #expect(mapped.status == 0, "\(mapped.stderr)")
-        let records = try #require(try decodeJSON(mapped.stdout) as? [[String: Any]])
+        let records = try decodeRecords(mapped.stdout)
         #expect(records.count == 1)
         #expect(records[0]["key"] as? String == "memo")
         #expect(records[0]["schema"] as? String == "Note")
@@ -108,7 +108,7 @@ struct CustomMigrateCLITests {
         #expect(result.stdout.contains("67  a managed record was written by a newer release"))
 
         let put = try customMigrate(["put", "--help"])
-        #expect(put.stdout.contains("USAGE: custom-migrate put [<options>] --store <uri> <key>"))
+        #expect(put.stdout.contains("USAGE: custom-migrate put <key> --store <uri>"))
 
         let suite = try Suite(#"{"other": {"text":"x"}}"#)
         let show = try suite.run("show", ["other"], binary: customMigrateBinary)

@@ -21,9 +21,9 @@ struct HostileInputCLITests {
         #expect(show.stderr.contains("at startDate: Invalid date"))
         let run = try suite.run("run", ["--json"])
         #expect(run.status == 65, "\(run.stderr)")
-        let records = try #require(try decodeJSON(run.stdout) as? [[String: Any]])
+        let records = try decodeRecords(run.stdout)
         #expect(records.map { $0["state"] as? String } == ["migrated", "unreadable"])
-        #expect(records[1]["errorCode"] as? String == "corruptRecord")
+        #expect(try errorObject(records[1]["error"])["code"] as? String == "corruptRecord")
         #expect(suite.contents.contains(#""trialInfo": \#(trial)"#), "the bad record's bytes are unchanged")
         #expect(suite.contents.contains(#""schema":"Person","version":3"#))
     }
@@ -36,7 +36,7 @@ struct HostileInputCLITests {
         for command in ["status", "start"] {
             let result = try runBinary(migrateBinary, ["trial", command, "--store", suite.store, "--device-id", "d"])
             #expect(result.status == 82, "trial \(command): \(result.stderr)")
-            #expect(result.stderr.contains("Trial state unknown"))
+            #expect(result.stderr.contains("error: trial state unknown"))
         }
         #expect(suite.contents == contents)
     }
@@ -104,12 +104,12 @@ struct HostileInputCLITests {
 
         let status = try migrate(["status", "--store", store, "--json"] + key)
         #expect(status.status == 65, "\(status.stderr)")
-        let listed = try #require(try decodeJSON(status.stdout) as? [[String: Any]])
+        let listed = try decodeRecords(status.stdout)
         #expect(listed.count == 3)
         #expect(listed.filter { $0["state"] as? String == "unreadable" }.map { $0["key"] as? String } == [files.sorted()[0]])
         let run = try migrate(["run", "--store", store, "--device-id", "dev", "--json"] + key)
         #expect(run.status == 65, "\(run.stderr)")
-        let reports = try #require(try decodeJSON(run.stdout) as? [[String: Any]])
+        let reports = try decodeRecords(run.stdout)
         #expect(reports.filter { $0["state"] as? String == "unreadable" }.count == 1)
         #expect(reports.filter { $0["state"] as? String == "migrated" }.count
                 + reports.filter { $0["state"] as? String == "unmanaged" }.count == 2)
@@ -126,7 +126,7 @@ struct HostileInputCLITests {
         #expect(try suite.run("get", [decomposed]).stdout == "2")
         let status = try suite.run("status", ["--json"])
         #expect(status.status == 0, "\(status.stderr)")
-        let keys = try #require(try decodeJSON(status.stdout) as? [[String: Any]]).compactMap { $0["key"] as? String }
+        let keys = try decodeRecords(status.stdout).compactMap { $0["key"] as? String }
         #expect(keys.map { Array($0.utf8) } == [Array(decomposed.utf8), Array(composed.utf8)])
         #expect(try suite.run("delete", [composed]).status == 0)
         #expect(try suite.run("get", [decomposed]).stdout == "2")
@@ -201,7 +201,7 @@ struct HostileInputCLITests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(!hasTerminalControls(result.stdout))
         #expect(result.stdout.contains(#"csi\u009b2J"#) && result.stdout.contains(#"rtl\u202egpj.exe"#))
-        let keys = try #require(try decodeJSON(result.stdout) as? [[String: Any]]).compactMap { $0["key"] as? String }
+        let keys = try decodeRecords(result.stdout).compactMap { $0["key"] as? String }
         #expect(keys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
                 == Self.hostileKeys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
     }
@@ -236,7 +236,7 @@ struct HostileInputCLITests {
             try Data(legacySuite.utf8).write(to: URL(fileURLWithPath: suite.path))
             let result = try suite.run("run", ["--backup", "--json"])
             #expect(result.status == 0, "\(result.stderr)")
-            let records = try #require(try decodeJSON(result.stdout) as? [[String: Any]])
+            let records = try decodeRecords(result.stdout)
             backups.append(try #require(records.first { $0["key"] as? String == "person" }?["backup"] as? String))
         }
         #expect(Set(backups.map { ($0 as NSString).deletingLastPathComponent }).count == 2)
@@ -273,12 +273,12 @@ struct HostileInputCLITests {
         let options = (0..<8000).flatMap { ["--model", "k\($0)=Person"] } + ["--model=other=Person"]
         let status = try suite.run("status", ["--json"] + options)
         #expect(status.status == 0, "\(status.stderr)")
-        let reports = try #require(try decodeJSON(status.stdout) as? [[String: Any]])
+        let reports = try decodeRecords(status.stdout)
         #expect(reports.map { $0["schema"] as? String } == ["Person", "Person"])
         #expect(reports.map { $0["state"] as? String } == ["outdated", "outdated"])
         let models = try migrate(["models", "--model", "a=Person"])
         #expect(models.status == 64, "\(models.stderr)")
-        #expect(models.stderr.contains("--model is for the commands that read a store"))
+        #expect(models.stderr.contains("error: migrate models has no option --model"))
     }
 }
 

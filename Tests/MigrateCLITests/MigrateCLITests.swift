@@ -28,7 +28,7 @@ struct MigrateCLITests {
         let suite = try Suite(legacySuite)
         let result = try suite.run("status", ["--json"])
         #expect(result.status == 0)
-        let records = try #require(try decodeJSON(result.stdout) as? [[String: Any]])
+        let records = try decodeRecords(result.stdout)
         #expect(records.map { $0["key"] as? String } == ["person", "theme", "trialInfo"])
         let person = records[0]
         #expect(person["schema"] as? String == "Person")
@@ -37,7 +37,9 @@ struct MigrateCLITests {
         #expect(person["state"] as? String == "outdated")
         #expect(person["form"] as? String == "bare")
         #expect(person["stringWrapped"] as? Bool == true)
-        #expect(person["error"] == nil)
+        #expect(person["error"] is NSNull)
+        #expect(person["backup"] is NSNull)
+        #expect(person["steps"] as? [Int] == [1, 2, 3])
         #expect(records[1]["state"] as? String == "unmanaged")
         #expect(records[1]["schema"] is NSNull)
     }
@@ -70,7 +72,7 @@ struct MigrateCLITests {
         let migrated = suite.contents
         let second = try suite.run("run", ["--json"])
         #expect(second.status == 0)
-        let states = try #require(try decodeJSON(second.stdout) as? [[String: Any]]).map { $0["state"] as? String }
+        let states = try decodeRecords(second.stdout).map { $0["state"] as? String }
         #expect(states == ["current", "unmanaged", "current"])
         #expect(suite.contents == migrated)
     }
@@ -89,7 +91,7 @@ struct MigrateCLITests {
         let suite = try Suite(legacySuite)
         let result = try suite.run("run", ["--backup", "--json"])
         #expect(result.status == 0)
-        let records = try #require(try decodeJSON(result.stdout) as? [[String: Any]])
+        let records = try decodeRecords(result.stdout)
         let backupPath = try #require(records.first { $0["key"] as? String == "person" }?["backup"] as? String)
         #expect(backupPath.hasPrefix(suite.directory + "/suite.backups/"))
         let original = try String(contentsOfFile: backupPath, encoding: .utf8)
@@ -120,10 +122,13 @@ struct MigrateCLITests {
         let suite = try Suite(#"{"person": {"name":"Ada"}, "trialInfo": {"version":9,"startDate":0}}"#)
         let result = try suite.run("run", ["--json"])
         #expect(result.status == 65)
-        let records = try #require(try decodeJSON(result.stdout) as? [[String: Any]])
+        let records = try decodeRecords(result.stdout)
         #expect(records[0]["state"] as? String == "unreadable")
-        #expect(records[0]["errorCode"] as? String == "unrecognisedRecord")
-        #expect((records[0]["error"] as? String)?.contains("key 'person'") == true)
+        let error = try errorObject(records[0]["error"])
+        #expect(error["code"] as? String == "unrecognisedRecord")
+        #expect(error["exitCode"] as? Int == 65)
+        #expect(error["key"] as? String == "person")
+        #expect(error["store"] as? String == suite.store)
         #expect(records[1]["state"] as? String == "newer")
     }
 

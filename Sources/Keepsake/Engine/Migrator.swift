@@ -111,7 +111,10 @@ public struct Migrator: Sendable {
             reports.append(evaluation.report)
             progress?(MigrationProgress(evaluated: offset + 1, total: entries.count, written: false))
         }
-        guard !writes.isEmpty else { return reports }
+        guard !writes.isEmpty else {
+            Log.engine.ranMigration(reports, store: store.uri)
+            return reports
+        }
         let results = try store.commit(writes)
         for (index, result) in zip(writeIndex, results) {
             switch result {
@@ -125,6 +128,7 @@ public struct Migrator: Sendable {
             }
         }
         progress?(MigrationProgress(evaluated: entries.count, total: entries.count, written: true))
+        Log.engine.ranMigration(reports, store: store.uri)
         return reports
     }
 

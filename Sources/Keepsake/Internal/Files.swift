@@ -521,7 +521,9 @@ package final class StoreLock {
                     throw error
                 }
             }
+            if pause == .milliseconds(1) { Log.engine.debug("waiting for a store's lock", metadata: ["lock": "\(path)"]) }
             if ContinuousClock.now >= deadline {
+                Log.engine.warning("gave up waiting for a store's lock after \(timeout)", metadata: ["lock": "\(path)"])
                 Syscall.close(fd)
                 return nil
             }

@@ -147,8 +147,10 @@ public struct Vault: Sendable {
             let encoded = try chain.encode(value)
             if let backup = options.backup { try backup.save(bytes, forKey: key, store: store.uri) }
             try store.commitOne(StoreWrite(key: key, value: encoded, expectation: .unchanged(bytes)))
+            Log.engine.wroteBack(nil, store: store.uri, key: key, schema: chain.name)
             return .written
         } catch {
+            Log.engine.wroteBack(error, store: store.uri, key: key, schema: chain.name)
             return .failed(error.located(store: store.uri, key: key))
         }
     }

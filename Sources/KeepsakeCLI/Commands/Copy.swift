@@ -10,48 +10,30 @@ import Glibc
 extension Migrate {
     struct Copy: ParsableCommand {
         static var configuration: CommandConfiguration {
-            CommandConfiguration(
+            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
                 abstract: "Copy or move records from one store to another, verified before anything is removed.",
+                usage: "\(CLI.name) copy --from <uri> --to <uri> [<key> ...] [--move] [--migrate] [--overwrite] [<options>]",
                 discussion: """
-                    Copies the named keys, or with no KEY every managed record (--all: every key,
-                    plain values too), from --from to --to. Each record is read, migrated to its
-                    latest version with --migrate, written, then read back and compared. Only when
-                    every record matched does --move remove them from the source. If a write or a
-                    read-back fails, the destination gets back exactly what it held before and the
-                    source is not touched. A key the destination already holds is refused unless
-                    --overwrite; one that holds exactly the same bytes is not (so a move that was
-                    interrupted can simply be run again). Plain values are copied as their bytes where
-                    the destination can hold them: a defaults: suite holds JSON values, the keyring
-                    UTF-8 text; another value is refused before anything is written.
+                    Copies the named keys, or with no KEY every managed record (--all: every key, plain values too), from --from to --to. Each record is read, migrated to its latest version with --migrate, written, then read back and compared. Only when every record matched does --move remove them from the source. If a write or a read-back fails, the destination gets back exactly what it held before and the source is not touched. A key the destination already holds is refused unless --overwrite; one that holds exactly the same bytes is not, so a move that was interrupted can simply be run again. Plain values are copied as their bytes where the destination can hold them: a defaults: suite holds JSON values, the keyring UTF-8 text; another value is refused before anything is written.
 
-                    Each side takes its own options: --from-key-file, --from-passphrase-file,
-                    --from-passphrase-env, --from-keyring-key for a file: source, and the same with
-                    --to- for a file: destination.
+                    Each side takes its own master key options: --from-key-file, --from-passphrase-file, --from-passphrase-env or --from-keyring-key for a file: source, and the same with --to- for a file: destination.
 
-                    STATES: planned (--dry-run), copied, moved, exists (the destination holds another
-                    value), failed, reverted (written, then taken back), notCopied (another record
-                    failed first), inBoth (copied but not removed from the source, or not taken back).
+                    States: planned (--dry-run), copied, moved, exists (the destination holds another value), failed, reverted (written, then taken back), notCopied (another record failed first), inBoth (copied but not removed from the source, or not taken back).
 
-                    EXIT CODES (besides those of `\(CLI.name) --help`):
-                      0   every record copied (or moved); or --dry-run found nothing in the way
-                      83  refused: a destination key holds another value (give --overwrite); nothing written
-                      84  refused: a value (or key) the destination cannot hold; nothing written
-                      85  a write or read-back failed: the destination was restored, the source untouched
-                      86  some records are in both stores (not removed from the source, or not restored)
-                    Otherwise a refusal exits with its record's code: 66 for a named key the source does
-                    not hold, 65 for a record that cannot be read or migrated, 69, 70, 71, … for a store
-                    that cannot be used; nothing is written then either.
+                    Exit codes besides those of `\(CLI.name) --help`: 83 a destination key holds another value (give --overwrite); 84 a value the destination cannot hold; 85 a write or read-back failed, the destination was restored and the source untouched; 86 some records are in both stores. Nothing is written for 83 and 84. Any other refusal exits with its record's code (66 a named key the source does not hold, 65 a record that cannot be read or migrated, 69, 70, 71 a store that cannot be used), and nothing is written then either.
 
                     Example:
-                      \(CLI.name) copy --from defaults:~/.config/app/settings.json --to keyring:com.example.app \\
-                          apiToken person --move --migrate
-                    """)
+                      \(CLI.name) copy --from defaults:~/.config/app/settings.json \\
+                        --to keyring:com.example.app apiToken person --move --migrate
+                    """) }
         }
 
-        @Option(name: .long, help: ArgumentHelp("The store to copy from.", valueName: "uri"))
+        @Option(name: .long, help: ArgumentHelp("The store to copy from: defaults:PATH, file:DIR or keyring:SERVICE.",
+                                                valueName: "uri"), completion: Completions.store)
         var from: String
 
-        @Option(name: .long, help: ArgumentHelp("The store to copy to.", valueName: "uri"))
+        @Option(name: .long, help: ArgumentHelp("The store to copy to: defaults:PATH, file:DIR or keyring:SERVICE.",
+                                                valueName: "uri"), completion: Completions.store)
         var to: String
 
         @Argument(help: ArgumentHelp("The keys to copy (default: every managed record).", valueName: "key"))
@@ -83,17 +65,14 @@ extension Migrate {
         var keyringTimeout: Double = 5
 
         @Option(name: .long, help: ArgumentHelp(
-            "Treat KEY as a record of model NAME (repeatable). See `\(CLI.name) models` for names.",
-            valueName: "key=name"))
+            "Treat KEY as a record of model NAME (repeatable; see `\(CLI.name) models`).",
+            valueName: "key=name"), completion: Completions.model)
         var model: [String] = []
 
-        @Option(name: .long, help: ArgumentHelp(
-            "Device identity recorded by migration steps that ask for one (default: derived from /etc/machine-id and --app-id).",
-            valueName: "id"))
+        @Option(name: .long, help: DeviceOptions.deviceIDHelp)
         var deviceID: String?
 
-        @Option(name: .long, help: ArgumentHelp(
-            "App identifier the default device identity is derived with (default: \(CLI.appID)).", valueName: "id"))
+        @Option(name: .long, help: DeviceOptions.appIDHelp)
         var appID: String?
 
         @OptionGroup var output: OutputOptions
@@ -148,7 +127,7 @@ extension Migrate {
                 masterKey: destinationURI.scheme == .file
                     ? try toKey.source(for: destinationURI.description, timeout: timeout) : nil,
                 keyringTimeout: timeout))
-            let context: MigrationContext = deviceID.map { .live(deviceIdentity: $0) } ?? .live(appID: appID ?? CLI.appID)
+            let context = DeviceOptions.context(deviceID: deviceID, appID: appID)
             let transfer = StoreTransfer(from: source, to: destination, chains: CLI.chains, context: context,
                                          keyModels: try keyModels())
             let selection: StoreTransfer.Selection = keys.isEmpty ? (all ? .all : .managed) : .keys(keys)
@@ -156,12 +135,12 @@ extension Migrate {
             let report = dryRun
                 ? try transfer.plan(selection, options: options)
                 : try transfer.run(selection, options: options, checkpoint: Self.testPause)
+            let code = Self.exitCode(for: report)
             if output.json {
-                printJSON(TransferJSON(report: report, dryRun: dryRun))
+                printJSON(report.json(dryRun: dryRun, exitCode: code))
             } else {
                 printTransfer(report)
             }
-            let code = Self.exitCode(for: report)
             if code != .success { throw code }
         }
 
@@ -287,48 +266,41 @@ struct ToKeyOptions: ParsableArguments {
     }
 }
 
-/// `--json` output of `copy`.
-struct TransferJSON: Encodable {
-    let report: TransferReport
-    let dryRun: Bool
-
-    enum CodingKeys: String, CodingKey { case source, destination, move, dryRun, outcome, records }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(report.source, forKey: .source)
-        try container.encode(report.destination, forKey: .destination)
-        try container.encode(report.move, forKey: .move)
-        try container.encode(dryRun, forKey: .dryRun)
-        try container.encode(report.outcome.rawValue, forKey: .outcome)
-        try container.encode(report.records.map(TransferRecordJSON.init), forKey: .records)
+extension TransferReport {
+    /// `copy --json`: the stores, the outcome, every record, the number of records in each
+    /// state (zeros included) and the exit code.
+    func json(dryRun: Bool, exitCode: ExitCode) -> JSONValue {
+        var totals: [String: JSONValue] = ["records": .int(records.count)]
+        for state in TransferRecord.State.allCases {
+            totals[state.rawValue] = .int(records.lazy.filter { $0.state == state }.count)
+        }
+        return [
+            "source": .string(source),
+            "destination": .string(destination),
+            "move": .bool(move),
+            "dryRun": .bool(dryRun),
+            "outcome": .string(outcome.rawValue),
+            "records": .array(records.map(\.json)),
+            "totals": .object(totals),
+            "exitCode": .int(Int(exitCode.rawValue)),
+        ]
     }
 }
 
-/// One record in `copy --json`.
-struct TransferRecordJSON: Encodable {
-    let record: TransferRecord
-
-    enum CodingKeys: String, CodingKey {
-        case key, schema, storedVersion, writtenVersion, state, migrated, unmanaged, replaced, alreadyPresent
-        case error, errorCode, errorStore
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(record.key, forKey: .key)
-        try container.encode(record.schema, forKey: .schema)
-        try container.encode(record.storedVersion, forKey: .storedVersion)
-        try container.encode(record.writtenVersion, forKey: .writtenVersion)
-        try container.encode(record.state.rawValue, forKey: .state)
-        try container.encode(record.migrated, forKey: .migrated)
-        try container.encode(record.unmanaged, forKey: .unmanaged)
-        try container.encode(record.replaced, forKey: .replaced)
-        try container.encode(record.alreadyPresent, forKey: .alreadyPresent)
-        if let error = record.error {
-            try container.encode(error.description, forKey: .error)
-            try container.encode(error.code.rawValue, forKey: .errorCode)
-            try container.encodeIfPresent(error.store, forKey: .errorStore)
-        }
+extension TransferRecord {
+    /// One record of `copy --json`.
+    var json: JSONValue {
+        [
+            "key": .string(key),
+            "schema": JSONValue(schema),
+            "storedVersion": JSONValue(storedVersion),
+            "writtenVersion": JSONValue(writtenVersion),
+            "state": .string(state.rawValue),
+            "migrated": .bool(migrated),
+            "unmanaged": .bool(unmanaged),
+            "replaced": .bool(replaced),
+            "alreadyPresent": .bool(alreadyPresent),
+            "error": error?.json ?? .null,
+        ]
     }
 }

@@ -4,17 +4,21 @@ import Keepsake
 
 extension Migrate {
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove the value under a key.")
+        static var configuration: CommandConfiguration {
+            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
+                abstract: "Remove the value under a key.",
+                usage: "\(CLI.name) delete <key> --store <uri> [<options>]") }
+        }
 
-        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var storeOptions: StoreAccessOptions
         @OptionGroup var output: OutputOptions
 
-        @Argument(help: "The record's key.")
+        @Argument(help: "The record's key.", completion: Completions.key)
         var key: String
 
         func run() throws {
             try guarded {
-                let store = try storeOptions.openStore()
+                let store = try storeOptions.openExistingStore()
                 let existing = try requireData(store, key)
                 let results = try store.commit([StoreWrite(key: key, value: nil, expectation: .unchanged(existing))])
                 if results != [.applied] {
@@ -22,7 +26,7 @@ extension Migrate {
                                         "the value changed while it was being deleted; it was kept")
                 }
                 if output.json {
-                    printJSON(["key": key, "deleted": "true", "store": store.uri])
+                    printJSON(["store": .string(store.uri), "key": .string(key), "deleted": true] as JSONValue)
                 } else {
                     say("Deleted '\(key)' from \(store.uri)")
                 }

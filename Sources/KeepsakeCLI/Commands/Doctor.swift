@@ -6,18 +6,26 @@ import KeepsakeSodium
 
 extension Migrate {
     struct Doctor: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Report, for each kind of store, whether it can be used here and why not.",
-            discussion: """
-                Never prompts and never writes. The keyring check asks the Secret Service for its
-                default collection and whether it is locked, within --timeout. The sandbox line
-                says whether the app runs in Flatpak or Snap, what it must request there for the
-                keyring, and what survives a reinstall. Exits 0 when every kind is usable, 69
-                otherwise.
-                """)
+        static var configuration: CommandConfiguration {
+            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
+                abstract: "Report, for each kind of store, whether it can be used here and why not.",
+                usage: "\(CLI.name) doctor [--keyring-timeout <seconds>] [--json]",
+                discussion: """
+                    Never prompts and never writes. The keyring check asks the Secret Service for its default collection and whether it is locked, within --keyring-timeout. The sandbox line says whether the app runs in Flatpak or Snap, what it must request there for the keyring, and what survives a reinstall. Exits 0 when every kind is usable, 69 otherwise.
+                    """) }
+        }
 
         @Option(name: .long, help: ArgumentHelp("Deadline for the keyring check, in seconds.", valueName: "seconds"))
-        var timeout: Double = 5
+        var keyringTimeout: Double?
+
+        /// The name this option had before it was named like every other keyring deadline.
+        @Option(name: .customLong("timeout"), help: ArgumentHelp(
+            "Deprecated spelling of --keyring-timeout.", valueName: "seconds", visibility: .hidden))
+        var deprecatedTimeout: Double?
+
+        /// The deadline: `--keyring-timeout`, else the deprecated `--timeout`, else 5 seconds.
+        var timeout: Double { keyringTimeout ?? deprecatedTimeout ?? 5 }
+        var timeoutOption: String { keyringTimeout == nil && deprecatedTimeout != nil ? "--timeout" : "--keyring-timeout" }
 
         @OptionGroup var output: OutputOptions
 
@@ -29,13 +37,18 @@ extension Migrate {
         }
 
         func validate() throws {
-            guard CLI.modelOptions.isEmpty else { throw usageError("--model is for the commands that read a store") }
-            _ = try StoreOptions.duration(timeout, option: "--timeout")
+            if keyringTimeout != nil && deprecatedTimeout != nil {
+                throw ValidationError("--timeout is the old name of --keyring-timeout; give only --keyring-timeout")
+            }
+            _ = try StoreOptions.duration(timeout, option: timeoutOption)
         }
 
         func run() throws {
+            if deprecatedTimeout != nil && !CLI.quiet {
+                printError("warning: --timeout is deprecated; use --keyring-timeout")
+            }
             let sandbox = Sandbox.current
-            let keyring = KeyringStore.diagnose(timeout: try StoreOptions.duration(timeout, option: "--timeout"),
+            let keyring = KeyringStore.diagnose(timeout: try StoreOptions.duration(timeout, option: timeoutOption),
                                                 sandbox: sandbox)
             let checks = [
                 Check(store: "defaults", usable: true, status: "usable",

@@ -3,9 +3,14 @@ import Keepsake
 
 extension Migrate {
     struct Models: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "List the models this command knows, with their versions and default keys.",
-            discussion: "With --json, each version also lists its stored keys and the JSON shape of its records.")
+        static var configuration: CommandConfiguration {
+            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
+                abstract: "List the models this command knows, with their versions and default keys.",
+                usage: "\(CLI.name) models [--json]",
+                discussion: """
+                    With --json, an array of models (empty when none is configured); each version also lists its stored keys and the JSON shape of its records.
+                    """) }
+        }
 
         @OptionGroup var output: OutputOptions
 
@@ -23,10 +28,6 @@ extension Migrate {
             let defaultKeys: [String]
             let latestVersion: Int
             let versions: [Version]
-        }
-
-        func validate() throws {
-            guard CLI.modelOptions.isEmpty else { throw usageError("--model is for the commands that read a store") }
         }
 
         func run() throws {

@@ -3,12 +3,14 @@ import Keepsake
 
 extension Migrate {
     struct Plan: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Show what `run` would do to each record, step by step; nothing is written.",
-            discussion: """
-                Every step runs in memory and its result is verified, so a record that would fail
-                shows here as unreadable, with the reason.
-                """)
+        static var configuration: CommandConfiguration {
+            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
+                abstract: "Show what `run` would do to each record, step by step; nothing is written.",
+                usage: "\(CLI.name) plan --store <uri> [<options>]",
+                discussion: """
+                    Every step runs in memory and its result is verified, so a record that would fail shows here as unreadable, with the reason.
+                    """) }
+        }
 
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var output: OutputOptions
@@ -17,7 +19,7 @@ extension Migrate {
             try guarded {
                 let migrator = try storeOptions.migrator()
                 let reports = try migrator.plan()
-                try finish(reports, json: output.json) {
+                try finish(reports, store: migrator.store.uri, json: output.json) {
                     say("Plan for \(migrator.store.uri) (nothing is written)")
                     printPlan(reports)
                 }

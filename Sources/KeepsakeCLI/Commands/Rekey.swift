@@ -6,22 +6,23 @@ import KeepsakeSodium
 extension Migrate {
     struct Rekey: ParsableCommand {
         static var configuration: CommandConfiguration {
-            CommandConfiguration(
+            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
                 abstract: "Change the master key (or passphrase) of an encrypted file: store.",
+                usage: "\(CLI.name) rekey --store file:<dir> <key option> <new key option>",
                 discussion: """
-                    Only the store's header is rewritten, in one atomic replace: if interrupted, the
-                    store opens with the old key or the new one, and every record is intact.
+                    Only the store's header is rewritten, in one atomic replace: if interrupted, the store opens with the old key or the new one, and every record is intact.
 
                     Examples:
                       \(CLI.name) rekey --store file:DIR --key-file OLD.key --new-key-file NEW.key
-                      \(CLI.name) rekey --store file:DIR --passphrase-env OLD_PW --new-passphrase-env NEW_PW
+                      \(CLI.name) rekey --store file:DIR --passphrase-env OLD_PW \\
+                        --new-passphrase-env NEW_PW
                       \(CLI.name) rekey --store file:DIR --key-file OLD.key --new-keyring-key
                       \(CLI.name) rekey --store file:DIR --keyring-key --new-key-file NEW.key
                     Rekeying away from the keyring leaves the keyring's item as it is.
-                    """)
+                    """) }
         }
 
-        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var storeOptions: FileStoreOptions
         @OptionGroup var output: OutputOptions
 
         @Option(name: .long, help: ArgumentHelp("The new key file (created 0600 if absent).", valueName: "path"))
@@ -54,12 +55,12 @@ extension Migrate {
                 let newSource = try KeySourceOptions.source(
                     keyFile: newKeyFile, passphraseFile: newPassphraseFile, passphraseEnv: newPassphraseEnv,
                     ask: askNewPassphrase, keyring: newKeyringKey, prefix: "new-", askOption: "ask-new-passphrase",
-                    store: fileStore.uri,
-                    keyringTimeout: try StoreOptions.duration(storeOptions.keyringTimeout, option: "--keyring-timeout"))
+                    store: fileStore.uri)
                 try fileStore.changeMasterKey(to: newSource)
                 let generation = try fileStore.keyGeneration()
                 if output.json {
-                    printJSON(["store": fileStore.uri, "key": newSource.description, "keyGeneration": "\(generation)"])
+                    printJSON(["store": .string(fileStore.uri), "masterKey": .string(newSource.description),
+                               "keyGeneration": .int(Int(generation))] as JSONValue)
                 } else {
                     say("\(fileStore.uri) is now protected by \(newSource) (key generation \(generation))")
                 }

@@ -5,19 +5,17 @@ import Keepsake
 extension Migrate {
     struct Run: ParsableCommand {
         static var configuration: CommandConfiguration {
-            CommandConfiguration(
+            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
                 abstract: "Migrate every outdated record to its latest version and write it back.",
+                usage: "\(CLI.name) run --store <uri> [--dry-run] [--backup] [<options>]",
                 discussion: """
-                    Each record is migrated in memory, verified, and written back in one atomic write,
-                    only if it still holds the bytes that were read. Current, newer, unreadable and
-                    unmanaged records are never written. A record that fails is reported and left as it
-                    was; the others still migrate.
+                    Each record is migrated in memory, verified, and written back in one atomic write, only if it still holds the bytes that were read. Current, newer, unreadable and unmanaged records are never written. A record that fails is reported and left as it was; the others still migrate.
 
-                    With --backup, the original bytes of each migrated record are first saved to
-                    <suite>.backups/<UTC time>/<key>.json beside a defaults suite (or --backup-dir); each
-                    run gets a folder of its own (<UTC time>-2 for a second run in the same second).
-                    Restore one with: \(CLI.name) put KEY --store URI < BACKUP/KEY.json
-                    """)
+                    With --backup, the original bytes of each migrated record are first saved to <suite>.backups/<UTC time>/<key>.json beside a defaults suite (or under --backup-dir); each run gets a folder of its own (<UTC time>-2 for a second run in the same second). Restore one with:
+                      \(CLI.name) put KEY --store URI < BACKUP/KEY.json
+
+                    A defaults: suite file that does not exist is reported as such (exit 66) and is not created. On a terminal, progress (records done, rate, time left) is shown on standard error; never with --json, --quiet or when standard error is not a terminal.
+                    """) }
         }
 
         @OptionGroup var storeOptions: StoreOptions
@@ -46,7 +44,8 @@ extension Migrate {
             let migrator = try storeOptions.migrator()
             if dryRun {
                 let reports = try migrator.plan()
-                try finish(reports, json: output.json) {
+                try finish(reports, store: migrator.store.uri, json: output.json,
+                           extra: ["dryRun": true, "backupDirectory": nil]) {
                     say("Dry run on \(migrator.store.uri): nothing is written")
                     printPlan(reports)
                 }
@@ -54,16 +53,21 @@ extension Migrate {
             }
             // A directory of this run's own, created now: another run in the same second gets another.
             let destination = backup ? try BackupDirectory.create(in: try backupParent(migrator.store)) : nil
-            let showProgress = standardErrorIsTerminal && !output.json
+            let meter = ProgressDisplay.isShown(standardErrorIsTerminal: standardErrorIsTerminal, json: output.json,
+                                                quiet: output.quiet) ? ProgressMeter() : nil
             let reports: [RecordReport]
             do {
-                reports = try migrator.run(backup: destination, progress: showProgress ? Self.showProgress : nil)
+                reports = try Self.run(migrator, backup: destination, meter: meter)
             } catch {
+                meter?.finish()
                 destination?.removeIfEmpty()
                 throw error
             }
+            meter?.finish()
             if let destination, !reports.contains(where: { $0.backupPath != nil }) { destination.removeIfEmpty() }
-            try finish(reports, json: output.json) {
+            let kept = destination.flatMap { reports.contains(where: { $0.backupPath != nil }) ? $0.path : nil }
+            try finish(reports, store: migrator.store.uri, json: output.json,
+                       extra: ["dryRun": false, "backupDirectory": JSONValue(kept)]) {
                 say("Run on \(migrator.store.uri)")
                 if !reports.isEmpty {
                     printTable(["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"], reports.map {
@@ -72,20 +76,24 @@ extension Migrate {
                     })
                 }
                 say(summary(reports))
-                if let destination, reports.contains(where: { $0.backupPath != nil }) {
-                    say("Backups in \(destination.path)")
-                }
+                if let kept { say("Backups in \(kept)") }
             }
         }
 
-        /// Progress on standard error for long runs: a line rewritten every 100 records.
-        @Sendable private static func showProgress(_ progress: MigrationProgress) {
-            if progress.written {
-                if progress.total >= 100 {
-                    FileHandle.standardError.write(Data("\rwritten \(progress.total) records checked\n".utf8))
+        /// Runs the migrator, feeding `meter` with records checked and, through the store's
+        /// ``CommitProgress`` reports, records written.
+        private static func run(
+            _ migrator: Migrator, backup: BackupDirectory?, meter: ProgressMeter?
+        ) throws -> [RecordReport] {
+            guard let meter else { return try migrator.run(backup: backup) }
+            return try CommitProgress.$observer.withValue({ done, total in
+                meter.update("writing", done: done, total: total)
+            }) {
+                try migrator.run(backup: backup) { progress in
+                    if !progress.written {
+                        meter.update("checking", done: progress.evaluated, total: progress.total)
+                    }
                 }
-            } else if progress.total >= 100, progress.evaluated % 100 == 0 {
-                FileHandle.standardError.write(Data("\rchecked \(progress.evaluated)/\(progress.total) records".utf8))
             }
         }
 

@@ -4,13 +4,16 @@ import Keepsake
 
 extension Migrate {
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Print a record migrated in memory to its latest version; nothing is written.")
+        static var configuration: CommandConfiguration {
+            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
+                abstract: "Print a record migrated in memory to its latest version; nothing is written.",
+                usage: "\(CLI.name) show <key> --store <uri> [<options>]") }
+        }
 
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var output: OutputOptions
 
-        @Argument(help: "The record's key.")
+        @Argument(help: "The record's key.", completion: Completions.key)
         var key: String
 
         func run() throws {
@@ -26,23 +29,19 @@ extension Migrate {
                         (see `\(CLI.name) models`), or use `\(CLI.name) get \(key)` for the raw value
                         """)
                 }
-                let record = try JSONSerialization.jsonObject(with: latest)
+                let record = try JSONDecoder().decode(JSONValue.self, from: latest)
                 if output.json {
-                    let object: [String: Any] = [
-                        "key": key, "schema": report.schema ?? NSNull(),
-                        "storedVersion": report.storedVersion ?? NSNull(),
-                        "latestVersion": report.latestVersion ?? NSNull(),
-                        "state": report.state.rawValue, "record": record,
-                    ]
-                    writeJSON(try JSONSerialization.data(
-                        withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
+                    printJSON([
+                        "store": .string(migrator.store.uri), "key": .string(key), "schema": JSONValue(report.schema),
+                        "storedVersion": JSONValue(report.storedVersion), "latestVersion": JSONValue(report.latestVersion),
+                        "state": .string(report.state.rawValue), "record": record,
+                    ] as JSONValue)
                 } else {
                     let change = report.state == .outdated
                         ? "\(report.storedText) (\(report.formText)) → \(report.latestText), migrated in memory; nothing written"
                         : "\(report.latestText), current"
-                    printError("\(key): \(report.schema ?? "-") \(change)")
-                    writeJSON(try JSONSerialization.data(
-                        withJSONObject: record, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
+                    if !CLI.quiet { printError("\(key): \(report.schema ?? "-") \(change)") }
+                    printJSON(record)
                 }
             }
         }

@@ -5,16 +5,19 @@ import KeepsakeTrial
 
 extension Migrate {
     struct Trial: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Report or start the trial period kept in a store.",
-            discussion: """
-                EXIT CODES
-                  0   not started, or active
-                  80  expired
-                  81  the clock moved back beyond the tolerance
-                  82  unknown: the store is locked or unavailable, or the record is unreadable or newer
-                """,
-            subcommands: [TrialStatusCommand.self, TrialStartCommand.self])
+        static var configuration: CommandConfiguration {
+            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
+                abstract: "Report or start the trial period kept in a store.",
+                discussion: """
+                    EXIT CODES
+                      0   not started, or active
+                      80  expired
+                      81  the clock moved back beyond the tolerance
+                      82  unknown: the store is locked or unavailable, or the record
+                          is unreadable or newer
+                    """,
+                subcommands: [TrialStatusCommand.self, TrialStartCommand.self]) }
+        }
     }
 }
 
@@ -60,17 +63,19 @@ struct TrialOptions: ParsableArguments {
 
     /// Runs `body` on the guard; a store that cannot be opened (locked, unavailable, a wrong
     /// key) is the trial's `unknown` state, with the cause.
-    func evaluate(_ storeOptions: StoreOptions, _ body: (TrialGuard) -> TrialStatus) throws -> TrialStatus {
+    func evaluate(
+        _ storeOptions: StoreAccessOptions, _ device: DeviceOptions, _ body: (TrialGuard) -> TrialStatus
+    ) throws -> TrialStatus {
         do {
-            return body(try makeGuard(storeOptions))
+            return body(try makeGuard(storeOptions, device))
         } catch let error as KeepsakeError {
             return .unknown(error)
         }
     }
 
-    func makeGuard(_ storeOptions: StoreOptions) throws -> TrialGuard {
+    func makeGuard(_ storeOptions: StoreAccessOptions, _ device: DeviceOptions) throws -> TrialGuard {
         let store = try storeOptions.openStore()
-        let context = storeOptions.context()
+        let context = device.context()
         let fixed = try now.map(parsedNow)
         return TrialGuard(store: store, key: key, length: .days(lengthDays),
                           rollbackTolerance: TimeInterval(toleranceMinutes) * 60,
@@ -81,60 +86,66 @@ struct TrialOptions: ParsableArguments {
 /// Prints a trial status and exits with its code.
 func report(_ status: TrialStatus, json: Bool) throws {
     let iso: (Date) -> String = isoText
-    var object: [String: Any] = [:]
+    var object: [String: JSONValue] = [:]
     let code: ExitCode
     switch status {
     case .notStarted:
-        object = ["state": "notStarted", "startDate": NSNull(), "daysLeft": NSNull(), "expiresAt": NSNull()]
+        object = ["state": "notStarted", "startDate": nil, "daysLeft": nil, "expiresAt": nil]
         code = .success
         if !json { say("Trial not started.") }
     case let .active(trial):
-        object = ["state": "active", "startDate": iso(trial.start), "daysLeft": trial.daysLeft,
-                  "expiresAt": iso(trial.expiresAt)]
+        object = ["state": "active", "startDate": .string(iso(trial.start)), "daysLeft": .int(trial.daysLeft),
+                  "expiresAt": .string(iso(trial.expiresAt))]
         code = .success
         if !json {
             say("Trial active: started \(iso(trial.start)), \(trial.daysLeft) whole days left, ends \(iso(trial.expiresAt)).")
         }
     case let .expired(since, start):
-        object = ["state": "expired", "startDate": iso(start), "daysLeft": 0, "expiresAt": iso(since)]
+        object = ["state": "expired", "startDate": .string(iso(start)), "daysLeft": 0, "expiresAt": .string(iso(since))]
         code = ExitCode(80)
         if !json { say("Trial expired on \(iso(since)) (started \(iso(start))).") }
     case let .clockMovedBack(lastSeen, now):
-        object = ["state": "clockMovedBack", "startDate": NSNull(), "daysLeft": NSNull(), "expiresAt": NSNull(),
-                  "lastSeen": iso(lastSeen), "now": iso(now)]
+        object = ["state": "clockMovedBack", "startDate": nil, "daysLeft": nil, "expiresAt": nil,
+                  "lastSeen": .string(iso(lastSeen)), "now": .string(iso(now))]
         code = ExitCode(81)
         if !json { say("The clock moved back: it reads \(iso(now)), but \(iso(lastSeen)) was already seen.") }
     case let .unknown(error):
-        object = ["state": "unknown", "startDate": NSNull(), "daysLeft": NSNull(), "expiresAt": NSNull(),
-                  "error": error.description, "errorCode": error.code.rawValue]
+        object = ["state": "unknown", "startDate": nil, "daysLeft": nil, "expiresAt": nil, "error": error.json]
         code = ExitCode(82)
-        if !json { printError("Trial state unknown: \(error)") }
+        printError("error: trial state unknown: \(error)")
     }
-    if json {
-        writeJSON(try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
-    }
+    object["exitCode"] = .int(Int(code.rawValue))
+    if json { printJSON(JSONValue.object(object)) }
     if code != .success { throw code }
 }
 
 struct TrialStatusCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "status", abstract: "Report the trial's state; never starts it.")
-    @OptionGroup var storeOptions: StoreOptions
+    static var configuration: CommandConfiguration {
+        ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(commandName: "status", abstract: "Report the trial's state; never starts it.",
+                             usage: "\(CLI.name) trial status --store <uri> [<options>]") }
+    }
+    @OptionGroup var storeOptions: StoreAccessOptions
+    @OptionGroup var device: DeviceOptions
     @OptionGroup var trial: TrialOptions
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        try guarded { try report(trial.evaluate(storeOptions) { $0.status() }, json: output.json) }
+        try guarded { try report(trial.evaluate(storeOptions, device) { $0.status() }, json: output.json) }
     }
 }
 
 struct TrialStartCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "start", abstract: "Start the trial if, and only if, no trial record exists; report its state.")
-    @OptionGroup var storeOptions: StoreOptions
+    static var configuration: CommandConfiguration {
+        ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
+            commandName: "start", abstract: "Start the trial if, and only if, no trial record exists; report its state.",
+            usage: "\(CLI.name) trial start --store <uri> [<options>]") }
+    }
+    @OptionGroup var storeOptions: StoreAccessOptions
+    @OptionGroup var device: DeviceOptions
     @OptionGroup var trial: TrialOptions
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        try guarded { try report(trial.evaluate(storeOptions) { $0.start() }, json: output.json) }
+        try guarded { try report(trial.evaluate(storeOptions, device) { $0.start() }, json: output.json) }
     }
 }

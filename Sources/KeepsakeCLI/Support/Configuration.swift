@@ -1,3 +1,4 @@
+import ArgumentParser
 import Keepsake
 import Synchronization
 
@@ -11,6 +12,13 @@ struct CLIConfiguration: Sendable {
     let appID: String
     /// The `--model KEY=NAME` values, taken out of the arguments before parsing.
     var modelOptions: [String] = []
+    /// Whether `--json` was given: failures are then also printed as one JSON object on
+    /// standard output, even those found before the command is parsed.
+    var json = false
+    /// Whether `--quiet` was given: no progress, hints or warnings on standard error.
+    var quiet = false
+    /// The `--store` argument as given, for failures that happen before it is parsed.
+    var storeArgument: String?
 
     /// A checked configuration.
     ///
@@ -65,6 +73,10 @@ enum CLI {
     static var appID: String { CLIConfiguration.current.appID }
     /// The `--model KEY=NAME` values given on the command line.
     static var modelOptions: [String] { CLIConfiguration.current.modelOptions }
+    /// Whether output is JSON (`--json`).
+    static var json: Bool { CLIConfiguration.current.json }
+    /// Whether `--quiet` was given.
+    static var quiet: Bool { CLIConfiguration.current.quiet }
 }
 
 /// `--model KEY=NAME` and `--model=KEY=NAME`, taken out of a command line in one pass.
@@ -95,5 +107,21 @@ enum ModelOptions {
             index = arguments.index(after: index)
         }
         return (models, rest)
+    }
+}
+
+/// Each command's `CommandConfiguration`, built once. ArgumentParser reads a command's
+/// `configuration` many times while parsing; ours are computed (they name the configured
+/// command), and building them anew each time made every run several times slower.
+enum ConfigurationCache {
+    private static let storage = Mutex<[ObjectIdentifier: CommandConfiguration]>([:])
+
+    static func configuration(
+        of type: Any.Type, _ build: () -> CommandConfiguration
+    ) -> CommandConfiguration {
+        if let cached = storage.withLock({ $0[ObjectIdentifier(type)] }) { return cached }
+        let built = build()
+        storage.withLock { $0[ObjectIdentifier(type)] = built }
+        return built
     }
 }

@@ -24,6 +24,46 @@ enum Exit {
     /// `copy`: some records are in both stores (not removed from the source, or not restored).
     static let inBoth = ExitCode(86)
 
+    /// Every exit code with what it means, as `--help` and the man page list them.
+    static var documented: [(code: Int, meaning: String)] {
+        [
+            (0, "success (outdated records are not an error for status and plan)"),
+            (1, "unexpected internal error"),
+            (64, "usage error"),
+            (65, """
+                a managed record is unreadable: corrupt, unrecognised, ambiguous, its migration step failed or \
+                needs a device identity (it was left untouched)
+                """),
+            (66, "no record under the given key, or no suite file at PATH"),
+            (67, "a managed record was written by a newer release (left untouched)"),
+            (68, "the store's own data is corrupt (e.g. a suite file that is not a JSON object)"),
+            (69, "the store is unavailable"),
+            (70, "the store is locked"),
+            (71, "wrong master key or passphrase for a file: store"),
+            (73, "a record changed while being migrated, or its backup failed (left untouched)"),
+            (74, "an I/O error"),
+            (75, "timed out waiting for the store's lock or an answer; try again"),
+            (77, "permission denied"),
+            (80, "`\(CLI.name) trial`: the trial expired"),
+            (81, "`\(CLI.name) trial`: the clock moved back beyond the tolerance"),
+            (82, "`\(CLI.name) trial`: the trial's state is unknown"),
+            (83, "`\(CLI.name) copy`: a destination key holds another value (give --overwrite); nothing was written"),
+            (84, "`\(CLI.name) copy`: a value the destination cannot hold; nothing was written"),
+            (85, "`\(CLI.name) copy`: a write or read-back failed; the destination was restored, the source untouched"),
+            (86, "`\(CLI.name) copy`: some records are in both stores (not removed from the source, or not restored)"),
+        ]
+    }
+
+    /// ``documented`` as a help section: `  65  text`, wrapped to `width` columns under the text.
+    static func helpText(width: Int = 80) -> String {
+        documented.map { code, meaning in
+            let number = String(code).padding(toLength: 4, withPad: " ", startingAt: 0)
+            return wrap(meaning, width: width - 6).enumerated().map { index, line in
+                (index == 0 ? "  " + number : "      ") + line
+            }.joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
     /// The exit code for an error that stopped a command.
     static func code(for error: KeepsakeError) -> ExitCode {
         switch error.code {
@@ -56,14 +96,8 @@ enum Exit {
     }
 }
 
-/// Prints `error` for a person and exits with its code.
-func fail(_ error: KeepsakeError) -> ExitCode {
-    printError("error: \(error)")
-    if let hint = hint(for: error) { printError("hint: \(hint)") }
-    return Exit.code(for: error)
-}
-
-private func hint(for error: KeepsakeError) -> String? {
+/// What to do about `error`, when there is something to say.
+func hint(for error: KeepsakeError) -> String? {
     switch error.code {
     case .corruptStore:
         return "the file was not changed; inspect it, restore a backup, or point --store elsewhere"
@@ -78,4 +112,19 @@ private func hint(for error: KeepsakeError) -> String? {
     default:
         return nil
     }
+}
+
+/// `text` broken at spaces into lines of at most `width` characters (a longer word keeps its own line).
+func wrap(_ text: String, width: Int) -> [String] {
+    var lines: [String] = []
+    var line = ""
+    for word in text.split(separator: " ") {
+        if !line.isEmpty, line.count + 1 + word.count > width {
+            lines.append(line)
+            line = ""
+        }
+        line += (line.isEmpty ? "" : " ") + word
+    }
+    if !line.isEmpty { lines.append(line) }
+    return lines
 }

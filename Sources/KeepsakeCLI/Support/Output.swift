@@ -68,16 +68,10 @@ func printTable(_ header: [String], _ rows: [[String]]) {
     for row in rows { print(line(row)) }
 }
 
-/// Encodes `value` as pretty, key-sorted JSON on standard output (see ``writeJSON(_:)``).
+/// Prints `value` as the command's one `--json` output (see ``JSONOutput``): every command
+/// prints its JSON through here.
 func printJSON<T: Encodable>(_ value: T) {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    do {
-        writeJSON(try encoder.encode(value))
-    } catch {
-        // Our own output types always encode; reaching this is a bug worth seeing.
-        preconditionFailure("cannot encode CLI output: \(error)")
-    }
+    JSONOutput.emit(value)
 }
 
 /// Writes JSON text and a newline to standard output, with DEL, the C1 controls and the

@@ -1,32 +1,6 @@
 import Foundation
 import Keepsake
 
-/// One record in `--json` output of status, plan and run.
-struct ReportJSON: Encodable {
-    let report: RecordReport
-
-    enum CodingKeys: String, CodingKey {
-        case key, schema, storedVersion, latestVersion, state, form, stringWrapped, steps, error, errorCode, backup
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(report.key, forKey: .key)
-        try container.encode(report.schema, forKey: .schema)
-        try container.encode(report.storedVersion, forKey: .storedVersion)
-        try container.encode(report.latestVersion, forKey: .latestVersion)
-        try container.encode(report.state.rawValue, forKey: .state)
-        try container.encode(report.form?.rawValue, forKey: .form)
-        try container.encode(report.stringWrapped, forKey: .stringWrapped)
-        try container.encode(report.steps, forKey: .steps)
-        if let error = report.error {
-            try container.encode(error.description, forKey: .error)
-            try container.encode(error.code.rawValue, forKey: .errorCode)
-        }
-        try container.encodeIfPresent(report.backupPath, forKey: .backup)
-    }
-}
-
 extension RecordReport {
     /// `v0`, or `-` when unknown.
     var storedText: String { storedVersion.map { "v\($0)" } ?? "-" }
@@ -62,10 +36,13 @@ func summary(_ reports: [RecordReport]) -> String {
     return counts.isEmpty ? "no records" : counts.joined(separator: ", ")
 }
 
-/// Prints `reports` as `--json` or with `human`, then exits with their code (see `Exit`).
-func finish(_ reports: [RecordReport], json: Bool, human: () -> Void) throws {
+/// Prints `reports` as `--json` (one object: the store, the records, the totals, and `extra`)
+/// or with `human`, then exits with their code (see `Exit`).
+func finish(
+    _ reports: [RecordReport], store: String, json: Bool, extra: [String: JSONValue] = [:], human: () -> Void
+) throws {
     if json {
-        printJSON(reports.map(ReportJSON.init))
+        printJSON(reportsJSON(store: store, reports, extra: extra))
     } else {
         human()
     }

@@ -4,36 +4,42 @@ import Keepsake
 import KeepsakeSodium
 import KeepsakeStores
 
-/// Options every command shares: which store, how keys map to models, the device identity.
-struct StoreOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp(
-        "The store to use: defaults:PATH, file:DIR or keyring:SERVICE.", valueName: "uri"))
+/// `--store` and how to open it: the master key options (for `file:` stores) and
+/// `--keyring-timeout`. What `get`, `put`, `delete` and `trial` take.
+struct StoreAccessOptions: ParsableArguments {
+    @Option(name: .long, help: StoreLocator.storeHelp, completion: Completions.store)
     var store: String
 
     @OptionGroup(title: "Master key of a file: store (one of)")
     var key: KeySourceOptions
 
-    @Option(name: .long, help: ArgumentHelp(
-        "How long a keyring call may take before it fails, in seconds.", valueName: "seconds"))
+    @Option(name: .long, help: StoreLocator.keyringTimeoutHelp)
     var keyringTimeout: Double = 5
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Treat KEY as a record of model NAME (repeatable). See `\(CLI.name) models` for names.",
-        valueName: "key=name"))
-    var model: [String] = []
+    var locator: StoreLocator { StoreLocator(store: store, key: key, keyringTimeout: keyringTimeout) }
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Device identity recorded by migration steps that ask for one (default: derived from /etc/machine-id and --app-id, when a step asks).",
-        valueName: "id"))
-    var deviceID: String?
+    func validate() throws { try locator.validate() }
+    func parsedURI() throws -> StoreURI { try locator.parsedURI() }
+    func openStore() throws -> any RecordStore { try locator.openStore() }
+    func openExistingStore() throws -> any RecordStore { try locator.openExistingStore() }
+}
 
-    @Option(name: .long, help: ArgumentHelp(
-        "App identifier the default device identity is derived with (default: \(CLI.appID)).", valueName: "id"))
-    var appID: String?
+/// `--store`, the master key options and `--keyring-timeout` as given, and how to open the
+/// store they name. (The option groups declare the options themselves rather than nesting a
+/// group: ArgumentParser's cost grows steeply with the depth of nested groups.)
+struct StoreLocator {
+    let store: String
+    let key: KeySourceOptions
+    let keyringTimeout: Double
+
+    static let storeHelp = ArgumentHelp(
+        "The store: defaults:PATH, file:DIR or keyring:SERVICE (a PATH or DIR may start with ~/).",
+        valueName: "uri")
+    static let keyringTimeoutHelp = ArgumentHelp(
+        "How long a keyring call may take before it fails, in seconds.", valueName: "seconds")
 
     func validate() throws {
         let uri = try parsedURI()
-        _ = try keyModels()
         if uri.scheme == .memory {
             throw ValidationError("""
                 a memory: store lives only inside one process; \(CLI.name) works on defaults:PATH, \
@@ -43,7 +49,128 @@ struct StoreOptions: ParsableArguments {
         if uri.scheme != .file && key.given {
             throw ValidationError("--key-file, --keyring-key and the passphrase options are for file: stores")
         }
-        _ = try Self.duration(keyringTimeout, option: "--keyring-timeout")
+        _ = try StoreOptions.duration(keyringTimeout, option: "--keyring-timeout")
+    }
+
+    /// `--store`, parsed by the library's ``StoreURI`` (a usage error when it is not a URI).
+    /// A leading `~/` in a path is the home directory.
+    func parsedURI() throws -> StoreURI {
+        do {
+            return try StoreURI(parsing: store)
+        } catch {
+            throw usageError("--store: \(error.message)")
+        }
+    }
+
+    /// Opens the store through ``StoreURI/open(options:)``, with the master key options for a
+    /// `file:` store and `--keyring-timeout`.
+    func openStore() throws -> any RecordStore {
+        let uri = try parsedURI()
+        let timeout = try StoreOptions.duration(keyringTimeout, option: "--keyring-timeout")
+        let options = StoreOpenOptions(
+            masterKey: uri.scheme == .file ? try key.source(for: uri.description, keyringTimeout: timeout) : nil,
+            keyringTimeout: timeout)
+        return try uri.open(options: options)
+    }
+
+    /// Opens the store, first making sure a `defaults:` suite file exists: reading a suite that
+    /// is not there would otherwise look like an empty store (a mistyped path would say "no
+    /// records"). Commands that only read or change what exists (status, plan, run, show, get,
+    /// delete) use this; `put` and `trial start` create the file instead.
+    ///
+    /// - Throws: `.notFound` naming the store when the suite file does not exist.
+    func openExistingStore() throws -> any RecordStore {
+        let store = try openStore()
+        if let defaults = store as? DefaultsStore, !FileManager.default.fileExists(atPath: defaults.path) {
+            throw KeepsakeError(.notFound, store: store.uri, """
+                the suite file does not exist; nothing was read or written (a suite is created by its \
+                first write, such as `\(CLI.name) put`)
+                """)
+        }
+        return store
+    }
+}
+
+/// `--store` and the master key, for the commands that work on `file:` stores only (`init`,
+/// `rekey`).
+struct FileStoreOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "The encrypted store: file:DIR (DIR may start with ~/).", valueName: "uri"), completion: Completions.store)
+    var store: String
+
+    @OptionGroup(title: "Master key of the store (one of)")
+    var key: KeySourceOptions
+
+    func parsedURI() throws -> StoreURI {
+        do {
+            return try StoreURI(parsing: store)
+        } catch {
+            throw usageError("--store: \(error.message)")
+        }
+    }
+
+    /// Opens the store with its master key.
+    func openStore() throws -> any RecordStore {
+        let uri = try parsedURI()
+        return try uri.open(options: StoreOpenOptions(masterKey: try key.source(for: uri.description)))
+    }
+}
+
+/// `--device-id` and `--app-id`: the device identity migration steps and the trial guard record.
+struct DeviceOptions: ParsableArguments {
+    @Option(name: .long, help: deviceIDHelp)
+    var deviceID: String?
+
+    @Option(name: .long, help: appIDHelp)
+    var appID: String?
+
+    static let deviceIDHelp = ArgumentHelp(
+        "Device identity recorded by steps that ask for one (default: derived from /etc/machine-id and --app-id).",
+        valueName: "id")
+    static var appIDHelp: ArgumentHelp {
+        ArgumentHelp("App identifier the default device identity is derived with (default: \(CLI.appID)).",
+                     valueName: "id")
+    }
+
+    func context() -> MigrationContext { Self.context(deviceID: deviceID, appID: appID) }
+
+    /// The migration context: the system clock, random identifiers, and the device identity —
+    /// `--device-id`, or derived from the machine id the first time a step asks for it, so a
+    /// machine without `/etc/machine-id` can still migrate records whose steps need none.
+    static func context(deviceID: String?, appID: String?) -> MigrationContext {
+        if let deviceID { return .live(deviceIdentity: deviceID) }
+        return .live(appID: appID ?? CLI.appID)
+    }
+}
+
+/// What the commands that match records to models take (`status`, `plan`, `run`, `show`): the
+/// store, `--model`, and the device identity.
+struct StoreOptions: ParsableArguments {
+    @Option(name: .long, help: StoreLocator.storeHelp, completion: Completions.store)
+    var store: String
+
+    @OptionGroup(title: "Master key of a file: store (one of)")
+    var key: KeySourceOptions
+
+    @Option(name: .long, help: StoreLocator.keyringTimeoutHelp)
+    var keyringTimeout: Double = 5
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Treat KEY as a record of model NAME (repeatable; see `\(CLI.name) models`).",
+        valueName: "key=name"), completion: Completions.model)
+    var model: [String] = []
+
+    @Option(name: .long, help: DeviceOptions.deviceIDHelp)
+    var deviceID: String?
+
+    @Option(name: .long, help: DeviceOptions.appIDHelp)
+    var appID: String?
+
+    var locator: StoreLocator { StoreLocator(store: store, key: key, keyringTimeout: keyringTimeout) }
+
+    func validate() throws {
+        try locator.validate()
+        _ = try keyModels()
     }
 
     /// The longest deadline a `--…timeout` option accepts, in seconds (an hour).
@@ -58,14 +185,7 @@ struct StoreOptions: ParsableArguments {
         return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 
-    /// `--store`, parsed by the library's ``StoreURI`` (a usage error when it is not a URI).
-    func parsedURI() throws -> StoreURI {
-        do {
-            return try StoreURI(parsing: store)
-        } catch {
-            throw usageError("--store: \(error.message)")
-        }
-    }
+    func parsedURI() throws -> StoreURI { try locator.parsedURI() }
 
     /// `--model key=name` as a dictionary, names checked against the known models.
     func keyModels() throws -> [String: String] {
@@ -85,41 +205,36 @@ struct StoreOptions: ParsableArguments {
         return result
     }
 
-    /// Opens the store through ``StoreURI/open(options:)``, with the master key options for a
-    /// `file:` store and `--keyring-timeout`.
-    func openStore() throws -> any RecordStore {
-        let uri = try parsedURI()
-        let timeout = try Self.duration(keyringTimeout, option: "--keyring-timeout")
-        let options = StoreOpenOptions(
-            masterKey: uri.scheme == .file ? try key.source(for: uri.description, keyringTimeout: timeout) : nil,
-            keyringTimeout: timeout)
-        return try uri.open(options: options)
-    }
+    /// Opens the store (see ``StoreLocator/openStore()``).
+    func openStore() throws -> any RecordStore { try locator.openStore() }
 
-    /// The migration context: the system clock, random identifiers, and the device identity —
-    /// `--device-id`, or derived from the machine id the first time a step asks for it, so a
-    /// machine without `/etc/machine-id` can still migrate records whose steps need none.
-    func context() -> MigrationContext {
-        if let deviceID { return .live(deviceIdentity: deviceID) }
-        return .live(appID: appID ?? CLI.appID)
-    }
+    func context() -> MigrationContext { DeviceOptions.context(deviceID: deviceID, appID: appID) }
 
+    /// A migrator on the store, which must exist (see ``StoreLocator/openExistingStore()``).
     func migrator() throws -> Migrator {
-        Migrator(store: try openStore(), chains: CLI.chains, context: context(), keyModels: try keyModels())
+        Migrator(store: try locator.openExistingStore(), chains: CLI.chains, context: context(),
+                 keyModels: try keyModels())
     }
 }
 
-/// `--json`.
+/// `--json`, `--verbose` and `--quiet`: what every command prints, and how much.
 struct OutputOptions: ParsableArguments {
-    @Flag(name: .long, help: "Print machine-readable JSON instead of a table.")
+    @Flag(name: .long, help: "Print one JSON object (or array) on standard output, failures included.")
     var json = false
+
+    @Flag(name: .long, help: "Log migrations, writes, conflicts and waits on standard error.")
+    var verbose = false
+
+    @Flag(name: .long, help: "Print only errors on standard error: no progress, hints or warnings.")
+    var quiet = false
+
+    func validate() throws {
+        if verbose && quiet { throw ValidationError("--verbose and --quiet cannot be given together") }
+    }
 }
 
-/// Runs `body`, turning a ``KeepsakeError`` into a printed message and its exit code.
+/// Runs `body`. Errors it throws are reported by the runner (``MigrateCommand``): a
+/// ``KeepsakeError`` with its message and exit code, as JSON too with `--json`.
 func guarded(_ body: () throws -> Void) throws {
-    do {
-        try body()
-    } catch let error as KeepsakeError {
-        throw fail(error)
-    }
+    try body()
 }

@@ -44,7 +44,10 @@ public enum TwoReleaseScenario {
         }
         let status = try BuiltExecutable(named: "migrate").run(["status", "--json"] + store)
         steps.append(("migrate status", status))
-        let reports = try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]]
+        // `status --json` prints one object; its `records` are the reports (an unparsable output is a
+        // mismatch below, with the output quoted).
+        let object = try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+        let reports = object?["records"] as? [[String: Any]]
         let person = reports?.first { $0["key"] as? String == "person" }
         if status.status != 0 || person?["state"] as? String != "newerReadable" || person?["storedVersion"] as? Int != 4 {
             mismatches.append("migrate status: exit \(status.status), printed \(status.stdout); expected the person " +

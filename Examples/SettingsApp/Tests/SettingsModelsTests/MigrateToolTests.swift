@@ -76,7 +76,7 @@ struct MigrateToolTests {
         let suite = try ThreeEraSuite()
         let result = try suite.run("status", ["--json"] + ThreeEraSuite.models)
         #expect(result.status == 0, "\(result.stderr)")
-        let records = try #require(try decodeJSON(result.stdout) as? [[String: Any]])
+        let records = try decodeRecords(result.stdout)
         #expect(records.map { $0["key"] as? String } == ["settings", "settings-new", "settings-old"])
         #expect(records.map { $0["state"] as? String } == ["outdated", "current", "outdated"])
         #expect(records.map { $0["form"] as? String } == ["bare", "envelope", "inlineVersion"])
@@ -91,7 +91,7 @@ struct MigrateToolTests {
         let suite = try ThreeEraSuite()
         let result = try suite.run("status", ["--json"])
         #expect(result.status == 0, "\(result.stderr)")
-        let records = try #require(try decodeJSON(result.stdout) as? [[String: Any]])
+        let records = try decodeRecords(result.stdout)
         #expect(records.map { $0["state"] as? String } == ["outdated", "current", "unmanaged"])
     }
 
@@ -126,7 +126,7 @@ struct MigrateToolTests {
 
         let again = try suite.run("status", ["--json"] + ThreeEraSuite.models)
         #expect(again.status == 0)
-        let states = try #require(try decodeJSON(again.stdout) as? [[String: Any]]).map { $0["state"] as? String }
+        let states = try decodeRecords(again.stdout).map { $0["state"] as? String }
         #expect(states == ["current", "current", "current"])
         let rerun = try suite.run("run", ThreeEraSuite.models)
         #expect(rerun.status == 0)
@@ -145,10 +145,16 @@ struct MigrateToolTests {
         try Data(newer.utf8).write(to: URL(fileURLWithPath: suite.path))
         let status = try suite.run("status", ["--json"])
         #expect(status.status == 67, "\(status.stderr)")
-        let records = try #require(try decodeJSON(status.stdout) as? [[String: Any]])
+        let records = try decodeRecords(status.stdout)
         #expect(records.map { $0["state"] as? String } == ["newer"])
         let run = try suite.run("run")
         #expect(run.status == 67)
         #expect(suite.contents == newer)
     }
+}
+
+/// The `records` of the one object `status`, `plan` and `run --json` print.
+func decodeRecords(_ text: String) throws -> [[String: Any]] {
+    let object = try #require(try decodeJSON(text) as? [String: Any], "not one JSON object: \(text)")
+    return try #require(object["records"] as? [[String: Any]], "no records array: \(text)")
 }

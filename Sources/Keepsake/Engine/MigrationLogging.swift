@@ -1,0 +1,69 @@
+import Foundation
+import Logging
+
+/// What the engine logs about migrations and write-backs. Only stores, keys, models, versions,
+/// states and error codes: never a record's bytes, a value or an error's message (which may
+/// describe a record's shape).
+extension Logger {
+    /// A record's identity for a log line.
+    static func metadata(store: String, key: String, schema: String? = nil) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["store": "\(store)", "key": "\(key)"]
+        if let schema { metadata["model"] = "\(schema)" }
+        return metadata
+    }
+
+    /// Logs a finished ``Migrator/run(backup:progress:)``: each record migrated (debug), left
+    /// unread or newer (notice), changed meanwhile (notice) or failed to write (warning), then
+    /// the counts (info). Records are only described when their level is enabled, so a run's
+    /// cost does not grow with logging off.
+    func ranMigration(_ reports: [RecordReport], store: String) {
+        var counts: [RecordReport.State: Int] = [:]
+        let perRecord = logLevel <= .debug
+        for report in reports {
+            counts[report.state, default: 0] += 1
+            guard perRecord || report.error != nil else { continue }
+            let metadata = { () -> Logger.Metadata in
+                var metadata = Logger.metadata(store: store, key: report.key, schema: report.schema)
+                if let stored = report.storedVersion { metadata["from"] = "\(stored)" }
+                if let latest = report.latestVersion { metadata["to"] = "\(latest)" }
+                if let error = report.error { metadata["error"] = "\(error.code.rawValue)" }
+                return metadata
+            }
+            switch (report.state, report.error?.code) {
+            case (.migrated, _):
+                debug("record migrated and written back", metadata: metadata())
+            case (_, .conflict?):
+                notice("record changed while it was being migrated; left as the other writer stored it",
+                       metadata: metadata())
+            case (.outdated, _?):
+                warning("migrated record could not be written; left as it was", metadata: metadata())
+            case (.unreadable, _), (.newer, _):
+                notice("record left untouched: \(report.state.rawValue)", metadata: metadata())
+            default:
+                trace("record left as it is: \(report.state.rawValue)", metadata: metadata())
+            }
+        }
+        let summary = RecordReport.State.allCases.compactMap { state in
+            counts[state].map { "\($0) \(state.rawValue)" }
+        }.joined(separator: ", ")
+        info("migration run finished: \(summary.isEmpty ? "no records" : summary)", metadata: ["store": "\(store)"])
+    }
+
+    /// Logs what became of a record the front door migrated on read: written back (debug: this
+    /// is an app's ordinary read path, and swift-log's default handler prints `info` on standard
+    /// output), changed meanwhile (notice), or not written (warning).
+    func wroteBack(_ error: KeepsakeError?, store: String, key: String, schema: String) {
+        var metadata = Logger.metadata(store: store, key: key, schema: schema)
+        guard let error else {
+            debug("migrated record written back", metadata: metadata)
+            return
+        }
+        metadata["error"] = "\(error.code.rawValue)"
+        if error.code == .conflict {
+            notice("record changed while it was being migrated; left as the other writer stored it", metadata: metadata)
+        } else {
+            warning("migrated record could not be written back; the migrated value is still returned",
+                    metadata: metadata)
+        }
+    }
+}

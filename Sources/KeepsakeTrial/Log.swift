@@ -1,0 +1,33 @@
+import Logging
+import Keepsake
+
+/// This module's logger, labelled `keepsake.trial`: the trial guard: trials started, expired, the
+/// clock moved back, unknown states.
+///
+/// Log lines name stores, record keys, models, versions and error codes — never a record's
+/// value, a secret, a passphrase or key material. A logger is made on each use (cheap: the
+/// handler factory is called, nothing is written unless the level is enabled), so that a
+/// `LoggingSystem.bootstrap` made after this module was first used still applies.
+enum Log {
+    static var trial: Logger { Logger(label: "keepsake.trial") }
+}
+
+extension Logger {
+    /// Logs a trial state — read (trace), expired (debug: an app asks on every launch), unknown
+    /// (notice: a locked keyring, say), the clock moved back (warning) — and returns it.
+    func reported(_ status: TrialStatus, store: String, key: String) -> TrialStatus {
+        var metadata: Logger.Metadata = ["store": "\(store)", "key": "\(key)"]
+        switch status {
+        case .notStarted, .active:
+            trace("trial state read", metadata: metadata)
+        case .expired:
+            debug("trial expired", metadata: metadata)
+        case .clockMovedBack:
+            warning("the clock moved back beyond the tolerance; the trial is not extended", metadata: metadata)
+        case let .unknown(error):
+            metadata["error"] = "\(error.code.rawValue)"
+            notice("trial state unknown", metadata: metadata)
+        }
+        return status
+    }
+}
