@@ -452,6 +452,9 @@ package enum Syscall {
         }
     }
 
+    /// Where `d_name` starts in a `dirent`.
+    private static let direntNameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+
     /// The names in `directory`, without `.` and `..`.
     package static func listDirectory(_ directory: String) throws(SystemFailure) -> [String] {
         guard let stream = opendir(directory) else { throw SystemFailure(call: "opendir", errno: errno) }
@@ -463,9 +466,10 @@ package enum Syscall {
                 if errno != 0 { throw SystemFailure(call: "readdir", errno: errno) }
                 return names
             }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
-            }
+            // The name is read where it lies: `entry.pointee.d_name` would copy the whole
+            // 256-byte field, past the end of an entry `readdir` made shorter (`d_reclen`).
+            let name = String(cString: UnsafeRawPointer(entry).advanced(by: direntNameOffset)
+                .assumingMemoryBound(to: CChar.self))
             if name != "." && name != ".." { names.append(name) }
         }
     }
