@@ -27,6 +27,8 @@ public final class DefaultsStore: RecordStore {
     public var capabilities: StoreCapabilities { [] }
     /// How long a change waits for another process holding the lock.
     public let lockTimeout: Duration
+    /// The last parsed version of the suite, reused while the file is provably unchanged.
+    private let cache = SuiteCache()
 
     /// A store on the suite file at `path` (created on the first write).
     public init(path: String, lockTimeout: Duration = .seconds(10)) {
@@ -176,24 +178,64 @@ public final class DefaultsStore: RecordStore {
         }
     }
 
+    /// The suite as it is on disk now: the cached parse when the file is provably the version
+    /// parsed last (see ``SuiteCache``), else the file read and parsed (and cached).
     private func readDocument() throws(KeepsakeError) -> DefaultsDocument {
-        let contents: [UInt8]?
+        if let settled = cache.settledDocument(at: path) { return settled }
+        let readAt = SuiteCache.now()
+        let read: (bytes: Data, identity: FileIdentity?)?
         do throws(SystemFailure) {
-            contents = try Syscall.readFile(path)
+            read = try Self.readSuite(path)
         } catch {
-            if error.errno == ENOTDIR { return DefaultsDocument(bytes: Data(), entries: []) }
+            cache.clear()
+            if error.errno == ENOTDIR { return DefaultsDocument.empty }
             throw error.error(store: uri, "cannot read the suite file")
         }
-        guard let contents else { return DefaultsDocument(bytes: Data(), entries: []) }
-        let bytes = Data(contents)
+        guard let read else {
+            cache.clear()
+            return DefaultsDocument.empty
+        }
         do throws(JSONSyntaxError) {
-            return try DefaultsDocument.parse(bytes)
+            return try cache.document(for: read.bytes, identity: read.identity, readAt: readAt, parse: DefaultsDocument.parse)
         } catch {
             throw KeepsakeError(.corruptStore, store: uri, """
                 the suite file is not a JSON object of key → value; it was left as it is — \
                 repair it or move it away
                 """, cause: error.cause)
         }
+    }
+
+    /// The bytes of the regular file at `path` (symbolic links not followed), and its identity
+    /// when it did not change while it was read; `nil` when there is no file.
+    private static func readSuite(_ path: String) throws(SystemFailure) -> (bytes: Data, identity: FileIdentity?)? {
+        let fd: Int32
+        let before: stat
+        do throws(SystemFailure) {
+            (fd, before) = try Syscall.openRegularFile(path)
+        } catch {
+            if error.errno == ENOENT { return nil }
+            throw error
+        }
+        defer { Syscall.close(fd) }
+        // Room for the size fstat gave (capped: it is only a hint), plus a byte to see the end.
+        var bytes = Data(count: max(4096, min(Int(clamping: before.st_size), 64 << 20) + 1))
+        var filled = 0
+        while true {
+            if filled == bytes.count { bytes.count *= 2 }
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                Glibc.read(fd, buffer.baseAddress! + filled, buffer.count - filled)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw SystemFailure(call: "read", errno: errno)
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        bytes.count = filled
+        var after = stat()
+        let unchanged = fstat(fd, &after) == 0 && FileIdentity(after) == FileIdentity(before)
+        return (bytes, unchanged ? FileIdentity(before) : nil)
     }
 
     /// A value must be exactly one JSON value: the document is spliced from values' bytes.
@@ -214,21 +256,27 @@ public final class DefaultsStore: RecordStore {
 
 /// A suite file sliced into its top-level members, each kept as its exact bytes. Keys are exact
 /// strings: `"caf\u{E9}"` and `"cafe\u{301}"` are two members.
-struct DefaultsDocument {
+struct DefaultsDocument: Sendable {
     let bytes: Data
     /// Sorted by key (UTF-8 bytes).
     let entries: [(key: String, range: Range<Int>)]
+    /// Each key's value range in ``bytes``.
+    let ranges: [ExactString: Range<Int>]
+
+    static let empty = DefaultsDocument(bytes: Data(), entries: [], ranges: [:])
 
     func value(forKey key: String) -> Data? {
-        entries.first { $0.key.isExactly(key) }.map { Data(bytes[$0.range]) }
+        ranges[ExactString(key)].map { Data(bytes[$0]) }
     }
 
     var entriesWithBytes: [(ExactString, Data)] { entries.map { (ExactString($0.key), Data(bytes[$0.range])) } }
 
     static func parse(_ bytes: Data) throws(JSONSyntaxError) -> DefaultsDocument {
-        let entries = try JSONParser.withParser(bytes) { parser throws(JSONSyntaxError) -> [(key: String, range: Range<Int>)] in
+        // Data slices keep their parent's indices; ranges are kept in the slice's own.
+        let base = bytes.startIndex
+        let (entries, ranges) = try JSONParser.withParser(bytes) { parser throws(JSONSyntaxError) -> ([(key: String, range: Range<Int>)], [ExactString: Range<Int>]) in
             var entries: [(key: String, range: Range<Int>)] = []
-            var seen = Set<ExactString>()
+            var ranges: [ExactString: Range<Int>] = [:]
             guard try parser.peek() == UInt8(ascii: "{") else {
                 throw JSONSyntaxError(offset: parser.offset, reason: "the document is not a JSON object")
             }
@@ -242,11 +290,12 @@ struct DefaultsDocument {
                     }
                     let keyOffset = parser.offset
                     let key = try parser.parseString()
-                    guard seen.insert(ExactString(key)).inserted else {
+                    try parser.expect(UInt8(ascii: ":"), "':'")
+                    let skipped = try parser.skipValue(depth: 1)
+                    let range = (base + skipped.lowerBound)..<(base + skipped.upperBound)
+                    guard ranges.updateValue(range, forKey: ExactString(key)) == nil else {
                         throw JSONSyntaxError(offset: keyOffset, reason: "duplicate key '\(key)'")
                     }
-                    try parser.expect(UInt8(ascii: ":"), "':'")
-                    let range = try parser.skipValue(depth: 1)
                     entries.append((key, range))
                     if try parser.peek() == UInt8(ascii: ",") {
                         try parser.expect(UInt8(ascii: ","), "','")
@@ -257,14 +306,9 @@ struct DefaultsDocument {
                 }
             }
             try parser.expectEnd()
-            return entries
+            return (entries, ranges)
         }
-        // Data slices keep their parent's indices; shift ranges to the slice's own.
-        let base = bytes.startIndex
-        return DefaultsDocument(
-            bytes: bytes,
-            entries: entries.map { ($0.key, (base + $0.range.lowerBound)..<(base + $0.range.upperBound)) }
-                .sorted { $0.key.precedesExactly($1.key) })
+        return DefaultsDocument(bytes: bytes, entries: entries.sorted { $0.key.precedesExactly($1.key) }, ranges: ranges)
     }
 
     /// `{ "key": value, … }` with one member per line, keys sorted (UTF-8 bytes), values as given.
