@@ -106,23 +106,28 @@ public final class DefaultsStore: RecordStore {
         }
         defer { lock.unlock() }
 
-        var values = Dictionary(uniqueKeysWithValues: try readDocument().entriesWithBytes)
+        let document = try readDocument()
+        // Only the written keys are looked at: the other members keep their bytes, copied once
+        // from the document into the new one.
+        var changes: [ExactString: Data?] = [:]
         var results: [StoreWriteResult] = []
+        results.reserveCapacity(writes.count)
         var changed = false
         for write in writes {
             let key = ExactString(write.key)
-            guard write.expects(values[key]) else {
+            let current = changes[key] ?? document.value(forKey: write.key)
+            guard write.expects(current) else {
                 results.append(.conflict)
                 continue
             }
-            if values[key] != write.value { changed = true }
-            values[key] = write.value
+            if current != write.value { changed = true }
+            changes[key] = .some(write.value)
             results.append(.applied)
         }
         guard changed else { return results }
         removeLeftovers()
         do throws(SystemFailure) {
-            try fileSystem.replace(fileName, in: directory, with: DefaultsDocument.serialize(values))
+            try fileSystem.replace(fileName, in: directory, with: document.applying(changes))
         } catch {
             throw error.error(store: uri, "cannot write the suite file; it was left as it was")
         }
@@ -269,8 +274,6 @@ struct DefaultsDocument: Sendable {
         ranges[ExactString(key)].map { Data(bytes[$0]) }
     }
 
-    var entriesWithBytes: [(ExactString, Data)] { entries.map { (ExactString($0.key), Data(bytes[$0.range])) } }
-
     static func parse(_ bytes: Data) throws(JSONSyntaxError) -> DefaultsDocument {
         // Data slices keep their parent's indices; ranges are kept in the slice's own.
         let base = bytes.startIndex
@@ -308,20 +311,50 @@ struct DefaultsDocument: Sendable {
             try parser.expectEnd()
             return (entries, ranges)
         }
-        return DefaultsDocument(bytes: bytes, entries: entries.sorted { $0.key.precedesExactly($1.key) }, ranges: ranges)
+        // Keepsake writes suites sorted: check in one pass before sorting.
+        let sorted = zip(entries, entries.dropFirst()).allSatisfy { $0.key.precedesExactly($1.key) }
+            ? entries : entries.sorted { $0.key.precedesExactly($1.key) }
+        return DefaultsDocument(bytes: bytes, entries: sorted, ranges: ranges)
     }
 
-    /// `{ "key": value, … }` with one member per line, keys sorted (UTF-8 bytes), values as given.
-    static func serialize(_ values: [ExactString: Data]) -> Data {
-        var out = Data()
-        out.append(contentsOf: Array("{".utf8))
-        for (index, key) in values.keys.sorted().enumerated() {
-            out.append(contentsOf: Array((index == 0 ? "\n  " : ",\n  ").utf8))
-            CanonicalJSON.appendString(key.value, to: &out)
-            out.append(contentsOf: Array(": ".utf8))
-            out.append(values[key]!)
+    /// This document with `changes` applied (a value replaces or adds a member, `nil` removes
+    /// it): `{ "key": value, … }` with one member per line, keys sorted (UTF-8 bytes), values as
+    /// given or as they were, byte for byte.
+    func applying(_ changes: [ExactString: Data?]) -> Data {
+        let changedKeys = changes.keys.sorted()
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + changes.values.reduce(0) { $0 + ($1?.count ?? 0) + 64 } + 16)
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        func member(_ key: String, _ value: some Collection<UInt8>) {
+            out.append(contentsOf: (first ? "\n  " : ",\n  ").utf8)
+            first = false
+            CanonicalJSON.appendString(key, to: &out)
+            out.append(contentsOf: ": ".utf8)
+            out.append(contentsOf: value)
         }
-        out.append(contentsOf: Array((values.isEmpty ? "}\n" : "\n}\n").utf8))
-        return out
+        // Merge the sorted members with the sorted changed keys.
+        var next = 0
+        bytes.withUnsafeBytes { raw in
+            let base = bytes.startIndex
+            for entry in entries {
+                while next < changedKeys.count, changedKeys[next].value.precedesExactly(entry.key) {
+                    if let value = changes[changedKeys[next]]! { member(changedKeys[next].value, value) }
+                    next += 1
+                }
+                if next < changedKeys.count, changedKeys[next].value.isExactly(entry.key) {
+                    if let value = changes[changedKeys[next]]! { member(entry.key, value) }
+                    next += 1
+                    continue
+                }
+                member(entry.key, UnsafeRawBufferPointer(rebasing: raw[(entry.range.lowerBound - base)..<(entry.range.upperBound - base)]))
+            }
+        }
+        while next < changedKeys.count {
+            if let value = changes[changedKeys[next]]! { member(changedKeys[next].value, value) }
+            next += 1
+        }
+        out.append(contentsOf: (first ? "}\n" : "\n}\n").utf8)
+        return Data(out)
     }
 }
