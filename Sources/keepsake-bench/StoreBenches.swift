@@ -2,6 +2,8 @@
 //
 //   keepsake-bench keyring SERVICE GETS SETS        (inside scripts/with-private-keyring)
 //   keepsake-bench defaults-get RECORDS READS       (one key from a suite, beside reading its bytes)
+//   keepsake-bench files RECORDS DIRECTORY          (encrypted file store: batched put, run, run --backup)
+//   keepsake-bench defaults-run RECORDS DIRECTORY   (defaults suite: run, run --backup)
 //
 // Each prints `name value` lines that the scripts put in a table.
 import Foundation
@@ -10,6 +12,7 @@ import Glibc
 #endif
 import Keepsake
 import KeepsakeKeyring
+import KeepsakeSodium
 import Migrations
 
 /// Median milliseconds of `count` timed calls of `body` (0 when `count` is 0).
@@ -112,6 +115,67 @@ func defaultsGetBench(_ arguments: [String]) throws {
     print(String(format: "Vault.save of one record (read + one durable write of the suite): %.0f µs, median of 21", save))
 }
 
+/// Seconds of one call of `body`.
+func seconds(_ body: () throws -> Void) rethrows -> Double {
+    let clock = ContinuousClock()
+    let start = clock.now
+    try body()
+    let (whole, attoseconds) = (clock.now - start).components
+    return Double(whole) + Double(attoseconds) / 1e18
+}
+
+func personV0(_ index: Int) -> Data {
+    Data(#"{"data":{"age":"\#(20 + index % 60)","name":"Person \#(index)"},"schema":"Person","version":0}"#.utf8)
+}
+
+/// An encrypted file store of RECORDS records in DIRECTORY (which must not exist; removed at the
+/// end): a batched put of RECORDS Person V0 records into the empty store, a `Migrator.run` over
+/// them, then — after putting the old records back — a run with a backup directory.
+func filesBench(_ arguments: [String]) throws {
+    guard arguments.count == 2, let records = Int(arguments[0]), records > 0 else {
+        throw BenchUsage("usage: keepsake-bench files RECORDS DIRECTORY")
+    }
+    let directory = arguments[1]
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = try SodiumFileStore.create(directory: directory + "/store", key: .keyFile(path: directory + "/store.key"))
+    let seed = (0..<records).map { StoreWrite(key: "person-\($0)", value: personV0($0)) }
+    let migrator = Migrator(store: store, chains: SampleModels.all,
+                            context: .fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "bench"))
+    var put = 0.0, run = 0.0, backedUp = 0.0
+    put = try seconds { guard try store.commit(seed).allSatisfy({ $0 == .applied }) else { fatalError("put failed") } }
+    run = try seconds { guard try migrator.run().allSatisfy({ $0.state == .migrated }) else { fatalError("run failed") } }
+    _ = try store.commit(seed)
+    let backup = try BackupDirectory.create(in: directory + "/backups")
+    backedUp = try seconds {
+        guard try migrator.run(backup: backup).allSatisfy({ $0.state == .migrated }) else { fatalError("run failed") }
+    }
+    print(String(format: "put %.4f\nrun %.4f\nrun-backup %.4f", put, run, backedUp))
+}
+
+/// A defaults suite of RECORDS Person V0 records in DIRECTORY (which must not exist; removed at
+/// the end): a `Migrator.run`, then — on the same old suite again — a run with a backup directory.
+func defaultsRunBench(_ arguments: [String]) throws {
+    guard arguments.count == 2, let records = Int(arguments[0]), records > 0 else {
+        throw BenchUsage("usage: keepsake-bench defaults-run RECORDS DIRECTORY")
+    }
+    let directory = arguments[1]
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = DefaultsStore(path: directory + "/suite.json")
+    let seed = (0..<records).map { StoreWrite(key: "person-\($0)", value: personV0($0)) }
+    let migrator = Migrator(store: store, chains: SampleModels.all,
+                            context: .fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "bench"))
+    _ = try store.commit(seed)
+    let run = try seconds { guard try migrator.run().allSatisfy({ $0.state == .migrated }) else { fatalError("run failed") } }
+    _ = try store.commit(seed)
+    let backup = try BackupDirectory.create(in: directory + "/backups")
+    let backedUp = try seconds {
+        guard try migrator.run(backup: backup).allSatisfy({ $0.state == .migrated }) else { fatalError("run failed") }
+    }
+    print(String(format: "run %.4f\nrun-backup %.4f", run, backedUp))
+}
+
 struct BenchUsage: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
@@ -122,7 +186,9 @@ struct BenchUsage: Error, CustomStringConvertible {
 func runStoreBench() -> Bool {
     let arguments = Array(CommandLine.arguments.dropFirst())
     guard let name = arguments.first else { return false }
-    let benches: [String: ([String]) throws -> Void] = ["keyring": keyringBench, "defaults-get": defaultsGetBench]
+    let benches: [String: ([String]) throws -> Void] = [
+        "keyring": keyringBench, "defaults-get": defaultsGetBench, "files": filesBench, "defaults-run": defaultsRunBench,
+    ]
     guard let bench = benches[name] else {
         FileHandle.standardError.write(Data("keepsake-bench: unknown benchmark '\(name)' (\(benches.keys.sorted().joined(separator: ", ")))\n".utf8))
         exit(64)
