@@ -44,12 +44,12 @@ import Keepsake
 ///   created.
 ///
 /// ## One connection
-/// A store opens, on its first call, one private connection to the session bus and one
-/// Secret Service session (encrypted when the provider allows), and every later call of the
-/// store — and of its copies — reuses them: reading an existing record is three D-Bus requests
+/// A store opens, on its first call, one Secret Service session (encrypted when the provider
+/// allows) on the process's session-bus connection, and every later call of the store — and of
+/// its copies — reuses it: reading an existing record is three D-Bus requests
 /// (search, then the item's properties and its secret sent together). When the keyring daemon
-/// is restarted, the next call notices that its session is gone, opens a new connection and
-/// session and runs again, within the same deadline. Calls block the calling thread for the
+/// is restarted, the next call notices that its session is gone, opens a new session with the
+/// new daemon and runs again, within the same deadline. Calls block the calling thread for the
 /// D-Bus round trips (well under a millisecond each, plus the provider's own work: a write
 /// makes gnome-keyring rewrite its file durably).
 public struct KeyringStore: RecordStore {
