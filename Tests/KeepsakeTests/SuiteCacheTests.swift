@@ -92,3 +92,55 @@ struct SuiteCacheTests {
         #expect(try second.keys() == ["a", "b"])
     }
 }
+
+/// The defaults store validates values by skipping them without building strings where it can;
+/// that fast path must refuse exactly what the full parser refuses.
+@Suite("Defaults store: values validated without building them")
+struct SkippedValueTests {
+    static let refused: [String] = [
+        #"{"a":1,"a":2}"#,                          // plain duplicate names
+        #"{"a":1,"\u0061":2}"#,                     // the same name, once escaped
+        #"{"é":1,"\u00e9":2}"#,                     // the same non-ASCII name, once escaped
+        "{" + (0..<40).map { #""k\#($0)":\#($0)"# }.joined(separator: ",") + #","k3":0}"#,  // past the small-object scan
+        #"{"x":{"y":[{"z":1,"z":1}]}}"#,            // a duplicate deep inside
+        "\"a\u{01}b\"",                             // a control character in a string
+        #""unterminated"#,
+        #"["\x"]"#,                                 // an invalid escape
+    ]
+
+    @Test("values the parser refuses are refused, with the store's bytes unchanged", arguments: refused)
+    func refusesBadValues(_ text: String) throws {
+        let path = try temporaryDirectory() + "/suite.json"
+        let store = DefaultsStore(path: path)
+        try store.set("kept", forKey: "other")
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let error = try #require(throws: KeepsakeError.self) { try store.setData(Data(text.utf8), forKey: "k") }
+        #expect(error.code == .invalidArgument)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
+    @Test("invalid UTF-8 inside a value string is refused")
+    func refusesInvalidUTF8() throws {
+        let store = DefaultsStore(path: try temporaryDirectory() + "/suite.json")
+        let bytes = Data([UInt8(ascii: "\""), 0xC3, 0x28, UInt8(ascii: "\"")])
+        let error = try #require(throws: KeepsakeError.self) { try store.setData(bytes, forKey: "k") }
+        #expect(error.code == .invalidArgument)
+    }
+
+    @Test("values with plain, escaped and non-ASCII strings and many members are kept byte for byte")
+    func keepsGoodValues() throws {
+        let store = DefaultsStore(path: try temporaryDirectory() + "/suite.json")
+        let values = [
+            #"{"a":"plain","b":"esc\"aped\\","c":"café","\u0064":"d"}"#,
+            "{" + (0..<40).map { #""k\#($0)":"v\#($0)""# }.joined(separator: ",") + "}",
+            #"[{"x":{"y":[1,2,{"z":null}]}},true,false,-1.5e3]"#,
+        ]
+        for (index, value) in values.enumerated() {
+            try store.setData(Data(value.utf8), forKey: "v\(index)")
+        }
+        for (index, value) in values.enumerated() {
+            #expect(try store.data(forKey: "v\(index)") == Data(value.utf8))
+            #expect(try DefaultsStore(path: store.path).data(forKey: "v\(index)") == Data(value.utf8))
+        }
+    }
+}
