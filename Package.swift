@@ -78,8 +78,9 @@ let package = Package(
                           path: "Tests/TwoReleases/Release3"),
         .executableTarget(name: "person-release-4", dependencies: ["TwoReleasesSupport", "Keepsake", "Migrations"],
                           path: "Tests/TwoReleases/Release4"),
-        // Release-mode benchmark: `swift run -c release keepsake-bench`.
-        .executableTarget(name: "keepsake-bench", dependencies: ["Keepsake", "Migrations"]),
+        // Release-mode benchmarks: `swift run -c release keepsake-bench` (the codec), and the store
+        // benchmarks the scripts/bench-* scripts run beside their floors and peers.
+        .executableTarget(name: "keepsake-bench", dependencies: ["Keepsake", "KeepsakeKeyring", "KeepsakeSodium", "Migrations"]),
         .testTarget(
             name: "KeepsakeTests",
             dependencies: ["Keepsake", "Migrations", "KeepsakeTesting"],

@@ -1,1 +1,253 @@
+// libsecret, plus the few Secret Service calls KeepsakeKeyring makes itself over one private
+// D-Bus connection (GVariant building and GLib's variadic constructors cannot be called from Swift).
+#define SECRET_API_SUBJECT_TO_CHANGE 1
 #include <libsecret/secret.h>
+
+#define KEEPSAKE_SECRETS_NAME "org.freedesktop.secrets"
+#define KEEPSAKE_SECRETS_PATH "/org/freedesktop/secrets"
+
+/// A SecretService proxy with an open session (encrypted when the provider allows), on the
+/// process's session-bus connection. Signals it subscribes to are delivered to `context`, which
+/// the caller drains with keepsake_drain. Its unique bus name is in `owner` (the caller's,
+/// g_free): every later request is addressed to that name, so a session opened with one daemon
+/// is never presented to its successor.
+static inline SecretService *keepsake_service_open(GMainContext *context, GCancellable *cancellable,
+                                                   gchar **owner, GError **error) {
+    g_main_context_push_thread_default(context);
+    SecretService *service = secret_service_open_sync(SECRET_TYPE_SERVICE, NULL, SECRET_SERVICE_OPEN_SESSION,
+                                                      cancellable, error);
+    g_main_context_pop_thread_default(context);
+    if (service == NULL) return NULL;
+    *owner = g_dbus_proxy_get_name_owner(G_DBUS_PROXY(service));
+    return service;
+}
+
+/// The connection `service` talks on (a new reference).
+static inline GDBusConnection *keepsake_service_bus(SecretService *service) {
+    return G_DBUS_CONNECTION(g_object_ref(g_dbus_proxy_get_connection(G_DBUS_PROXY(service))));
+}
+
+/// Dispatches what is pending on `context` (signals for the proxy), without waiting.
+static inline void keepsake_drain(GMainContext *context) {
+    while (g_main_context_iteration(context, FALSE)) {}
+}
+
+/// Service.SearchItems: the unlocked and the locked items whose attributes include `attributes`
+/// (a GHashTable of UTF-8 strings). The string vectors are the caller's (g_strfreev).
+static inline gboolean keepsake_search(GDBusConnection *bus, const gchar *dest, GHashTable *attributes, GCancellable *cancellable,
+                                       gchar ***unlocked, gchar ***locked, GError **error) {
+    GVariantBuilder builder;
+    g_variant_builder_init(&builder, G_VARIANT_TYPE("a{ss}"));
+    GHashTableIter iter;
+    gpointer name, value;
+    g_hash_table_iter_init(&iter, attributes);
+    while (g_hash_table_iter_next(&iter, &name, &value)) g_variant_builder_add(&builder, "{ss}", name, value);
+    GVariant *reply = g_dbus_connection_call_sync(
+        bus, dest, KEEPSAKE_SECRETS_PATH, "org.freedesktop.Secret.Service", "SearchItems",
+        g_variant_new("(a{ss})", &builder), G_VARIANT_TYPE("(aoao)"), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+    if (reply == NULL) return FALSE;
+    g_variant_get(reply, "(^ao^ao)", unlocked, locked);
+    g_variant_unref(reply);
+    return TRUE;
+}
+
+/// Service.ReadAlias: the collection path behind `alias`, or NULL with no error when the alias
+/// is not set. The string is the caller's (g_free).
+static inline gchar *keepsake_read_alias(GDBusConnection *bus, const gchar *dest, const gchar *alias, GCancellable *cancellable,
+                                         GError **error) {
+    GVariant *reply = g_dbus_connection_call_sync(
+        bus, dest, KEEPSAKE_SECRETS_PATH, "org.freedesktop.Secret.Service", "ReadAlias",
+        g_variant_new("(s)", alias), G_VARIANT_TYPE("(o)"), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+    if (reply == NULL) return NULL;
+    gchar *path = NULL;
+    g_variant_get(reply, "(o)", &path);
+    g_variant_unref(reply);
+    if (path != NULL && g_strcmp0(path, "/") == 0) {
+        g_free(path);
+        path = NULL;
+    }
+    return path;
+}
+
+/// The `Locked` property of the collection at `path`: 1 locked, 0 unlocked, -1 failed.
+static inline int keepsake_collection_locked(GDBusConnection *bus, const gchar *dest, const gchar *path, GCancellable *cancellable,
+                                             GError **error) {
+    GVariant *reply = g_dbus_connection_call_sync(
+        bus, dest, path, "org.freedesktop.DBus.Properties", "Get",
+        g_variant_new("(ss)", "org.freedesktop.Secret.Collection", "Locked"), G_VARIANT_TYPE("(v)"),
+        G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+    if (reply == NULL) return -1;
+    GVariant *boxed = NULL;
+    g_variant_get(reply, "(v)", &boxed);
+    g_variant_unref(reply);
+    int locked = 1;  // anything but a boolean false counts as locked: never mistaken for open
+    if (boxed != NULL && g_variant_is_of_type(boxed, G_VARIANT_TYPE_BOOLEAN)) locked = g_variant_get_boolean(boxed) ? 1 : 0;
+    if (boxed != NULL) g_variant_unref(boxed);
+    return locked;
+}
+
+/// One reply of a batch of calls sent together.
+typedef struct {
+    GVariant *reply;
+    GError *error;
+    gboolean done;
+} KeepsakeReply;
+
+static inline void keepsake_reply_arrived(GObject *source, GAsyncResult *result, gpointer data) {
+    KeepsakeReply *slot = (KeepsakeReply *)data;
+    slot->reply = g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), result, &slot->error);
+    slot->done = TRUE;
+}
+
+/// Reads items in one round trip of pipelined calls: Properties.GetAll on each of the `count`
+/// paths (into `properties[i]`, each an `a{sv}` the caller unrefs) and, when `service` is not
+/// NULL, Service.GetSecrets on all of them (into `secrets`, a `(a{o(oayays)})` the caller
+/// unrefs). Every call is sent before any reply is awaited; all share `cancellable`. On
+/// failure, the first error in sending order is returned and nothing is left to release.
+static inline gboolean keepsake_read_items(GDBusConnection *bus, const gchar *dest, SecretService *service, const gchar *const *paths,
+                                           guint count, GCancellable *cancellable, GVariant **properties,
+                                           GVariant **secrets, GError **error) {
+    GMainContext *context = g_main_context_new();
+    g_main_context_push_thread_default(context);
+    KeepsakeReply *slots = g_new0(KeepsakeReply, count + 1);
+    guint total = count + (service != NULL ? 1 : 0);
+    for (guint i = 0; i < count; i++) {
+        g_dbus_connection_call(bus, dest, paths[i], "org.freedesktop.DBus.Properties", "GetAll",
+                               g_variant_new("(s)", "org.freedesktop.Secret.Item"), G_VARIANT_TYPE("(a{sv})"),
+                               G_DBUS_CALL_FLAGS_NONE, -1, cancellable, keepsake_reply_arrived, &slots[i]);
+    }
+    if (service != NULL) {
+        g_dbus_connection_call(bus, dest, KEEPSAKE_SECRETS_PATH, "org.freedesktop.Secret.Service",
+                               "GetSecrets",
+                               g_variant_new("(^ao@o)", paths, g_variant_new_object_path(
+                                   secret_service_get_session_dbus_path(service))),
+                               G_VARIANT_TYPE("(a{o(oayays)})"), G_DBUS_CALL_FLAGS_NONE, -1, cancellable,
+                               keepsake_reply_arrived, &slots[count]);
+    }
+    for (guint i = 0; i < total; i++) {
+        while (!slots[i].done) g_main_context_iteration(context, TRUE);
+    }
+    g_main_context_pop_thread_default(context);
+    g_main_context_unref(context);
+    gboolean ok = TRUE;
+    for (guint i = 0; i < total; i++) {
+        if (slots[i].error != NULL) {
+            if (ok) g_propagate_error(error, slots[i].error); else g_error_free(slots[i].error);
+            ok = FALSE;
+        }
+    }
+    for (guint i = 0; i < total; i++) {
+        if (slots[i].reply == NULL) continue;
+        if (!ok) { g_variant_unref(slots[i].reply); continue; }
+        if (i < count) {
+            g_variant_get(slots[i].reply, "(@a{sv})", &properties[i]);
+        } else {
+            g_variant_get(slots[i].reply, "(@a{o(oayays)})", secrets);
+        }
+        g_variant_unref(slots[i].reply);
+    }
+    g_free(slots);
+    return ok;
+}
+
+/// The `Attributes` of an item's GetAll answer, as a new GHashTable of UTF-8 strings (empty
+/// when the answer has none).
+static inline GHashTable *keepsake_properties_attributes(GVariant *properties) {
+    GHashTable *table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    GVariant *attributes = g_variant_lookup_value(properties, "Attributes", G_VARIANT_TYPE("a{ss}"));
+    if (attributes == NULL) return table;
+    GVariantIter iter;
+    gchar *name, *value;
+    g_variant_iter_init(&iter, attributes);
+    while (g_variant_iter_next(&iter, "{ss}", &name, &value)) g_hash_table_replace(table, name, value);
+    g_variant_unref(attributes);
+    return table;
+}
+
+/// An unsigned 64-bit property (`Modified`, `Created`) of a GetAll answer, 0 when absent.
+static inline guint64 keepsake_properties_uint64(GVariant *properties, const gchar *name) {
+    guint64 value = 0;
+    if (!g_variant_lookup(properties, name, "t", &value)) return 0;
+    return value;
+}
+
+/// A boolean property (`Locked`) of a GetAll answer: 1, 0, or -1 when absent.
+static inline int keepsake_properties_bool(GVariant *properties, const gchar *name) {
+    gboolean value = FALSE;
+    if (!g_variant_lookup(properties, name, "b", &value)) return -1;
+    return value ? 1 : 0;
+}
+
+/// The secret GetSecrets returned for `path`, decrypted with `service`'s session: a new
+/// SecretValue, or NULL when there is none for that path or it cannot be decoded.
+static inline SecretValue *keepsake_secret_for_path(SecretService *service, GVariant *secrets, const gchar *path) {
+    GVariant *encoded = g_variant_lookup_value(secrets, path, G_VARIANT_TYPE("(oayays)"));
+    if (encoded == NULL) return NULL;
+    SecretValue *value = secret_service_decode_dbus_secret(service, encoded);
+    g_variant_unref(encoded);
+    return value;
+}
+
+/// Item.SetSecret: replaces the secret of the item at `path`, encrypted with the session.
+static inline gboolean keepsake_set_secret(GDBusConnection *bus, const gchar *dest, SecretService *service, const gchar *path,
+                                           SecretValue *value, GCancellable *cancellable, GError **error) {
+    GVariant *encoded = g_variant_ref_sink(secret_service_encode_dbus_secret(service, value));
+    GVariant *reply = g_dbus_connection_call_sync(
+        bus, dest, path, "org.freedesktop.Secret.Item", "SetSecret",
+        g_variant_new("(@(oayays))", encoded), G_VARIANT_TYPE("()"), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+    g_variant_unref(encoded);
+    if (reply == NULL) return FALSE;
+    g_variant_unref(reply);
+    return TRUE;
+}
+
+/// Collection.CreateItem with a label and string attributes, replacing an item with exactly
+/// these attributes when `replace` is set. Returns 1 when created, 0 when the provider asks for
+/// a prompt (nothing created: the prompt is never shown), -1 on failure.
+static inline int keepsake_create_item(GDBusConnection *bus, const gchar *dest, SecretService *service, const gchar *collection,
+                                       GHashTable *attributes, const gchar *label, SecretValue *value, gboolean replace,
+                                       GCancellable *cancellable, GError **error) {
+    GVariantBuilder table;
+    g_variant_builder_init(&table, G_VARIANT_TYPE("a{ss}"));
+    GHashTableIter iter;
+    gpointer name, text;
+    g_hash_table_iter_init(&iter, attributes);
+    while (g_hash_table_iter_next(&iter, &name, &text)) g_variant_builder_add(&table, "{ss}", name, text);
+    GVariantBuilder properties;
+    g_variant_builder_init(&properties, G_VARIANT_TYPE("a{sv}"));
+    g_variant_builder_add(&properties, "{sv}", "org.freedesktop.Secret.Item.Label", g_variant_new_string(label));
+    g_variant_builder_add(&properties, "{sv}", "org.freedesktop.Secret.Item.Attributes", g_variant_builder_end(&table));
+    GVariant *encoded = g_variant_ref_sink(secret_service_encode_dbus_secret(service, value));
+    GVariant *reply = g_dbus_connection_call_sync(
+        bus, dest, collection, "org.freedesktop.Secret.Collection", "CreateItem",
+        g_variant_new("(a{sv}@(oayays)b)", &properties, encoded, replace), G_VARIANT_TYPE("(oo)"),
+        G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+    g_variant_unref(encoded);
+    if (reply == NULL) return -1;
+    const gchar *item = NULL, *prompt = NULL;
+    g_variant_get(reply, "(&o&o)", &item, &prompt);
+    int created = g_strcmp0(prompt, "/") == 0 ? 1 : 0;
+    g_variant_unref(reply);
+    return created;
+}
+
+/// Item.Delete. Returns 1 when deleted, 0 when the provider asks for a prompt (nothing deleted:
+/// the prompt is never shown), -1 on failure.
+static inline int keepsake_delete_item(GDBusConnection *bus, const gchar *dest, const gchar *path, GCancellable *cancellable,
+                                       GError **error) {
+    GVariant *reply = g_dbus_connection_call_sync(
+        bus, dest, path, "org.freedesktop.Secret.Item", "Delete", NULL, G_VARIANT_TYPE("(o)"),
+        G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+    if (reply == NULL) return -1;
+    const gchar *prompt = NULL;
+    g_variant_get(reply, "(&o)", &prompt);
+    int deleted = g_strcmp0(prompt, "/") == 0 ? 1 : 0;
+    g_variant_unref(reply);
+    return deleted;
+}
+
+/// The D-Bus error name of a remote error (`org.freedesktop.Secret.Error.NoSession`), or NULL.
+/// The string is the caller's (g_free).
+static inline gchar *keepsake_remote_error_name(const GError *error) {
+    return g_dbus_error_get_remote_error(error);
+}

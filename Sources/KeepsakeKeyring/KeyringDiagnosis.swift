@@ -53,13 +53,16 @@ public struct KeyringDiagnosis: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Connects to the session bus, opens the Secret Service and reads the default
-    /// collection's lock state, all within `timeout`. Never prompts, never writes.
+    /// Connects to the session bus, opens the Secret Service (and a session) and reads the
+    /// default collection's lock state, all within `timeout`. Never prompts, never writes.
     static func run(timeout: Duration) -> KeyringDiagnosis {
         let store: String? = nil  // not about one service; open(service:timeout:) names its store
         do throws(LibsecretFailure) {
-            let conversation = try LibsecretConversation(timeout: timeout)
-            guard let collection = try conversation.defaultCollection() else {
+            // A connection of its own, closed when the check ends.
+            let found = try LibsecretChannel().call(timeout: timeout) { call throws(LibsecretFailure) in
+                try call.defaultCollection()
+            }
+            guard let collection = found else {
                 let failure = LibsecretFailure(stage: .readAlias, kind: .noDefaultCollection, message:
                     "the Secret Service has no default collection; create a keyring first")
                 return KeyringDiagnosis(status: .noDefaultCollection, defaultCollection: nil,

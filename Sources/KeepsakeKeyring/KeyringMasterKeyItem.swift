@@ -31,6 +31,8 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
     public let storeID: String
     /// How long one call may wait for the Secret Service.
     public let timeout: Duration
+    /// The secret session, opened on the first call and reused by later ones.
+    private let channel = LibsecretChannel()
 
     /// The item for the store with id `storeID`; nothing is contacted until a call.
     ///
@@ -54,6 +56,11 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
         ["keepsake-purpose": Self.purpose, "keepsake-store-id": storeID]
     }
 
+    /// What a lookup matches: the attributes and the schema, so that only master key items match.
+    private var lookup: [String: String] {
+        attributes.merging(["xdg:schema": Self.schemaName]) { $1 }
+    }
+
     /// The key the keyring holds for this store, or `nil` when it positively holds none.
     ///
     /// When several items match (another client added one), the most recently changed is used;
@@ -63,7 +70,7 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
     ///   `KeepsakeError.Code.invalidArgument` when the item's secret is not 64 hex digits.
     /// - Important: Nothing is written and nothing prompts, whether this returns or throws.
     public func read() throws(KeepsakeError) -> [UInt8]? {
-        var found = try converse { conversation throws(LibsecretFailure) in try find(in: conversation) }
+        var found = try converse { call throws(LibsecretFailure) in try find(in: call) }
         defer { Self.wipe(&found) }
         return try found.map { found throws(KeepsakeError) in try decode(found) }
     }
@@ -82,9 +89,9 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
         guard key.count == Self.keyBytes else {
             throw KeepsakeError(.invalidArgument, "a master key is \(Self.keyBytes) bytes, not \(key.count)")
         }
-        var found = try converse { conversation throws(LibsecretFailure) -> Found? in
-            if let existing = try find(in: conversation) { return existing }
-            guard let collection = try conversation.defaultCollection() else {
+        var found = try converse { call throws(LibsecretFailure) -> Found? in
+            if let existing = try find(in: call) { return existing }
+            guard let collection = try call.defaultCollection() else {
                 throw LibsecretFailure(stage: .createItem, kind: .noDefaultCollection, message:
                     "the Secret Service has no default collection to keep the master key in; create a keyring first")
             }
@@ -94,9 +101,9 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
             }
             var text = Data(Self.hex(key).utf8)
             defer { text.resetBytes(in: 0..<text.count) }
-            try conversation.createItem(in: collection, schema: .masterKey, attributes: attributes,
-                                        label: "Keepsake master key for file store \(storeID)", secret: text, replace: false)
-            return try find(in: conversation)
+            try call.createItem(in: collection, schema: Self.schemaName, attributes: attributes,
+                                label: "Keepsake master key for file store \(storeID)", secret: text, replace: false)
+            return try find(in: call)
         }
         defer { Self.wipe(&found) }
         guard let stored = found else {
@@ -114,20 +121,20 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
     }
 
     /// The newest matching item; `.locked` rather than `nil` when the answer could be wrong.
-    private func find(in conversation: LibsecretConversation) throws(LibsecretFailure) -> Found? {
-        let collection = try conversation.defaultCollection()
-        let items = try conversation.search(attributes, schema: .masterKey, loadSecrets: true)
-            .filter { $0.attribute("keepsake-store-id") == storeID && $0.attribute("keepsake-purpose") == Self.purpose }
-        if items.contains(where: \.isLocked) {
+    private func find(in call: LibsecretCall) throws(LibsecretFailure) -> Found? {
+        let collection = try call.defaultCollection()
+        let (unlocked, locked) = try call.search(lookup)
+        if !locked.isEmpty {
             throw LibsecretFailure(stage: .search, kind: .locked, message:
                 "the keyring item holding this store's master key is locked; unlock the keyring and try again")
         }
-        if items.isEmpty, let collection, collection.isLocked {
+        if unlocked.isEmpty, let collection, collection.isLocked {
             throw LibsecretFailure(stage: .search, kind: .locked, message:
                 "the default collection \(collection.path) is locked, so whether it holds this store's master key cannot be told; unlock the keyring and try again")
         }
+        let items = try call.readItems(unlocked, loadSecrets: true)
         guard let item = items.max(by: { ($0.modified, $0.created) < ($1.modified, $1.created) }) else { return nil }
-        guard let secret = conversation.loadedSecret(of: item) else {
+        guard let secret = item.secret else {
             throw LibsecretFailure(stage: .readSecret, kind: .other, message:
                 "the Secret Service returned no secret for the unlocked master key item \(item.path)")
         }
@@ -151,10 +158,9 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
         return key
     }
 
-    private func converse<T>(_ body: (LibsecretConversation) throws(LibsecretFailure) -> T) throws(KeepsakeError) -> T {
+    private func converse<T>(_ body: (LibsecretCall) throws(LibsecretFailure) -> T) throws(KeepsakeError) -> T {
         do throws(LibsecretFailure) {
-            let conversation = try LibsecretConversation(timeout: timeout)
-            return try body(conversation)
+            return try channel.call(timeout: timeout, body)
         } catch {
             var located = error.keepsakeError(store: nil, key: nil, timeout: timeout)
             located.message = "\(description): \(located.message)"

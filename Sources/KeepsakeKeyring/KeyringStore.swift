@@ -43,9 +43,15 @@ import Keepsake
 /// - Nothing here ever shows a prompt: locked items are not unlocked, and no collection is
 ///   created.
 ///
-/// Calls block the calling thread for the D-Bus round trips (a few milliseconds each).
-/// Each call opens its own connection to the service, so a restarted keyring daemon is met
-/// without a stale session.
+/// ## One connection
+/// A store opens, on its first call, one Secret Service session (encrypted when the provider
+/// allows) on the process's session-bus connection, and every later call of the store — and of
+/// its copies — reuses it: reading an existing record is three D-Bus requests
+/// (search, then the item's properties and its secret sent together). When the keyring daemon
+/// is restarted, the next call notices that its session is gone, opens a new session with the
+/// new daemon and runs again, within the same deadline. Calls block the calling thread for the
+/// D-Bus round trips (well under a millisecond each, plus the provider's own work: a write
+/// makes gnome-keyring rewrite its file durably).
 public struct KeyringStore: RecordStore {
     /// The deadline of one call when none is given: 5 seconds.
     public static let defaultTimeout: Duration = .seconds(5)
@@ -58,6 +64,9 @@ public struct KeyringStore: RecordStore {
 
     /// How long one call may wait for the Secret Service before it throws `.timeout`.
     public let timeout: Duration
+
+    /// The connection and session shared by this store and its copies.
+    private let channel = LibsecretChannel()
 
     /// `keyring:<service>`.
     public var uri: String { "keyring:\(service)" }
@@ -127,10 +136,10 @@ public struct KeyringStore: RecordStore {
     ///   or one with NUL), `.locked`, `.unavailable`, `.timeout`, `.io`. Never `nil` for these.
     public func data(forKey key: String) throws(KeepsakeError) -> Data? {
         try validateKey(key)
-        return try converse(key: key) { conversation throws(LibsecretFailure) in
-            let match = try find(key, in: conversation, loadSecrets: true)
+        return try converse(key: key) { call throws(LibsecretFailure) in
+            let match = try find(key, in: call, loadSecrets: true)
             guard let item = match.items.first else { return nil }
-            return try secret(of: item, in: conversation)
+            return try secret(of: item)
         }
     }
 
@@ -140,20 +149,20 @@ public struct KeyringStore: RecordStore {
     /// - Throws: `KeepsakeError`: `.locked` when the default collection or a matching item is
     ///   locked (the list could be incomplete), `.unavailable`, `.timeout`, `.io`.
     public func keys() throws(KeepsakeError) -> [String] {
-        try converse(key: nil) { conversation throws(LibsecretFailure) in
-            try findAll(in: conversation, loadSecrets: false).keys.sorted().map(\.value)
+        try converse(key: nil) { call throws(LibsecretFailure) in
+            try findAll(in: call, loadSecrets: false).keys.sorted().map(\.value)
         }
     }
 
-    /// Every key with its record, sorted by key, read in one conversation.
+    /// Every key with its record, sorted by key, read in one call (one deadline).
     ///
     /// - Throws: Like ``keys()``.
     public func allData() throws(KeepsakeError) -> [(key: String, data: Data)] {
-        try converse(key: nil) { conversation throws(LibsecretFailure) in
+        try converse(key: nil) { call throws(LibsecretFailure) in
             var result: [(key: String, data: Data)] = []
-            for (key, items) in try findAll(in: conversation, loadSecrets: true).sorted(by: { $0.key < $1.key }) {
+            for (key, items) in try findAll(in: call, loadSecrets: true).sorted(by: { $0.key < $1.key }) {
                 guard let item = items.first else { continue }
-                result.append((key.value, try secret(of: item, in: conversation)))
+                result.append((key.value, try secret(of: item)))
             }
             return result
         }
@@ -161,7 +170,8 @@ public struct KeyringStore: RecordStore {
 
     // MARK: Writing
 
-    /// Applies `writes` in order, each in its own conversation with its own deadline.
+    /// Applies `writes` in order, each a call of its own with its own deadline, on the store's
+    /// one connection.
     ///
     /// A write whose expectation does not hold is skipped as `.conflict`. A value replaces the
     /// secret of the key's existing item in place (see "Writes" above) or creates an item in
@@ -199,28 +209,28 @@ public struct KeyringStore: RecordStore {
     }
 
     private func apply(_ write: StoreWrite) throws(KeepsakeError) -> StoreWriteResult {
-        try converse(key: write.key) { conversation throws(LibsecretFailure) in
+        try converse(key: write.key) { call throws(LibsecretFailure) in
             let needsCurrent = write.expectation != .anything
-            let match = try find(write.key, in: conversation, loadSecrets: needsCurrent)
+            let match = try find(write.key, in: call, loadSecrets: needsCurrent)
             if needsCurrent {
                 let current = try match.items.first.map { item throws(LibsecretFailure) in
-                    try secret(of: item, in: conversation)
+                    try secret(of: item)
                 }
                 guard write.expects(current) else { return .conflict }
             }
             guard let value = write.value else {
                 // Oldest first: if a delete fails midway, the item reads use is still there and
                 // the key still reads as it did.
-                for item in match.items.reversed() { try conversation.delete(item) }
+                for item in match.items.reversed() { try call.delete(item) }
                 return .applied
             }
             if let target = match.items.first {
-                try conversation.setSecret(value, on: target)
+                try call.setSecret(value, on: target)
                 // The new record is stored; now make it the only one. A failure here leaves an
                 // older duplicate that reads never choose (the target is now the most recent)
                 // and the next write removes: the write itself has been applied.
                 for duplicate in match.items.dropFirst() {
-                    do throws(LibsecretFailure) { try conversation.delete(duplicate) } catch { break }
+                    do throws(LibsecretFailure) { try call.delete(duplicate) } catch { break }
                 }
                 return .applied
             }
@@ -232,7 +242,7 @@ public struct KeyringStore: RecordStore {
                 throw LibsecretFailure(stage: .createItem, kind: .locked, message:
                     "the default collection \(collection.path) is locked; nothing was written")
             }
-            try conversation.createItem(
+            try call.createItem(
                 in: collection, attributes: attributes(forKey: write.key), label: "\(service): \(write.key)", secret: value)
             return .applied
         }
@@ -240,7 +250,8 @@ public struct KeyringStore: RecordStore {
 
     // MARK: Items
 
-    /// The items of one key, the one reads use first, and the default collection.
+    /// The items of one key, the one reads use first, and — when there is none — the default
+    /// collection.
     private struct KeyMatch {
         var items: [LibsecretItem]
         var defaultCollection: LibsecretCollection?
@@ -252,39 +263,49 @@ public struct KeyringStore: RecordStore {
 
     /// The unlocked items holding `key`, most recently changed first.
     ///
-    /// Throws `.locked` rather than returning no item when the answer could be wrong: a
-    /// matching item is locked, or none matched and the default collection is locked (a
-    /// locked collection may hide its items from a search).
+    /// Throws `.locked` rather than returning no item when the answer could be wrong: an item
+    /// matching the key is locked, or none matched and the default collection is locked (a
+    /// locked collection may hide its items from a search). An existing record costs three
+    /// requests in two round trips: the search, then the items' properties and (with
+    /// `loadSecrets`) their secrets, sent together; only a key with no item also reads the
+    /// default collection's state.
     private func find(
-        _ key: String, in conversation: LibsecretConversation, loadSecrets: Bool
+        _ key: String, in call: LibsecretCall, loadSecrets: Bool
     ) throws(LibsecretFailure) -> KeyMatch {
-        let collection = try conversation.defaultCollection()
-        // Keys are exact strings: keep only items whose `username` is the key's very bytes, in
-        // case a provider matches attributes more loosely (Unicode-equivalent forms).
-        let items = try conversation.search(attributes(forKey: key), loadSecrets: loadSecrets)
-            .filter { $0.attribute("username")?.isExactly(key) == true }
-        if items.contains(where: \.isLocked) {
+        let found = try call.search(attributes(forKey: key))
+        if !found.locked.isEmpty {
             throw LibsecretFailure(stage: .search, kind: .locked, message:
                 "the keyring item holding this key is in a locked collection; unlock the keyring and try again")
         }
-        if items.isEmpty, let collection, collection.isLocked {
+        // Keys are exact strings: keep only items whose `username` is the key's very bytes, in
+        // case a provider matches attributes more loosely (Unicode-equivalent forms).
+        let items = try call.readItems(found.unlocked, loadSecrets: loadSecrets)
+            .filter { $0.username?.isExactly(key) == true }
+        if items.contains(where: \.isLocked) {
+            throw LibsecretFailure(stage: .search, kind: .locked, message:
+                "the keyring item holding this key was locked while it was read; unlock the keyring and try again")
+        }
+        guard items.isEmpty else { return KeyMatch(items: Self.newestFirst(items), defaultCollection: nil) }
+        let collection = try call.defaultCollection()
+        if let collection, collection.isLocked {
             throw LibsecretFailure(stage: .search, kind: .locked, message:
                 "the default collection \(collection.path) is locked, so whether the key is stored cannot be told; unlock the keyring and try again")
         }
-        return KeyMatch(items: Self.newestFirst(items), defaultCollection: collection)
+        return KeyMatch(items: [], defaultCollection: collection)
     }
 
     /// Every key of this service with its unlocked items, most recently changed first.
     private func findAll(
-        in conversation: LibsecretConversation, loadSecrets: Bool
+        in call: LibsecretCall, loadSecrets: Bool
     ) throws(LibsecretFailure) -> [ExactString: [LibsecretItem]] {
-        let collection = try conversation.defaultCollection()
+        let collection = try call.defaultCollection()
         if let collection, collection.isLocked {
             throw LibsecretFailure(stage: .search, kind: .locked, message:
                 "the default collection \(collection.path) is locked, so its records cannot be listed; unlock the keyring and try again")
         }
-        let items = try conversation.search(["service": service], loadSecrets: loadSecrets)
-        if items.contains(where: \.isLocked) {
+        let found = try call.search(["service": service])
+        let items = try call.readItems(found.unlocked, loadSecrets: loadSecrets)
+        if !found.locked.isEmpty || items.contains(where: \.isLocked) {
             throw LibsecretFailure(stage: .search, kind: .locked, message:
                 "some keyring items of this service are in a locked collection; unlock the keyring and try again")
         }
@@ -292,7 +313,7 @@ public struct KeyringStore: RecordStore {
         for item in items {
             // Items of this service without a `username` are not records: not listed. Keys
             // are exact strings: two Unicode-equivalent usernames are two records.
-            guard let key = item.attribute("username"), !key.isEmpty else { continue }
+            guard let key = item.username, !key.isEmpty else { continue }
             byKey[ExactString(key), default: []].append(item)
         }
         return byKey.mapValues(Self.newestFirst)
@@ -301,13 +322,11 @@ public struct KeyringStore: RecordStore {
     /// Most recently changed first; within the same second (the providers' resolution), the
     /// most recently created, then the later path (gnome-keyring numbers items in order).
     private static func newestFirst(_ items: [LibsecretItem]) -> [LibsecretItem] {
-        items.map { (item: $0, modified: $0.modified, created: $0.created, path: $0.path) }
-            .sorted { a, b in
-                if a.modified != b.modified { return a.modified > b.modified }
-                if a.created != b.created { return a.created > b.created }
-                return pathOrder(a.path, b.path)
-            }
-            .map(\.item)
+        items.sorted { a, b in
+            if a.modified != b.modified { return a.modified > b.modified }
+            if a.created != b.created { return a.created > b.created }
+            return pathOrder(a.path, b.path)
+        }
     }
 
     /// Whether `a` was probably created after `b`: numeric last components compare as
@@ -321,8 +340,8 @@ public struct KeyringStore: RecordStore {
         return a > b
     }
 
-    private func secret(of item: LibsecretItem, in conversation: LibsecretConversation) throws(LibsecretFailure) -> Data {
-        guard let data = conversation.loadedSecret(of: item) else {
+    private func secret(of item: LibsecretItem) throws(LibsecretFailure) -> Data {
+        guard let data = item.secret else {
             throw LibsecretFailure(stage: .readSecret, kind: .other, message:
                 "the Secret Service returned no secret for the unlocked item \(item.path)")
         }
@@ -331,14 +350,13 @@ public struct KeyringStore: RecordStore {
 
     // MARK: Plumbing
 
-    /// Runs `body` in a new conversation under this store's deadline; failures become
-    /// ``KeepsakeError``s naming the store and `key`.
+    /// Runs `body` on this store's connection under a new deadline of ``timeout``; failures
+    /// become ``KeepsakeError``s naming the store and `key`.
     private func converse<T>(
-        key: String?, _ body: (LibsecretConversation) throws(LibsecretFailure) -> T
+        key: String?, _ body: (LibsecretCall) throws(LibsecretFailure) -> T
     ) throws(KeepsakeError) -> T {
         do throws(LibsecretFailure) {
-            let conversation = try LibsecretConversation(timeout: timeout)
-            return try body(conversation)
+            return try channel.call(timeout: timeout, body)
         } catch {
             let failure = error.keepsakeError(store: uri, key: key, timeout: timeout)
             Log.keyring.failed(failure, timeout: timeout)

@@ -35,8 +35,10 @@ import Glibc
 ///
 /// ## Durability and concurrency
 /// Every write goes to a 0600 temporary file (named `.tmp-` and random digits, nothing about
-/// the record), is fsync'd, renamed into place and the directory fsync'd; the previous file is
-/// kept under a rollback name until then, so a failed write leaves the previous record. Writers
+/// the record), which is made durable before it is renamed into place, and the directory is
+/// fsync'd after; the previous file is kept under a rollback name until then, so a failed write
+/// leaves the previous record. A batch (``commit(_:)``) does this for all its records with one
+/// flush of the file system and one directory sync. Writers
 /// hold an exclusive `flock` on `keepsake.lock`; readers take no lock and see a whole old or a
 /// whole new file. Temporary files left by a crash are removed when the store is opened (if no
 /// writer holds the lock) and before every write.
@@ -313,12 +315,18 @@ public final class SodiumFileStore: RecordStore {
         return records.sorted { $0.key.precedesExactly($1.key) }
     }
 
-    /// Applies `writes` in order under the store's lock, each as one durable file replace (or
-    /// removal).
+    /// Applies `writes` in order under the store's lock, as one durable group: every new record
+    /// file is written to a temporary file, the file system is flushed once, each is renamed
+    /// into place (a removal renamed away), and the directory is synced once — instead of two
+    /// flushes per record. Every record file is whole at every moment: its previous bytes or its
+    /// new ones, even if the process is killed (see the crash loop in `scripts/crash-loop`). A
+    /// key written twice in one batch splits it in two groups, so the second write sees the first.
     ///
     /// A write whose expectation does not hold is `StoreWriteResult.conflict`. A write that
     /// fails is `StoreWriteResult.failed(_:)` and leaves that record's previous file in place;
-    /// the writes after it are still tried.
+    /// the other writes are still made. A failed flush or directory sync fails every write of
+    /// its group, and each of those records keeps its previous file. `CommitProgress` hears of
+    /// each group once it is durable.
     ///
     /// - Throws: `KeepsakeError.Code.invalidArgument` for an empty key or one with NUL (before
     ///   anything is written); `KeepsakeError.Code.lockTimeout` when another writer holds the
@@ -330,40 +338,48 @@ public final class SodiumFileStore: RecordStore {
         let lock = try Self.acquireLock(lockPath, timeout: lockTimeout, uri: uri)
         defer { lock.unlock() }
         cleanLeftovers()
-        var results: [StoreWriteResult] = []
-        for write in writes {
-            results.append(apply(write))
-            CommitProgress.report(results.count, of: writes.count)
+        var results = [StoreWriteResult](repeating: .applied, count: writes.count)
+        var group: [(index: Int, file: GroupedFile)] = []
+        var names = Set<String>()
+        func flush() {
+            let failures = fileSystem.commitGroup(group.map(\.file), in: directory)
+            for (member, failure) in zip(group, failures) {
+                guard let failure else { continue }
+                let write = writes[member.index]
+                results[member.index] = .failed(KeepsakeError(failure.code, store: uri, key: write.key, """
+                    cannot \(write.value == nil ? "remove" : "write") the record's file; the previous \
+                    record was left in place
+                    """, cause: failure.cause))
+            }
+            if let last = group.last { CommitProgress.report(last.index + 1, of: writes.count) }
+            group.removeAll()
+            names.removeAll()
         }
+        for (index, write) in writes.enumerated() {
+            let name = subkeys.fileName(of: write.key)
+            if names.contains(name) { flush() }
+            if case .unchanged = write.expectation {
+                let current: Data?
+                do throws(KeepsakeError) {
+                    current = try data(forKey: write.key)
+                } catch {
+                    results[index] = .failed(error)
+                    continue
+                }
+                guard write.expects(current) else {
+                    results[index] = .conflict
+                    continue
+                }
+            }
+            let file = write.value.map { value in
+                RecordFile.seal(value: value, recordKey: write.key, storeID: storeID, keys: subkeys,
+                                nonce: random.bytes(Sodium.aeadNonceBytes))
+            }
+            group.append((index, GroupedFile(name: name, data: file)))
+            names.insert(name)
+        }
+        flush()
         return results
-    }
-
-    private func apply(_ write: StoreWrite) -> StoreWriteResult {
-        if case .unchanged = write.expectation {
-            let current: Data?
-            do throws(KeepsakeError) {
-                current = try data(forKey: write.key)
-            } catch {
-                return .failed(error)
-            }
-            guard write.expects(current) else { return .conflict }
-        }
-        let name = subkeys.fileName(of: write.key)
-        do throws(SystemFailure) {
-            if let value = write.value {
-                let file = RecordFile.seal(value: value, recordKey: write.key, storeID: storeID, keys: subkeys,
-                                           nonce: random.bytes(Sodium.aeadNonceBytes))
-                try fileSystem.replace(name, in: directory, with: file)
-            } else {
-                try fileSystem.remove(name, in: directory)
-            }
-        } catch {
-            return .failed(KeepsakeError(error.code, store: uri, key: write.key, """
-                cannot \(write.value == nil ? "remove" : "write") the record's file; the previous \
-                record was left in place
-                """, cause: error.cause))
-        }
-        return .applied
     }
 
     // MARK: Helpers

@@ -9,6 +9,9 @@ import Foundation
 import Keepsake
 import Migrations
 
+// `keepsake-bench NAME …`: a store benchmark (StoreBenches.swift); no argument: the codec one.
+if runStoreBench() { exit(0) }
+
 // MARK: Timing
 
 /// Median nanoseconds per call of `body` over `rounds` rounds of `iterations` calls.

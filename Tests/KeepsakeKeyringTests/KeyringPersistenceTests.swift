@@ -29,8 +29,12 @@ extension KeyringTests {
             #expect(try reopened.data(forKey: "person") == Data(#"{"name":"Ada","age":"36"}"#.utf8))
             #expect(try Vault(store: reopened, context: context).load(TrialInfo.chain).map { $0.value }
                 == (TrialInfoV2(startDate: startDate, deviceId: "device-1")))
-            // The store made before the restart keeps working: each call opens a new session.
+            // The store made before the restart keeps working: its session died with the old
+            // daemon, and its next call opens one with the new daemon, reads and writes alike.
             #expect(try store.data(forKey: "trialInfo") == migratedBytes)
+            try PrivateKeyring.restartDaemon()
+            try store.setData(Data(#"{"name":"Bob","age":"40"}"#.utf8), forKey: "person")
+            #expect(try reopened.data(forKey: "person") == Data(#"{"name":"Bob","age":"40"}"#.utf8))
         }
     }
 }

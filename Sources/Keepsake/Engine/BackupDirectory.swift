@@ -110,6 +110,71 @@ public struct BackupDirectory: Sendable, Hashable {
         }
     }
 
+    /// Writes the backups of many records as one durable batch and returns, for each, its
+    /// file's path or why it could not be written: every backup is written to a temporary file,
+    /// the file system is flushed once, each is linked to its name (`<key>.json`, or `~2`, `~3`…
+    /// when that name is taken: never over another backup), and the directory is synced once.
+    /// A file under a backup's name is always complete, even if the process is killed; a crash
+    /// can leave only temporary files (`.tmp-…`).
+    ///
+    /// - Important: Each backup that this reports written is durable when this returns; a
+    ///   record whose backup failed must not be replaced (callers skip its write).
+    public func saveAll(_ records: [(key: String, bytes: Data)], store: String) -> [Result<String, KeepsakeError>] {
+        func failed(_ key: String, _ file: String, _ error: SystemFailure) -> Result<String, KeepsakeError> {
+            .failure(KeepsakeError(.backupFailed, store: store, key: key,
+                                   "cannot write the backup \(file); the record was not changed", cause: error.cause))
+        }
+        do throws(SystemFailure) {
+            try Syscall.makeDirectories(path)
+        } catch {
+            return records.map { failed($0.key, path, error) }
+        }
+        // Temporary files under names no backup can have, written and flushed as one group.
+        let fileSystem = FileSystem(temporaryPrefix: ".tmp-")
+        let temporaries = records.map { _ in fileSystem.temporaryName() }
+        let written = fileSystem.commitGroup(
+            zip(records, temporaries).map { GroupedFile(name: $1, data: $0.bytes) }, in: path)
+        var results: [Result<String, KeepsakeError>] = []
+        results.reserveCapacity(records.count)
+        var linked = false
+        for ((record, temporary), failure) in zip(zip(records, temporaries), written) {
+            let name = Self.fileName(forKey: record.key).dropLast(".json".count)
+            if let failure {
+                results.append(failed(record.key, path + "/" + name + ".json", failure))
+                continue
+            }
+            var result = failed(record.key, path + "/" + name + ".json", SystemFailure(call: "link", errno: EEXIST))
+            for attempt in 1...10_000 {
+                let file = path + "/" + name + (attempt == 1 ? "" : "~\(attempt)") + ".json"
+                do throws(SystemFailure) {
+                    try Syscall.link(path + "/" + temporary, file)  // never replaces an existing name
+                    result = .success(file)
+                    linked = true
+                    break
+                } catch where error.errno == EEXIST {
+                    continue
+                } catch {
+                    result = failed(record.key, file, error)
+                    break
+                }
+            }
+            Syscall.unlink(path + "/" + temporary)
+            results.append(result)
+        }
+        guard linked else { return results }
+        do throws(SystemFailure) {
+            try Syscall.syncDirectory(path)
+        } catch {
+            // The names may not be durable: report every backup failed (their records are not
+            // replaced); the files stay, complete, for whoever looks.
+            return zip(records, results).map { record, result in
+                guard case let .success(file) = result else { return result }
+                return failed(record.key, file, error)
+            }
+        }
+        return results
+    }
+
     /// Removes the directory if nothing was backed up into it (a run that migrated nothing).
     /// Best effort: only an empty directory is ever removed.
     public func removeIfEmpty() {

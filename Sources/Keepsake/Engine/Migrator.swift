@@ -75,7 +75,8 @@ public struct Migrator: Sendable {
     /// its bytes and is reported; the others still migrate.
     ///
     /// - Parameters:
-    ///   - backup: When set, each record's original bytes are saved there before the batch.
+    ///   - backup: When set, each record's original bytes are saved there before the batch, all
+    ///     in one durable batch of their own (``BackupDirectory/saveAll(_:store:)``).
     ///   - progress: Called after each record is evaluated and once the batch is written.
     /// - Throws: Only when the store itself cannot be read or written; then nothing was written.
     public func run(
@@ -86,6 +87,7 @@ public struct Migrator: Sendable {
         var reports: [RecordReport] = []
         var writes: [StoreWrite] = []
         var writeIndex: [Int] = []  // report index for each write
+        var originals: [(key: String, bytes: Data)] = []  // each write's record as read, for the backup
         reports.reserveCapacity(entries.count)
         for (offset, entry) in entries.enumerated() {
             let bytes: Data
@@ -96,20 +98,31 @@ public struct Migrator: Sendable {
                 progress?(MigrationProgress(evaluated: offset + 1, total: entries.count, written: false))
                 continue
             }
-            var evaluation = evaluate(key: entry.key, bytes: bytes, encodeLatest: true)
+            let evaluation = evaluate(key: entry.key, bytes: bytes, encodeLatest: true)
             if let encoded = evaluation.encoded {
-                do throws(KeepsakeError) {
-                    if let backup {
-                        evaluation.report.backupPath = try backup.save(bytes, forKey: entry.key, store: store.uri)
-                    }
-                    writes.append(StoreWrite(key: entry.key, value: encoded, expectation: .unchanged(bytes)))
-                    writeIndex.append(reports.count)
-                } catch {
-                    evaluation.report.error = error
-                }
+                writes.append(StoreWrite(key: entry.key, value: encoded, expectation: .unchanged(bytes)))
+                writeIndex.append(reports.count)
+                originals.append((entry.key, bytes))
             }
             reports.append(evaluation.report)
             progress?(MigrationProgress(evaluated: offset + 1, total: entries.count, written: false))
+        }
+        if let backup, !writes.isEmpty {
+            // One durable batch of backups; a record whose backup failed keeps its bytes.
+            var kept: [StoreWrite] = []
+            var keptIndex: [Int] = []
+            for ((write, index), saved) in zip(zip(writes, writeIndex), backup.saveAll(originals, store: store.uri)) {
+                switch saved {
+                case let .success(file):
+                    reports[index].backupPath = file
+                    kept.append(write)
+                    keptIndex.append(index)
+                case let .failure(error):
+                    reports[index].error = error
+                }
+            }
+            writes = kept
+            writeIndex = keptIndex
         }
         guard !writes.isEmpty else {
             Log.engine.ranMigration(reports, store: store.uri)

@@ -28,7 +28,7 @@ package struct ExactString: Hashable, Comparable, Sendable, CustomStringConverti
 
     /// Byte order: what "sorted" means for keys (ASCII keys sort as `<` sorts them).
     package static func < (lhs: ExactString, rhs: ExactString) -> Bool {
-        lhs.value.utf8.lexicographicallyPrecedes(rhs.value.utf8)
+        lhs.value.precedesExactly(rhs.value)
     }
 
     package var description: String { value }
@@ -50,7 +50,16 @@ extension String {
 
     /// Whether `self` comes before `other` in UTF-8 byte order: how keys are sorted.
     package func precedesExactly(_ other: String) -> Bool {
-        utf8.lexicographicallyPrecedes(other.utf8)
+        // Native strings are contiguous UTF-8: one memcmp instead of a byte-by-byte walk.
+        let compared = utf8.withContiguousStorageIfAvailable { mine in
+            other.utf8.withContiguousStorageIfAvailable { theirs in
+                let common = Swift.min(mine.count, theirs.count)
+                let order = common == 0 ? 0 : memcmp(mine.baseAddress!, theirs.baseAddress!, common)
+                return order != 0 ? order < 0 : mine.count < theirs.count
+            }
+        }
+        if let compared, let result = compared { return result }
+        return utf8.lexicographicallyPrecedes(other.utf8)
     }
 }
 

@@ -26,6 +26,13 @@ enum CanonicalJSON {
 
     /// Appends `text` as a JSON string literal.
     static func appendString(_ text: String, to out: inout Data) {
+        var bytes: [UInt8] = []
+        appendString(text, to: &bytes)
+        out.append(contentsOf: bytes)
+    }
+
+    /// Appends `text` as a JSON string literal.
+    static func appendString(_ text: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
             switch byte {

@@ -119,11 +119,30 @@ struct JSONParser: ~Copyable {
         case UInt8(ascii: "{"):
             offset += 1
             if try peek() == UInt8(ascii: "}") { offset += 1; return start..<offset }
-            var seen = Set<ExactString>()
+            // Duplicate names are found without building strings while names are plain (ASCII,
+            // no escape: their bytes are the name) and few; then by a set of the names, so the
+            // check stays linear in the object's size.
+            var plain: [Range<Int>] = []
+            var seen: Set<ExactString>?
             while true {
                 guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a member name") }
-                let name = try parseString()
-                guard seen.insert(ExactString(name)).inserted else { throw fail("duplicate member name") }
+                let nameStart = offset
+                if seen == nil, let raw = skipPlainString(), plain.count < JSONObject.indexThreshold {
+                    for other in plain where other.count == raw.count
+                        && memcmp(bytes.baseAddress! + other.lowerBound, bytes.baseAddress! + raw.lowerBound, raw.count) == 0 {
+                        throw JSONSyntaxError(offset: nameStart, reason: "duplicate member name")
+                    }
+                    plain.append(raw)
+                } else {
+                    offset = nameStart
+                    if seen == nil {
+                        seen = Set(plain.map { ExactString(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[$0]), as: UTF8.self)) })
+                    }
+                    let name = try parseString()
+                    guard seen!.insert(ExactString(name)).inserted else {
+                        throw JSONSyntaxError(offset: nameStart, reason: "duplicate member name")
+                    }
+                }
                 try expect(UInt8(ascii: ":"), "':'")
                 _ = try skipValue(depth: depth + 1)
                 if try peek() == UInt8(ascii: ",") { offset += 1; continue }
@@ -140,13 +159,35 @@ struct JSONParser: ~Copyable {
                 return start..<offset
             }
         case UInt8(ascii: "\""):
-            _ = try parseString()
+            if skipPlainString() == nil {
+                offset = start
+                _ = try parseString()
+            }
         case UInt8(ascii: "t"): try literal("true")
         case UInt8(ascii: "f"): try literal("false")
         case UInt8(ascii: "n"): try literal("null")
         default: _ = try scanNumber()
         }
         return start..<offset
+    }
+
+    /// Skips a string at `offset` (its opening quote) that is plain — printable ASCII without
+    /// escapes, whose bytes are its value and need no validation — and returns the range of its
+    /// contents. Returns `nil`, with `offset` wherever it stopped, for any other string: the
+    /// caller goes back and parses it in full (which also reports what is wrong with it).
+    private mutating func skipPlainString() -> Range<Int>? {
+        let start = offset + 1
+        var index = start
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                offset = index + 1
+                return start..<index
+            }
+            guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\\") else { return nil }
+            index += 1
+        }
+        return nil
     }
 
     private mutating func literal(_ word: StaticString) throws(JSONSyntaxError) {

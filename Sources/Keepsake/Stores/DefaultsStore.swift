@@ -27,6 +27,8 @@ public final class DefaultsStore: RecordStore {
     public var capabilities: StoreCapabilities { [] }
     /// How long a change waits for another process holding the lock.
     public let lockTimeout: Duration
+    /// The last parsed version of the suite, reused while the file is provably unchanged.
+    private let cache = SuiteCache()
 
     /// A store on the suite file at `path` (created on the first write).
     public init(path: String, lockTimeout: Duration = .seconds(10)) {
@@ -104,23 +106,28 @@ public final class DefaultsStore: RecordStore {
         }
         defer { lock.unlock() }
 
-        var values = Dictionary(uniqueKeysWithValues: try readDocument().entriesWithBytes)
+        let document = try readDocument()
+        // Only the written keys are looked at: the other members keep their bytes, copied once
+        // from the document into the new one.
+        var changes: [ExactString: Data?] = [:]
         var results: [StoreWriteResult] = []
+        results.reserveCapacity(writes.count)
         var changed = false
         for write in writes {
             let key = ExactString(write.key)
-            guard write.expects(values[key]) else {
+            let current = changes[key] ?? document.value(forKey: write.key)
+            guard write.expects(current) else {
                 results.append(.conflict)
                 continue
             }
-            if values[key] != write.value { changed = true }
-            values[key] = write.value
+            if current != write.value { changed = true }
+            changes[key] = .some(write.value)
             results.append(.applied)
         }
         guard changed else { return results }
         removeLeftovers()
         do throws(SystemFailure) {
-            try fileSystem.replace(fileName, in: directory, with: DefaultsDocument.serialize(values))
+            try fileSystem.replace(fileName, in: directory, with: document.applying(changes))
         } catch {
             throw error.error(store: uri, "cannot write the suite file; it was left as it was")
         }
@@ -176,24 +183,64 @@ public final class DefaultsStore: RecordStore {
         }
     }
 
+    /// The suite as it is on disk now: the cached parse when the file is provably the version
+    /// parsed last (see ``SuiteCache``), else the file read and parsed (and cached).
     private func readDocument() throws(KeepsakeError) -> DefaultsDocument {
-        let contents: [UInt8]?
+        if let settled = cache.settledDocument(at: path) { return settled }
+        let readAt = SuiteCache.now()
+        let read: (bytes: Data, identity: FileIdentity?)?
         do throws(SystemFailure) {
-            contents = try Syscall.readFile(path)
+            read = try Self.readSuite(path)
         } catch {
-            if error.errno == ENOTDIR { return DefaultsDocument(bytes: Data(), entries: []) }
+            cache.clear()
+            if error.errno == ENOTDIR { return DefaultsDocument.empty }
             throw error.error(store: uri, "cannot read the suite file")
         }
-        guard let contents else { return DefaultsDocument(bytes: Data(), entries: []) }
-        let bytes = Data(contents)
+        guard let read else {
+            cache.clear()
+            return DefaultsDocument.empty
+        }
         do throws(JSONSyntaxError) {
-            return try DefaultsDocument.parse(bytes)
+            return try cache.document(for: read.bytes, identity: read.identity, readAt: readAt, parse: DefaultsDocument.parse)
         } catch {
             throw KeepsakeError(.corruptStore, store: uri, """
                 the suite file is not a JSON object of key → value; it was left as it is — \
                 repair it or move it away
                 """, cause: error.cause)
         }
+    }
+
+    /// The bytes of the regular file at `path` (symbolic links not followed), and its identity
+    /// when it did not change while it was read; `nil` when there is no file.
+    private static func readSuite(_ path: String) throws(SystemFailure) -> (bytes: Data, identity: FileIdentity?)? {
+        let fd: Int32
+        let before: stat
+        do throws(SystemFailure) {
+            (fd, before) = try Syscall.openRegularFile(path)
+        } catch {
+            if error.errno == ENOENT { return nil }
+            throw error
+        }
+        defer { Syscall.close(fd) }
+        // Room for the size fstat gave (capped: it is only a hint), plus a byte to see the end.
+        var bytes = Data(count: max(4096, min(Int(clamping: before.st_size), 64 << 20) + 1))
+        var filled = 0
+        while true {
+            if filled == bytes.count { bytes.count *= 2 }
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                Glibc.read(fd, buffer.baseAddress! + filled, buffer.count - filled)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw SystemFailure(call: "read", errno: errno)
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        bytes.count = filled
+        var after = stat()
+        let unchanged = fstat(fd, &after) == 0 && FileIdentity(after) == FileIdentity(before)
+        return (bytes, unchanged ? FileIdentity(before) : nil)
     }
 
     /// A value must be exactly one JSON value: the document is spliced from values' bytes.
@@ -214,21 +261,25 @@ public final class DefaultsStore: RecordStore {
 
 /// A suite file sliced into its top-level members, each kept as its exact bytes. Keys are exact
 /// strings: `"caf\u{E9}"` and `"cafe\u{301}"` are two members.
-struct DefaultsDocument {
+struct DefaultsDocument: Sendable {
     let bytes: Data
     /// Sorted by key (UTF-8 bytes).
     let entries: [(key: String, range: Range<Int>)]
+    /// Each key's value range in ``bytes``.
+    let ranges: [ExactString: Range<Int>]
+
+    static let empty = DefaultsDocument(bytes: Data(), entries: [], ranges: [:])
 
     func value(forKey key: String) -> Data? {
-        entries.first { $0.key.isExactly(key) }.map { Data(bytes[$0.range]) }
+        ranges[ExactString(key)].map { Data(bytes[$0]) }
     }
 
-    var entriesWithBytes: [(ExactString, Data)] { entries.map { (ExactString($0.key), Data(bytes[$0.range])) } }
-
     static func parse(_ bytes: Data) throws(JSONSyntaxError) -> DefaultsDocument {
-        let entries = try JSONParser.withParser(bytes) { parser throws(JSONSyntaxError) -> [(key: String, range: Range<Int>)] in
+        // Data slices keep their parent's indices; ranges are kept in the slice's own.
+        let base = bytes.startIndex
+        let (entries, ranges) = try JSONParser.withParser(bytes) { parser throws(JSONSyntaxError) -> ([(key: String, range: Range<Int>)], [ExactString: Range<Int>]) in
             var entries: [(key: String, range: Range<Int>)] = []
-            var seen = Set<ExactString>()
+            var ranges: [ExactString: Range<Int>] = [:]
             guard try parser.peek() == UInt8(ascii: "{") else {
                 throw JSONSyntaxError(offset: parser.offset, reason: "the document is not a JSON object")
             }
@@ -242,11 +293,12 @@ struct DefaultsDocument {
                     }
                     let keyOffset = parser.offset
                     let key = try parser.parseString()
-                    guard seen.insert(ExactString(key)).inserted else {
+                    try parser.expect(UInt8(ascii: ":"), "':'")
+                    let skipped = try parser.skipValue(depth: 1)
+                    let range = (base + skipped.lowerBound)..<(base + skipped.upperBound)
+                    guard ranges.updateValue(range, forKey: ExactString(key)) == nil else {
                         throw JSONSyntaxError(offset: keyOffset, reason: "duplicate key '\(key)'")
                     }
-                    try parser.expect(UInt8(ascii: ":"), "':'")
-                    let range = try parser.skipValue(depth: 1)
                     entries.append((key, range))
                     if try parser.peek() == UInt8(ascii: ",") {
                         try parser.expect(UInt8(ascii: ","), "','")
@@ -257,27 +309,52 @@ struct DefaultsDocument {
                 }
             }
             try parser.expectEnd()
-            return entries
+            return (entries, ranges)
         }
-        // Data slices keep their parent's indices; shift ranges to the slice's own.
-        let base = bytes.startIndex
-        return DefaultsDocument(
-            bytes: bytes,
-            entries: entries.map { ($0.key, (base + $0.range.lowerBound)..<(base + $0.range.upperBound)) }
-                .sorted { $0.key.precedesExactly($1.key) })
+        // Keepsake writes suites sorted: check in one pass before sorting.
+        let sorted = zip(entries, entries.dropFirst()).allSatisfy { $0.key.precedesExactly($1.key) }
+            ? entries : entries.sorted { $0.key.precedesExactly($1.key) }
+        return DefaultsDocument(bytes: bytes, entries: sorted, ranges: ranges)
     }
 
-    /// `{ "key": value, … }` with one member per line, keys sorted (UTF-8 bytes), values as given.
-    static func serialize(_ values: [ExactString: Data]) -> Data {
-        var out = Data()
-        out.append(contentsOf: Array("{".utf8))
-        for (index, key) in values.keys.sorted().enumerated() {
-            out.append(contentsOf: Array((index == 0 ? "\n  " : ",\n  ").utf8))
-            CanonicalJSON.appendString(key.value, to: &out)
-            out.append(contentsOf: Array(": ".utf8))
-            out.append(values[key]!)
+    /// This document with `changes` applied (a value replaces or adds a member, `nil` removes
+    /// it): `{ "key": value, … }` with one member per line, keys sorted (UTF-8 bytes), values as
+    /// given or as they were, byte for byte.
+    func applying(_ changes: [ExactString: Data?]) -> Data {
+        let changedKeys = changes.keys.sorted()
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + changes.values.reduce(0) { $0 + ($1?.count ?? 0) + 64 } + 16)
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        func member(_ key: String, _ value: some Collection<UInt8>) {
+            out.append(contentsOf: (first ? "\n  " : ",\n  ").utf8)
+            first = false
+            CanonicalJSON.appendString(key, to: &out)
+            out.append(contentsOf: ": ".utf8)
+            out.append(contentsOf: value)
         }
-        out.append(contentsOf: Array((values.isEmpty ? "}\n" : "\n}\n").utf8))
-        return out
+        // Merge the sorted members with the sorted changed keys.
+        var next = 0
+        bytes.withUnsafeBytes { raw in
+            let base = bytes.startIndex
+            for entry in entries {
+                while next < changedKeys.count, changedKeys[next].value.precedesExactly(entry.key) {
+                    if let value = changes[changedKeys[next]]! { member(changedKeys[next].value, value) }
+                    next += 1
+                }
+                if next < changedKeys.count, changedKeys[next].value.isExactly(entry.key) {
+                    if let value = changes[changedKeys[next]]! { member(entry.key, value) }
+                    next += 1
+                    continue
+                }
+                member(entry.key, UnsafeRawBufferPointer(rebasing: raw[(entry.range.lowerBound - base)..<(entry.range.upperBound - base)]))
+            }
+        }
+        while next < changedKeys.count {
+            if let value = changes[changedKeys[next]]! { member(changedKeys[next].value, value) }
+            next += 1
+        }
+        out.append(contentsOf: (first ? "}\n" : "\n}\n").utf8)
+        return Data(out)
     }
 }

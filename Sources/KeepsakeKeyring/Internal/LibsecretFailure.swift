@@ -40,9 +40,14 @@ struct LibsecretFailure: Error, Sendable {
     var domain: String?
     var code: Int
     var message: String
+    /// Whether the failure says that this process's connection or secret session no longer
+    /// exists (the daemon restarted, the bus went away): the request was refused unread, and
+    /// may be sent again on a new connection.
+    var isStaleLink = false
 
     /// A failure found by Keepsake rather than reported by libsecret.
-    init(stage: Stage, kind: Kind, message: String) {
+    init(stage: Stage, kind: Kind, message: String, isStaleLink: Bool = false) {
+        self.isStaleLink = isStaleLink
         self.stage = stage
         self.kind = kind
         self.domain = nil
@@ -76,6 +81,16 @@ struct LibsecretFailure: Error, Sendable {
         let dbusError = g_dbus_error_quark()
         let secretError = secret_error_get_quark()
         let raw = error.pointee.code
+        let remoteName = keepsake_remote_error_name(error).map { name in
+            defer { g_free(name) }
+            return String(cString: name)
+        }
+        // Requests go to the unique name of the daemon that opened the session: when that name
+        // has no owner any more, the daemon was replaced (or stopped).
+        isStaleLink = remoteName == "org.freedesktop.Secret.Error.NoSession"
+            || (quark == ioError && raw == Int32(G_IO_ERROR_CLOSED.rawValue))
+            || (quark == dbusError && (raw == Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue)
+                || raw == Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue)))
         if quark == ioError && raw == Int32(G_IO_ERROR_CANCELLED.rawValue) && deadlineExpired {
             kind = .timedOut
         } else if quark == ioError && raw == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
@@ -95,7 +110,8 @@ struct LibsecretFailure: Error, Sendable {
             kind = .noProvider
         } else if quark == dbusError && raw == Int32(G_DBUS_ERROR_DISCONNECTED.rawValue) {
             kind = .noSessionBus
-        } else if quark == secretError && raw == Int32(SECRET_ERROR_IS_LOCKED.rawValue) {
+        } else if (quark == secretError && raw == Int32(SECRET_ERROR_IS_LOCKED.rawValue))
+            || remoteName == "org.freedesktop.Secret.Error.IsLocked" {
             kind = .locked
         } else {
             kind = .other

@@ -1,0 +1,155 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One file of a ``FileSystem/commitGroup(_:in:)``: its name in the directory and its new bytes,
+/// or `nil` to remove it.
+package struct GroupedFile: Sendable {
+    package var name: String
+    package var data: Data?
+
+    package init(name: String, data: Data?) {
+        self.name = name
+        self.data = data
+    }
+}
+
+extension FileSystem {
+    /// Replaces or removes every file of `files` (distinct names) in `directory` durably, with
+    /// one flush for the whole group instead of two per file:
+    ///
+    /// 1. every new file is written to a 0600 temporary file;
+    /// 2. the file system is flushed once (`syncfs`; where it is missing, each temporary is
+    ///    fsync'd), so every temporary is durable before any is renamed;
+    /// 3. each previous file is kept under a rollback name (`link`), and each temporary is
+    ///    renamed over its file (a removal renames the file to its rollback name);
+    /// 4. the directory is fsync'd once, which makes every rename durable; then the rollback
+    ///    names are unlinked.
+    ///
+    /// Each file is always whole — its old bytes or its new ones — whatever happens and whenever
+    /// the process is killed: a rename replaces a complete, already durable file. A crash leaves
+    /// at most temporary and rollback files (``temporaryPrefix``), which the owner removes.
+    ///
+    /// - Returns: For each file, `nil` when it was replaced (removed), or why it was not; a file
+    ///   that failed keeps its previous bytes. A failed flush or directory sync fails every file
+    ///   it covers, and puts back the previous files of those already renamed.
+    package func commitGroup(_ files: [GroupedFile], in directory: String) -> [SystemFailure?] {
+        var failures = [SystemFailure?](repeating: nil, count: files.count)
+        var temporaries = [String?](repeating: nil, count: files.count)
+        func fail(_ index: Int, _ failure: SystemFailure) {
+            failures[index] = failure
+            if let temporary = temporaries[index] { Syscall.unlink(temporary) }
+            temporaries[index] = nil
+        }
+
+        // 1. Temporaries, not yet synced.
+        for (index, file) in files.enumerated() {
+            guard let data = file.data else { continue }
+            let temporary = directory + "/" + temporaryName()
+            do throws(SystemFailure) {
+                try injectGroup(.create, "open")
+                let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                temporaries[index] = temporary
+                defer { Syscall.close(fd) }
+                try injectGroup(.write, "write")
+                try Syscall.writeAll(fd, data)
+            } catch {
+                fail(index, error)
+            }
+        }
+
+        // 2. One flush for all of them.
+        if temporaries.contains(where: { $0 != nil }) {
+            do throws(SystemFailure) {
+                try injectGroup(.fsync, "syncfs")
+                try Self.flush(directory: directory, temporaries: temporaries.compactMap { $0 })
+            } catch {
+                for index in files.indices where temporaries[index] != nil { fail(index, error) }
+            }
+        }
+
+        // 3. Previous files kept under rollback names; new files renamed into place.
+        var rollbacks = [String?](repeating: nil, count: files.count)
+        var moved = [Bool](repeating: false, count: files.count)
+        for (index, file) in files.enumerated() where failures[index] == nil {
+            let target = directory + "/" + file.name
+            let rollback = directory + "/" + temporaryName()
+            do throws(SystemFailure) {
+                if let temporary = temporaries[index] {
+                    do throws(SystemFailure) {
+                        try injectGroup(.link, "link")
+                        try Syscall.link(target, rollback)
+                        rollbacks[index] = rollback
+                    } catch where error.errno == ENOENT {
+                        // a new file: nothing to keep
+                    }
+                    try injectGroup(.rename, "rename")
+                    try Syscall.rename(temporary, target)
+                    temporaries[index] = nil
+                } else {
+                    do throws(SystemFailure) {
+                        try injectGroup(.rename, "rename")
+                        try Syscall.rename(target, rollback)
+                        rollbacks[index] = rollback
+                    } catch where error.errno == ENOENT {
+                        continue  // already absent
+                    }
+                }
+                moved[index] = true
+            } catch {
+                if let rollback = rollbacks[index] { Syscall.unlink(rollback) }
+                rollbacks[index] = nil
+                fail(index, error)
+            }
+        }
+
+        // 4. One directory sync makes every rename durable.
+        guard moved.contains(true) else { return failures }
+        do throws(SystemFailure) {
+            try injectGroup(.syncDirectory, "fsync")
+            try Syscall.syncDirectory(directory)
+        } catch {
+            for (index, file) in files.enumerated() where moved[index] {
+                let target = directory + "/" + file.name
+                if let rollback = rollbacks[index] {
+                    Syscall.renameQuietly(rollback, target)
+                } else {
+                    Syscall.unlink(target)
+                }
+                rollbacks[index] = nil
+                failures[index] = error
+            }
+            Syscall.syncDirectoryQuietly(directory)
+        }
+        for rollback in rollbacks.compactMap({ $0 }) { Syscall.unlink(rollback) }
+        return failures
+    }
+
+    private func injectGroup(_ step: FileStep, _ call: String) throws(SystemFailure) {
+        if let code = fault?(step) { throw SystemFailure(call: call, errno: code) }
+    }
+
+    /// `syncfs(2)` (not in Swift's Glibc module: found at run time), else an fsync per file.
+    private static let syncfs: (@convention(c) (Int32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "syncfs") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
+    }()
+
+    private static func flush(directory: String, temporaries: [String]) throws(SystemFailure) {
+        if let syncfs {
+            let fd = try Syscall.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            defer { Syscall.close(fd) }
+            while syncfs(fd) != 0 {
+                if errno == EINTR { continue }
+                throw SystemFailure(call: "syncfs", errno: errno)
+            }
+            return
+        }
+        for temporary in temporaries {
+            let fd = try Syscall.open(temporary, O_RDONLY | O_CLOEXEC)
+            defer { Syscall.close(fd) }
+            try Syscall.fsync(fd)
+        }
+    }
+}
