@@ -326,7 +326,7 @@ public final class SodiumFileStore: RecordStore {
     /// fails is `StoreWriteResult.failed(_:)` and leaves that record's previous file in place;
     /// the other writes are still made. A failed flush or directory sync fails every write of
     /// its group, and each of those records keeps its previous file. `CommitProgress` hears of
-    /// each group once it is durable.
+    /// each record as its new file is written, and of each group once it is durable.
     ///
     /// - Throws: `KeepsakeError.Code.invalidArgument` for an empty key or one with NUL (before
     ///   anything is written); `KeepsakeError.Code.lockTimeout` when another writer holds the
@@ -342,7 +342,10 @@ public final class SodiumFileStore: RecordStore {
         var group: [(index: Int, file: GroupedFile)] = []
         var names = Set<String>()
         func flush() {
-            let failures = fileSystem.commitGroup(group.map(\.file), in: directory)
+            // Progress as each record's new file is written, then once the group is durable.
+            let failures = fileSystem.commitGroup(group.map(\.file), in: directory) { member in
+                CommitProgress.report(group[member].index + 1, of: writes.count)
+            }
             for (member, failure) in zip(group, failures) {
                 guard let failure else { continue }
                 let write = writes[member.index]

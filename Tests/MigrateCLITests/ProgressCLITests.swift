@@ -29,6 +29,16 @@ struct ProgressCLITests {
         #expect(!ProgressDisplay.isShown(standardErrorIsTerminal: true, json: false, quiet: true))
     }
 
+    @Test("KEEPSAKE_PROGRESS_DELAY sets the delay to 0–60 seconds; anything else keeps a quarter of a second")
+    func delayFromEnvironment() {
+        #expect(ProgressMeter.delay(environment: [:]) == 0.25)
+        #expect(ProgressMeter.delay(environment: ["KEEPSAKE_PROGRESS_DELAY": "0"]) == 0)
+        #expect(ProgressMeter.delay(environment: ["KEEPSAKE_PROGRESS_DELAY": "2.5"]) == 2.5)
+        for text in ["-1", "61", "inf", "nan", "soon", ""] {
+            #expect(ProgressMeter.delay(environment: ["KEEPSAKE_PROGRESS_DELAY": text]) == 0.25, "\(text)")
+        }
+    }
+
     @Test("the meter draws nothing for a short phase, then at most ten times a second, and ends its line")
     func meter() {
         let written = Mutex<[String]>([])
@@ -63,7 +73,10 @@ struct ProgressCLITests {
 
     @Test("on a terminal, run shows records checked and written with rate and time left; piped, nothing")
     func onTerminal() throws {
-        let (store, key) = try seededFileStore(600)
+        // Enough records that writing them takes over a tenth of a second (the rate is shown),
+        // with progress drawn from the start (KEEPSAKE_PROGRESS_DELAY=0): a group commit writes
+        // a few hundred records faster than the usual quarter-second delay.
+        let (store, key) = try seededFileStore(3000)
         // Piped: no progress, and the records migrate.
         let piped = try migrate(["run", "--store", store, "--dry-run"] + key)
         #expect(piped.status == 0, "\(piped.stderr)")
@@ -72,17 +85,19 @@ struct ProgressCLITests {
         // On a terminal (script(1) gives the command one): both phases are drawn.
         let command = ([migrateBinary, "run", "--store", store] + key)
             .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-        let terminal = try runBinary("/usr/bin/script", ["-qefc", command + " >/dev/null", "/dev/null"])
+        let terminal = try runBinary("/usr/bin/script", ["-qefc", command + " >/dev/null", "/dev/null"],
+                                     environment: ["KEEPSAKE_PROGRESS_DELAY": "0"])
         #expect(terminal.status == 0, "\(terminal.stderr)")
-        #expect(terminal.stdout.contains("writing 600/600 records"), "\(terminal.stdout.suffix(400))")
-        #expect(terminal.stdout.range(of: #"writing \d+/600 records, [0-9.]+/s, (about .* left|done in .*)"#,
+        #expect(terminal.stdout.contains("writing 3000/3000 records"), "\(terminal.stdout.suffix(400))")
+        #expect(terminal.stdout.range(of: #"writing \d+/3000 records, [0-9.]+/s, (about .* left|done in .*)"#,
                                       options: .regularExpression) != nil)
         let status = try migrate(["status", "--store", store, "--json"] + key)
         let totals = try #require(try decodeJSON(status.stdout) as? [String: Any])["totals"] as? [String: Any]
-        #expect(totals?["current"] as? Int == 600)
+        #expect(totals?["current"] as? Int == 3000)
 
         // --quiet on a terminal: nothing.
-        let quiet = try runBinary("/usr/bin/script", ["-qefc", command + " --quiet >/dev/null", "/dev/null"])
+        let quiet = try runBinary("/usr/bin/script", ["-qefc", command + " --quiet >/dev/null", "/dev/null"],
+                                  environment: ["KEEPSAKE_PROGRESS_DELAY": "0"])
         #expect(quiet.status == 0)
         #expect(!quiet.stdout.contains("records"), "\(quiet.stdout.suffix(400))")
     }

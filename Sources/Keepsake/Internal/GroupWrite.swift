@@ -34,7 +34,9 @@ extension FileSystem {
     /// - Returns: For each file, `nil` when it was replaced (removed), or why it was not; a file
     ///   that failed keeps its previous bytes. A failed flush or directory sync fails every file
     ///   it covers, and puts back the previous files of those already renamed.
-    package func commitGroup(_ files: [GroupedFile], in directory: String) -> [SystemFailure?] {
+    package func commitGroup(
+        _ files: [GroupedFile], in directory: String, written: ((Int) -> Void)? = nil
+    ) -> [SystemFailure?] {
         var failures = [SystemFailure?](repeating: nil, count: files.count)
         var temporaries = [String?](repeating: nil, count: files.count)
         func fail(_ index: Int, _ failure: SystemFailure) {
@@ -57,6 +59,7 @@ extension FileSystem {
             } catch {
                 fail(index, error)
             }
+            written?(index)
         }
 
         // 2. One flush for all of them.

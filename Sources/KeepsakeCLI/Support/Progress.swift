@@ -37,7 +37,8 @@ enum ProgressDisplay {
 }
 
 /// Draws ``ProgressDisplay`` lines for one `run`: at most ten times a second, and only once a
-/// phase has taken a quarter of a second, so a short run prints nothing. Called from the
+/// phase has taken ``delay`` (a quarter of a second unless `KEEPSAKE_PROGRESS_DELAY` says
+/// otherwise), so a short run prints nothing. Called from the
 /// migrator's progress callback and from the store's ``CommitProgress`` reports.
 final class ProgressMeter: Sendable {
     private struct State {
@@ -49,8 +50,20 @@ final class ProgressMeter: Sendable {
 
     private let state = Mutex(State())
     private let write: @Sendable (String) -> Void
+    /// How long a phase runs before its progress is drawn, in seconds.
+    let delay: Double
 
-    init(write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }) {
+    /// The delay before progress is drawn: `KEEPSAKE_PROGRESS_DELAY` seconds (0–60) when set to
+    /// such a number, else a quarter of a second.
+    static func delay(environment: [String: String] = ProcessInfo.processInfo.environment) -> Double {
+        guard let text = environment["KEEPSAKE_PROGRESS_DELAY"], let seconds = Double(text),
+              seconds.isFinite, (0...60).contains(seconds) else { return 0.25 }
+        return seconds
+    }
+
+    init(delay: Double = ProgressMeter.delay(),
+         write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }) {
+        self.delay = delay
         self.write = write
     }
 
@@ -66,7 +79,7 @@ final class ProgressMeter: Sendable {
             }
             let elapsed = now.timeIntervalSince(state.phaseStart)
             let finished = done >= total
-            guard elapsed >= 0.25 || (finished && state.drawn) else { return nil }
+            guard elapsed >= delay || (finished && state.drawn) else { return nil }
             guard finished || now.timeIntervalSince(state.lastDraw) >= 0.1 else { return nil }
             state.lastDraw = now
             state.drawn = true
