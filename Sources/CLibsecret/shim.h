@@ -201,12 +201,30 @@ static inline gboolean keepsake_set_secret(GDBusConnection *bus, const gchar *de
     return TRUE;
 }
 
+/// Item.GetSecret of the item at `path` with `service`'s session, decoded: a new SecretValue,
+/// or NULL with `error` set on failure, or NULL without an error when the answer cannot be
+/// decoded. Never unlocks anything.
+static inline SecretValue *keepsake_get_secret(GDBusConnection *bus, const gchar *dest, SecretService *service, const gchar *path,
+                                               GCancellable *cancellable, GError **error) {
+    GVariant *reply = g_dbus_connection_call_sync(
+        bus, dest, path, "org.freedesktop.Secret.Item", "GetSecret",
+        g_variant_new("(o)", secret_service_get_session_dbus_path(service)), G_VARIANT_TYPE("((oayays))"),
+        G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+    if (reply == NULL) return NULL;
+    GVariant *encoded = g_variant_get_child_value(reply, 0);
+    SecretValue *value = secret_service_decode_dbus_secret(service, encoded);
+    g_variant_unref(encoded);
+    g_variant_unref(reply);
+    return value;
+}
+
 /// Collection.CreateItem with a label and string attributes, replacing an item with exactly
-/// these attributes when `replace` is set. Returns 1 when created, 0 when the provider asks for
+/// these attributes when `replace` is set. Returns 1 when created (the new item's path in
+/// `created_path`, the caller's to g_free, when it is not NULL), 0 when the provider asks for
 /// a prompt (nothing created: the prompt is never shown), -1 on failure.
 static inline int keepsake_create_item(GDBusConnection *bus, const gchar *dest, SecretService *service, const gchar *collection,
                                        GHashTable *attributes, const gchar *label, SecretValue *value, gboolean replace,
-                                       GCancellable *cancellable, GError **error) {
+                                       gchar **created_path, GCancellable *cancellable, GError **error) {
     GVariantBuilder table;
     g_variant_builder_init(&table, G_VARIANT_TYPE("a{ss}"));
     GHashTableIter iter;
@@ -227,6 +245,7 @@ static inline int keepsake_create_item(GDBusConnection *bus, const gchar *dest, 
     const gchar *item = NULL, *prompt = NULL;
     g_variant_get(reply, "(&o&o)", &item, &prompt);
     int created = g_strcmp0(prompt, "/") == 0 ? 1 : 0;
+    if (created && created_path != NULL) *created_path = g_strdup(item);
     g_variant_unref(reply);
     return created;
 }

@@ -32,6 +32,14 @@ import Keepsake
 /// use the most recently changed one, and a write updates that one and then deletes the
 /// others, so that exactly one item remains.
 ///
+/// Every write of a record is read back and compared, byte for byte, with what was written.
+/// Some providers rewrite secrets as they return them (KeePassXC expands placeholders such as
+/// `{TITLE}`, `{URL}`, `{S:attr}` and `{PASSWORD}`): then the write is undone — the previous
+/// record is put back, or the new item is deleted when the key had none — and it throws
+/// `.verificationFailed` saying what differed. This costs one more round trip per write (the
+/// item's `GetSecret`); the previous record is read in the round trip that already reads the
+/// item's properties. The previous record put back is the secret the provider returned for it.
+///
 /// ## Honest answers
 /// - A lookup in a locked collection returns nothing from libsecret. This store checks the
 ///   lock state: a key is reported absent only when the default collection is unlocked and
@@ -67,6 +75,10 @@ public struct KeyringStore: RecordStore {
 
     /// The connection and session shared by this store and its copies.
     private let channel = LibsecretChannel()
+
+    /// For tests only: applied to what a write reads back before it is compared with what was
+    /// written, to act as a provider that rewrites secrets (gnome-keyring never does).
+    var readBackTransform: (@Sendable (Data) -> Data)?
 
     /// `keyring:<service>`.
     public var uri: String { "keyring:\(service)" }
@@ -178,10 +190,14 @@ public struct KeyringStore: RecordStore {
     /// the default collection; `nil` deletes every item of the key and no other.
     ///
     /// - Throws: `KeepsakeError` `.invalidArgument` for a bad key (before anything is
-    ///   contacted), or the failure of the first write when no write was applied before it.
+    ///   contacted), or the failure of the first write when no write was applied before it:
+    ///   `.verificationFailed` when the record read back differs from the one written (the
+    ///   write was undone).
     /// - Important: If this throws, no write of the batch was applied — except that after a
     ///   `.timeout` the failing write's key holds either its old or its new record (the
-    ///   provider may apply a request after the deadline), never none. A failure after a write
+    ///   provider may apply a request after the deadline), never none, and that after a
+    ///   `.verificationFailed` whose message says undoing the write failed, the key holds the
+    ///   new record as the provider keeps it. A failure after a write
     ///   was applied is reported as `StoreWriteResult.failed(_:)` for that write; after a
     ///   `.locked`, `.unavailable` or `.timeout` the remaining writes are not tried and are
     ///   reported failed with the same error. The Secret Service has no transactions: an
@@ -208,31 +224,49 @@ public struct KeyringStore: RecordStore {
         return results
     }
 
+    /// What one write did: applied or skipped, or written and then undone because the provider
+    /// returned something else when it was read back (the sentence says what and what was undone).
+    private enum WriteOutcome {
+        case done(StoreWriteResult)
+        case altered(String)
+    }
+
     private func apply(_ write: StoreWrite) throws(KeepsakeError) -> StoreWriteResult {
-        try converse(key: write.key) { call throws(LibsecretFailure) in
+        let outcome = try converse(key: write.key) { call throws(LibsecretFailure) -> WriteOutcome in
             let needsCurrent = write.expectation != .anything
-            let match = try find(write.key, in: call, loadSecrets: needsCurrent)
+            // A value write also reads the current secret (sent with the properties, no extra
+            // round trip), so that it can be put back if the provider alters the new one.
+            let match = try find(write.key, in: call, loadSecrets: needsCurrent || write.value != nil)
             if needsCurrent {
                 let current = try match.items.first.map { item throws(LibsecretFailure) in
                     try secret(of: item)
                 }
-                guard write.expects(current) else { return .conflict }
+                guard write.expects(current) else { return .done(.conflict) }
             }
             guard let value = write.value else {
                 // Oldest first: if a delete fails midway, the item reads use is still there and
                 // the key still reads as it did.
                 for item in match.items.reversed() { try call.delete(item) }
-                return .applied
+                return .done(.applied)
             }
             if let target = match.items.first {
                 try call.setSecret(value, on: target)
+                if let difference = try readBackDifference(value, at: target.path, in: call) {
+                    return .altered(undo(difference) { () throws(LibsecretFailure) in
+                        guard let previous = target.secret else {
+                            return "the previous record could not be read before the write, so the item keeps the new one"
+                        }
+                        try call.setSecret(previous, on: target)
+                        return "the previous record was put back"
+                    })
+                }
                 // The new record is stored; now make it the only one. A failure here leaves an
                 // older duplicate that reads never choose (the target is now the most recent)
                 // and the next write removes: the write itself has been applied.
                 for duplicate in match.items.dropFirst() {
                     do throws(LibsecretFailure) { try call.delete(duplicate) } catch { break }
                 }
-                return .applied
+                return .done(.applied)
             }
             guard let collection = match.defaultCollection else {
                 throw LibsecretFailure(stage: .createItem, kind: .noDefaultCollection, message:
@@ -242,9 +276,60 @@ public struct KeyringStore: RecordStore {
                 throw LibsecretFailure(stage: .createItem, kind: .locked, message:
                     "the default collection \(collection.path) is locked; nothing was written")
             }
-            try call.createItem(
+            let created = try call.createItem(
                 in: collection, attributes: attributes(forKey: write.key), label: "\(service): \(write.key)", secret: value)
-            return .applied
+            if let difference = try readBackDifference(value, at: created, in: call) {
+                return .altered(undo(difference) { () throws(LibsecretFailure) in
+                    try call.delete(LibsecretItem(
+                        path: created, username: write.key, isLocked: false, modified: 0, created: 0, secret: nil))
+                    return "the new item was deleted, so the key holds no record, as before"
+                })
+            }
+            return .done(.applied)
+        }
+        switch outcome {
+        case let .done(result): return result
+        case let .altered(reason):
+            let failure = KeepsakeError(.verificationFailed, store: uri, key: write.key, reason)
+            Log.keyring.failed(failure, timeout: timeout)
+            throw failure
+        }
+    }
+
+    /// Reads the secret at `path` back (one `Item.GetSecret` round trip) and says how it differs
+    /// from `written`, or returns `nil` when it is the very same bytes. A deadline that expires
+    /// here is thrown as it is (the key then holds its new record, as after any timeout); any
+    /// other failure to read back is a difference, so that the write is undone.
+    private func readBackDifference(
+        _ written: Data, at path: String, in call: LibsecretCall
+    ) throws(LibsecretFailure) -> String? {
+        let read: Data?
+        do throws(LibsecretFailure) {
+            read = try call.readSecret(at: path)
+        } catch where error.kind == .timedOut {
+            throw error
+        } catch {
+            return "the written record could not be read back (\(error.message))"
+        }
+        guard var back = read else {
+            return "the provider's answer when the written record was read back could not be decoded"
+        }
+        if let transform = readBackTransform { back = transform(back) }
+        guard back != written else { return nil }
+        let offset = zip(back, written).prefix { $0 == $1 }.count
+        return "the provider returned a different secret when the written record was read back "
+            + "(\(written.count) bytes written, \(back.count) returned, first difference at byte \(offset)); "
+            + "KeePassXC, for one, expands placeholders such as {TITLE}, {URL}, {S:attr} and {PASSWORD} in the secrets it returns"
+    }
+
+    /// `difference`, then what `restore` did, or why it failed.
+    private func undo(
+        _ difference: String, _ restore: () throws(LibsecretFailure) -> String
+    ) -> String {
+        do throws(LibsecretFailure) {
+            return "\(difference); \(try restore())"
+        } catch {
+            return "\(difference); undoing the write failed too (\(error.message)), so the item keeps the new record"
         }
     }
 

@@ -226,14 +226,26 @@ struct LibsecretCall {
         return items
     }
 
+    /// The secret of the item at `path`, read again with one `Item.GetSecret` request (one round
+    /// trip), or `nil` when the provider's answer cannot be decoded. Never unlocks anything.
+    func readSecret(at path: String) throws(LibsecretFailure) -> Data? {
+        var error: UnsafeMutablePointer<GError>?
+        guard let value = keepsake_get_secret(bus, link.owner, link.service, path, cancellable, &error) else {
+            if let error { throw failure(.readSecret, error) }
+            return nil
+        }
+        return LibsecretSecret.take(value)
+    }
+
     /// Creates an item in `collection` with `attributes` plus `xdg:schema` (`schema`),
-    /// replacing an item with exactly the same attributes if there is one and `replace` is set.
-    /// A provider that would prompt first creates nothing and this throws `.locked`: no prompt
-    /// is ever shown.
+    /// replacing an item with exactly the same attributes if there is one and `replace` is set,
+    /// and returns the new item's D-Bus path. A provider that would prompt first creates nothing
+    /// and this throws `.locked`: no prompt is ever shown.
+    @discardableResult
     func createItem(
         in collection: LibsecretCollection, schema: String = LibsecretSchema.name, attributes: [String: String],
         label: String, secret: Data, replace: Bool = true
-    ) throws(LibsecretFailure) {
+    ) throws(LibsecretFailure) -> String {
         var all = attributes
         all["xdg:schema"] = schema
         let table = LibsecretAttributes.table(all)
@@ -241,9 +253,12 @@ struct LibsecretCall {
         let value = LibsecretSecret.value(secret)
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         var error: UnsafeMutablePointer<GError>?
+        var created: UnsafeMutablePointer<gchar>?
         switch keepsake_create_item(bus, link.owner, link.service, collection.path, table, label, value,
-                                     replace ? 1 : 0, cancellable, &error) {
-        case 1: return
+                                     replace ? 1 : 0, &created, cancellable, &error) {
+        case 1:
+            defer { g_free(created) }
+            return created.map { String(cString: $0) } ?? ""
         case 0:
             throw LibsecretFailure(stage: .createItem, kind: .locked, message:
                 "the keyring asked to prompt before creating the item in \(collection.path); nothing was written")

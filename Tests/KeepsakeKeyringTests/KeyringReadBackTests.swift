@@ -1,0 +1,105 @@
+import Foundation
+import Keepsake
+@testable import KeepsakeKeyring
+import Testing
+
+extension KeyringTests {
+    /// Every write is read back: a record a provider would return altered is never stored
+    /// silently. gnome-keyring returns secrets as stored; a provider that rewrites them
+    /// (KeePassXC's placeholders) is acted by the store's read-back hook.
+    @Suite("Writes read back")
+    struct ReadBack {
+        /// Records holding KeePassXC's placeholders, which it expands when it returns a secret.
+        static let placeholderRecords = [
+            #"{"data":{"title":"{TITLE}"},"schema":"Note","version":1}"#,
+            #"{"data":{"url":"{URL}","user":"{USERNAME}"},"schema":"Note","version":1}"#,
+            #"{"data":{"attr":"{S:service}","other":"{S:username}"},"schema":"Note","version":1}"#,
+            #"{"data":{"password":"{PASSWORD}{PASSWORD}"},"schema":"Note","version":1}"#,
+            "{REF:P@I:0}{T-REPLACE-RX:/a/b/c/}{{PASSWORD}}",
+        ]
+
+        /// What KeePassXC does to `{TITLE}` on read, acted out.
+        static let expandTitle: @Sendable (Data) -> Data = { data in
+            Data(String(decoding: data, as: UTF8.self).replacingOccurrences(of: "{TITLE}", with: "entry title").utf8)
+        }
+
+        @Test("records holding {TITLE}, {URL}, {S:service}, {PASSWORD} round-trip exactly, new and replaced")
+        func placeholdersRoundTrip() throws {
+            let store = try PrivateKeyring.freshStore("placeholders")
+            for (index, text) in Self.placeholderRecords.enumerated() {
+                let key = "record-\(index)"
+                try store.setData(Data(text.utf8), forKey: key)
+                #expect(try store.data(forKey: key) == Data(text.utf8))
+                #expect(try PrivateKeyring.secretToolLookup(service: store.service, key: key) == text)
+            }
+            // Replacing in place: each key now holds the next record.
+            for (index, text) in Self.placeholderRecords.enumerated() {
+                let key = "record-\((index + 1) % Self.placeholderRecords.count)"
+                try store.setData(Data(text.utf8), forKey: key)
+                #expect(try store.data(forKey: key) == Data(text.utf8))
+            }
+            #expect(try store.keys().count == Self.placeholderRecords.count)
+        }
+
+        @Test("a replaced record that reads back altered is undone: the previous record is put back")
+        func alteredReplaceRestores() throws {
+            var store = try PrivateKeyring.freshStore("altered-replace")
+            let previous = #"{"data":{"title":"plain"},"schema":"Note","version":1}"#
+            try store.setData(Data(previous.utf8), forKey: "note")
+            store.readBackTransform = Self.expandTitle
+
+            let next = #"{"data":{"title":"{TITLE}"},"schema":"Note","version":1}"#
+            let error = try #require(throws: KeepsakeError.self) {
+                try store.setData(Data(next.utf8), forKey: "note")
+            }
+            #expect(error.code == .verificationFailed)
+            #expect(error.store == store.uri)
+            #expect(error.key == "note")
+            #expect(error.message.contains("different secret"))
+            #expect(error.message.contains("first difference at byte 18"))
+            #expect(error.message.contains("the previous record was put back"))
+            #expect(try store.data(forKey: "note") == Data(previous.utf8))
+            #expect(try PrivateKeyring.secretToolLookup(service: store.service, key: "note") == previous)
+            #expect(try PrivateKeyring.secretToolSearch(service: store.service).count == 1)
+
+            // A record the transform leaves alone is written and kept.
+            let plain = #"{"data":{"title":"other"},"schema":"Note","version":1}"#
+            try store.setData(Data(plain.utf8), forKey: "note")
+            #expect(try store.data(forKey: "note") == Data(plain.utf8))
+        }
+
+        @Test("a new record that reads back altered is undone: the new item is deleted")
+        func alteredCreateDeletes() throws {
+            var store = try PrivateKeyring.freshStore("altered-create")
+            store.readBackTransform = Self.expandTitle
+            let error = try #require(throws: KeepsakeError.self) {
+                try store.setData(Data(#"{"title":"{TITLE}"}"#.utf8), forKey: "fresh")
+            }
+            #expect(error.code == .verificationFailed)
+            #expect(error.store == store.uri && error.key == "fresh")
+            #expect(error.message.contains("the new item was deleted"))
+            #expect(try store.data(forKey: "fresh") == nil)
+            #expect(try PrivateKeyring.secretToolSearch(service: store.service).isEmpty)
+        }
+
+        @Test("in a batch, an altered write is failed and undone; the writes around it are applied")
+        func alteredInBatch() throws {
+            var store = try PrivateKeyring.freshStore("altered-batch")
+            store.readBackTransform = Self.expandTitle
+            let results = try store.commit([
+                StoreWrite(key: "a", value: Data("first".utf8)),
+                StoreWrite(key: "b", value: Data("{TITLE}".utf8)),
+                StoreWrite(key: "c", value: Data("third".utf8)),
+            ])
+            #expect(results.count == 3)
+            #expect(results[0] == .applied && results[2] == .applied)
+            guard case let .failed(error) = results[1] else {
+                Issue.record("the altered write must fail, got \(results[1])")
+                return
+            }
+            #expect(error.code == .verificationFailed && error.key == "b")
+            #expect(try store.keys() == ["a", "c"])
+            #expect(try store.data(forKey: "c") == Data("third".utf8))
+        }
+    }
+}
