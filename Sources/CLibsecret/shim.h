@@ -265,6 +265,20 @@ static inline int keepsake_delete_item(GDBusConnection *bus, const gchar *dest, 
     return deleted;
 }
 
+/// org.freedesktop.DBus.GetConnectionUnixProcessID: the process ID of the connection with the
+/// unique name `owner`, asked of the bus itself (never of the provider: nothing can prompt).
+/// Returns FALSE with `error` set on failure.
+static inline gboolean keepsake_owner_pid(GDBusConnection *bus, const gchar *owner, GCancellable *cancellable, guint32 *pid,
+                                          GError **error) {
+    GVariant *reply = g_dbus_connection_call_sync(
+        bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+        g_variant_new("(s)", owner), G_VARIANT_TYPE("(u)"), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+    if (reply == NULL) return FALSE;
+    g_variant_get(reply, "(u)", pid);
+    g_variant_unref(reply);
+    return TRUE;
+}
+
 /// The D-Bus error name of a remote error (`org.freedesktop.Secret.Error.NoSession`), or NULL.
 /// The string is the caller's (g_free).
 static inline gchar *keepsake_remote_error_name(const GError *error) {

@@ -38,6 +38,10 @@ public struct KeyringDiagnosis: Sendable, Equatable, CustomStringConvertible {
     /// message say what the app must request for the Secret Service to be reachable.
     public internal(set) var sandbox: Sandbox = .unconfined
 
+    /// The program that provides the Secret Service (gnome-keyring, KeePassXC, KWallet, …),
+    /// found through the bus without contacting it; `nil` when no provider was reached.
+    public internal(set) var provider: KeyringProvider?
+
     /// Whether ``status`` is ``Status/usable``.
     public var isUsable: Bool { status == .usable }
 
@@ -47,20 +51,41 @@ public struct KeyringDiagnosis: Sendable, Equatable, CustomStringConvertible {
         switch (status, error) {
         case (.usable, _):
             let note = sandbox.kind == .none ? "" : "; \(sandbox.secretServiceNote)"
-            return "usable (default collection \(defaultCollection ?? "?"))\(note)"
-        case let (_, error?): return "\(status.rawValue): \(error.message)\(error.cause.map { " (\($0))" } ?? "")"
-        case (_, nil): return status.rawValue
+            return "usable (default collection \(defaultCollection ?? "?"))\(providerNote)\(note)"
+        case let (_, error?):
+            return "\(status.rawValue): \(error.message)\(error.cause.map { " (\($0))" } ?? "")\(providerNote)"
+        case (_, nil): return status.rawValue + providerNote
         }
+    }
+
+    /// `; provider KeePassXC 2.7.4 (keepassxc, pid 4242)`, or nothing when none was reached.
+    private var providerNote: String {
+        provider.map { "; provider \($0)" } ?? ""
     }
 
     /// Connects to the session bus, opens the Secret Service (and a session) and reads the
     /// default collection's lock state, all within `timeout`. Never prompts, never writes.
     static func run(timeout: Duration) -> KeyringDiagnosis {
         let store: String? = nil  // not about one service; open(service:timeout:) names its store
+        var provider: KeyringProvider?
+        var diagnosis = run(timeout: timeout, store: store, provider: &provider)
+        diagnosis.provider = provider
+        return diagnosis
+    }
+
+    private static func run(timeout: Duration, store: String?, provider: inout KeyringProvider?) -> KeyringDiagnosis {
         do throws(LibsecretFailure) {
             // A connection of its own, closed when the check ends.
             let found = try LibsecretChannel().call(timeout: timeout) { call throws(LibsecretFailure) in
-                try call.defaultCollection()
+                // Who provides the service, asked of the bus before the provider is asked
+                // anything, so that a provider that then hangs is still named.
+                do throws(LibsecretFailure) {
+                    provider = KeyringProvider.identify(processID: try call.providerProcessID())
+                } catch where error.kind != .timedOut {
+                    provider = KeyringProvider(kind: .unknown, processName: nil, processID: nil, version: nil,
+                                               note: "the bus did not say which process owns \(call.providerName): \(error.message)")
+                }
+                return try call.defaultCollection()
             }
             guard let collection = found else {
                 let failure = LibsecretFailure(stage: .readAlias, kind: .noDefaultCollection, message:
@@ -114,7 +139,7 @@ extension KeyringStore {
            [.noSessionBus, .noProvider, .timedOut, .failed].contains(diagnosis.status) {
             error.message += " (\(sandbox.secretServiceNote))"
             diagnosis = KeyringDiagnosis(status: diagnosis.status, defaultCollection: diagnosis.defaultCollection,
-                                         error: error, sandbox: sandbox)
+                                         error: error, sandbox: sandbox, provider: diagnosis.provider)
         }
         return diagnosis
     }

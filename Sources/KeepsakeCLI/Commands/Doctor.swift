@@ -11,7 +11,7 @@ extension Migrate {
                 abstract: "Report, for each kind of store, whether it can be used here and why not.",
                 usage: "\(CLI.name) doctor [--keyring-timeout <seconds>] [--json]",
                 discussion: """
-                    Never prompts and never writes. The keyring check asks the Secret Service for its default collection and whether it is locked, within --keyring-timeout. The sandbox line says whether the app runs in Flatpak or Snap, what it must request there for the keyring, and what survives a reinstall. Exits 0 when every kind is usable, 69 otherwise.
+                    Never prompts and never writes. The keyring check names the Secret Service provider (gnome-keyring, KeePassXC, KWallet or other, with its version where it can be found without running anything: asked of the bus and /proc, never of the provider) and asks it for its default collection and whether it is locked, within --keyring-timeout. The sandbox line says whether the app runs in Flatpak or Snap, what it must request there for the keyring, and what survives a reinstall. Exits 0 when every kind is usable, 69 otherwise.
                     """) }
         }
 
@@ -34,6 +34,26 @@ extension Migrate {
             let usable: Bool
             let status: String
             let detail: String
+            /// The keyring's Secret Service provider (keyring row only).
+            var provider: Provider? = nil
+        }
+
+        /// Which program provides the Secret Service, in `--json`.
+        struct Provider: Encodable {
+            /// `gnome-keyring`, `KeePassXC`, `KWallet`, `other` or `unknown`.
+            let name: String
+            let version: String?
+            let process: String?
+            let pid: UInt32?
+            let note: String?
+
+            init(_ provider: KeyringProvider) {
+                name = provider.kind.rawValue
+                version = provider.version
+                process = provider.processName
+                pid = provider.processID
+                note = provider.note
+            }
         }
 
         func validate() throws {
@@ -56,7 +76,7 @@ extension Migrate {
                 Check(store: "file", usable: true, status: "usable",
                       detail: "libsodium \(SodiumFileStore.libraryVersion); needs a writable directory and a key"),
                 Check(store: "keyring", usable: keyring.isUsable, status: keyring.status.rawValue,
-                      detail: keyring.description),
+                      detail: keyring.description, provider: keyring.provider.map(Provider.init)),
                 // Flatpak or Snap: whether the Secret Service may be reached, what survives a reinstall.
                 Check(store: "sandbox", usable: sandbox.secretServiceAccess != .notGranted, status: sandbox.kind.rawValue,
                       detail: sandbox.kind == .none ? "not sandboxed (no FLATPAK_ID, /.flatpak-info or SNAP)"

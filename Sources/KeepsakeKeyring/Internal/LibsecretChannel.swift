@@ -226,6 +226,20 @@ struct LibsecretCall {
         return items
     }
 
+    /// The unique bus name of the provider this call talks to (`:1.42`).
+    var providerName: String { link.owner }
+
+    /// The process ID of the provider, asked of the bus daemon (one round trip; the provider
+    /// itself is not contacted).
+    func providerProcessID() throws(LibsecretFailure) -> UInt32 {
+        var pid: guint32 = 0
+        var error: UnsafeMutablePointer<GError>?
+        guard keepsake_owner_pid(bus, link.owner, cancellable, &pid, &error) != 0 else {
+            throw failure(.identifyProvider, error)
+        }
+        return pid
+    }
+
     /// The secret of the item at `path`, read again with one `Item.GetSecret` request (one round
     /// trip), or `nil` when the provider's answer cannot be decoded. Never unlocks anything.
     func readSecret(at path: String) throws(LibsecretFailure) -> Data? {

@@ -15,6 +15,7 @@ struct LibsecretFailure: Error, Sendable {
         case createItem = "creating an item"
         case setSecret = "replacing a secret"
         case deleteItem = "deleting an item"
+        case identifyProvider = "asking the bus which process provides the Secret Service"
     }
 
     /// What the failure means, independent of the GError's wording.

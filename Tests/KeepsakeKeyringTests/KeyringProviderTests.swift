@@ -1,0 +1,143 @@
+import Foundation
+import Keepsake
+@testable import KeepsakeKeyring
+import Testing
+
+extension KeyringTests {
+    /// The provider is named, found through the bus and /proc (never by asking the provider).
+    @Suite("Provider named")
+    struct ProviderNamed {
+        @Test("the private keyring's provider is named gnome-keyring, with its daemon's process")
+        func gnomeKeyringNamed() throws {
+            let diagnosis = KeyringStore.diagnose(timeout: .seconds(5))
+            #expect(diagnosis.status == .usable)
+            let provider = try #require(diagnosis.provider)
+            #expect(provider.kind == .gnomeKeyring)
+            #expect(provider.processName == "gnome-keyring-daemon")
+            #expect(provider.note == nil)
+            let pid = try #require(provider.processID)
+            // The process the bus named is a running gnome-keyring-daemon.
+            let command = try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
+            #expect(command.hasPrefix("gnome-keyring"))
+            #expect(diagnosis.description.contains("; provider gnome-keyring (gnome-keyring-daemon, pid \(pid))"),
+                    "\(diagnosis.description)")
+        }
+
+        @Test("doctor names the provider in its table and in --json")
+        func doctorNamesProvider() throws {
+            let table = try runMigrate(["doctor"])
+            #expect(table.status == 0, "\(table.stdout)\(table.stderr)")
+            #expect(table.stdout.contains("provider gnome-keyring (gnome-keyring-daemon, pid "), "\(table.stdout)")
+
+            let json = try runMigrate(["doctor", "--json"])
+            #expect(json.status == 0, "\(json.stderr)")
+            let checks = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
+            let keyring = try #require(checks.first { $0["store"] as? String == "keyring" })
+            let provider = try #require(keyring["provider"] as? [String: Any], "\(json.stdout)")
+            #expect(provider["name"] as? String == "gnome-keyring")
+            #expect(provider["process"] as? String == "gnome-keyring-daemon")
+            #expect((provider["pid"] as? Int ?? 0) > 0)
+            #expect(checks.filter { $0["provider"] != nil }.count == 1)
+        }
+
+        @Test("while the keyring is locked, doctor still names the provider")
+        func lockedStillNamed() throws {
+            try PrivateKeyring.whileLocked {
+                let diagnosis = KeyringStore.diagnose(timeout: .seconds(5))
+                #expect(diagnosis.status == .locked)
+                #expect(diagnosis.provider?.kind == .gnomeKeyring)
+                #expect(diagnosis.description.contains("provider gnome-keyring"), "\(diagnosis.description)")
+            }
+        }
+    }
+}
+
+/// Providers this machine does not run, identified from injected `/proc` facts.
+@Suite("Provider identified from its process")
+struct ProviderIdentificationTests {
+    typealias Facts = KeyringProvider.ProcessFacts
+
+    static func noFiles(_ path: String) -> Result<Data, KeyringProvider.FileFailure> {
+        .failure(.init(reason: "No such file or directory"))
+    }
+
+    static func identify(
+        _ facts: Facts, files: [String: String] = [:]
+    ) -> KeyringProvider {
+        KeyringProvider.identify(processID: 4242, facts: facts) { path in
+            files[path].map { .success(Data($0.utf8)) } ?? .failure(.init(reason: "No such file or directory"))
+        }
+    }
+
+    @Test("KeePassXC from its package: named, version from its AppStream file under the executable's prefix")
+    func keePassXCPackage() {
+        let metainfo = """
+            <component><id>org.keepassxc.KeePassXC</id><releases>
+            <release version="2.7.4" date="2022-10-22"/><release version="2.7.3"/></releases></component>
+            """
+        let provider = Self.identify(
+            Facts(executable: "/usr/bin/keepassxc", command: "keepassxc", arguments: ["keepassxc", "--pw-stdin"]),
+            files: ["/usr/share/metainfo/org.keepassxc.KeePassXC.appdata.xml": metainfo])
+        #expect(provider == KeyringProvider(kind: .keePassXC, processName: "keepassxc", processID: 4242, version: "2.7.4"))
+        #expect(provider.description == "KeePassXC 2.7.4 (keepassxc, pid 4242)")
+        // Without the file: named, no version.
+        let bare = Self.identify(Facts(executable: "/opt/kp/bin/keepassxc", command: "keepassxc", arguments: []))
+        #expect(bare.kind == .keePassXC && bare.version == nil)
+    }
+
+    @Test("KeePassXC as an AppImage: version from the image's name")
+    func keePassXCAppImage() {
+        let provider = Self.identify(Facts(
+            executable: "/tmp/.mount_KeePasAbc/usr/bin/keepassxc", command: "keepassxc",
+            arguments: ["/home/u/Apps/KeePassXC-2.7.9-x86_64.AppImage"]))
+        #expect(provider.kind == .keePassXC && provider.version == "2.7.9")
+    }
+
+    @Test("KWallet: kwalletd5 named, version from the KDE Wallet library it loaded")
+    func kWallet() {
+        let maps = """
+            55d0c000-55d0d000 r--p 00000000 08:01 123 /usr/bin/kwalletd5
+            7f00a000-7f00b000 r--p 00000000 08:01 456 /usr/lib/x86_64-linux-gnu/libKF5WalletBackend5.so.5.103.0
+            7f00c000-7f00d000 r--p 00000000 08:01 457 /usr/lib/x86_64-linux-gnu/libKF5Wallet.so.5.103.0
+            """
+        let provider = Self.identify(Facts(executable: "/usr/bin/kwalletd5", command: "kwalletd5", arguments: [], maps: maps))
+        #expect(provider == KeyringProvider(kind: .kWallet, processName: "kwalletd5", processID: 4242, version: "5.103.0"))
+        #expect(Self.identify(Facts(executable: "/usr/bin/ksecretd", command: "ksecretd", arguments: [])).kind == .kWallet)
+    }
+
+    @Test("another program is 'other', named; an unreadable process is 'unknown', with why")
+    func otherAndUnknown() {
+        let other = Self.identify(Facts(executable: "/usr/libexec/oo7-daemon", command: "oo7-daemon", arguments: []))
+        #expect(other == KeyringProvider(kind: .other, processName: "oo7-daemon", processID: 4242, version: nil))
+        #expect(other.description == "other (oo7-daemon, pid 4242)")
+
+        // The executable's link cannot be read (another user's process): the process name still names it.
+        let byCommand = Self.identify(Facts(command: "gnome-keyring-d", arguments: [], failure: "exe: Permission denied"))
+        #expect(byCommand.kind == .gnomeKeyring && byCommand.processName == "gnome-keyring-d")
+        // A replaced executable still names the program.
+        let deleted = Self.identify(Facts(executable: "/usr/bin/gnome-keyring-daemon (deleted)", arguments: []))
+        #expect(deleted.processName == "gnome-keyring-daemon" && deleted.kind == .gnomeKeyring)
+
+        let unknown = Self.identify(Facts(arguments: [], failure: "/proc/4242/exe: No such file or directory"))
+        #expect(unknown.kind == .unknown)
+        #expect(unknown.description == "unknown (pid 4242, its process could not be read: /proc/4242/exe: No such file or directory)")
+    }
+
+    @Test("a process that is gone reads as unknown, never as a provider", .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/exe")))
+    func goneProcess() {
+        // Process IDs stop below 2^22 on Linux: this one never exists.
+        let provider = KeyringProvider.identify(processID: 4_000_000_000)
+        #expect(provider.kind == .unknown)
+        #expect(provider.note?.contains("No such file or directory") == true, "\(provider)")
+    }
+
+    @Test("versions: digits and dots only, bounded, never a guess")
+    func versions() {
+        #expect(KeyringProvider.leadingVersion("2.7.4-x86_64") == "2.7.4")
+        #expect(KeyringProvider.leadingVersion("5.103.0.") == "5.103.0")
+        #expect(KeyringProvider.leadingVersion("x2.7") == nil)
+        #expect(KeyringProvider.leadingVersion(Substring(String(repeating: "9", count: 10_000)))?.count == 32)
+        #expect(KeyringProvider.kWalletLibraryVersion("/usr/lib/libKF5Wallet.so.5\n") == nil)
+        #expect(KeyringProvider.appImageVersion("/apps/KeePassXC-latest.AppImage") == nil)
+    }
+}
