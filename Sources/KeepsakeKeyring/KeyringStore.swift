@@ -317,7 +317,14 @@ public struct KeyringStore: RecordStore {
         if let transform = readBackTransform { back = transform(back) }
         guard back != written else { return nil }
         let offset = zip(back, written).prefix { $0 == $1 }.count
-        return "the provider returned a different secret when the written record was read back "
+        // Only on this rare path: one more request, to the bus daemon, and a few /proc reads.
+        let provider: String
+        do throws(LibsecretFailure) {
+            provider = "the provider, \(KeyringProvider.identify(processID: try call.providerProcessID())),"
+        } catch {
+            provider = "the provider (not identified: \(error.message))"
+        }
+        return "\(provider) returned a different secret when the written record was read back "
             + "(\(written.count) bytes written, \(back.count) returned, first difference at byte \(offset)); "
             + "KeePassXC, for one, expands placeholders such as {TITLE}, {URL}, {S:attr} and {PASSWORD} in the secrets it returns"
     }

@@ -55,6 +55,7 @@ extension KeyringTests {
             #expect(error.code == .verificationFailed)
             #expect(error.store == store.uri)
             #expect(error.key == "note")
+            #expect(error.message.contains("the provider, gnome-keyring (gnome-keyring-daemon, pid "), "\(error.message)")
             #expect(error.message.contains("different secret"))
             #expect(error.message.contains("first difference at byte 18"))
             #expect(error.message.contains("the previous record was put back"))
