@@ -113,11 +113,13 @@ public struct KeyringProvider: Sendable, Equatable, CustomStringConvertible {
         processID pid: UInt32, facts: ProcessFacts, readFile: (String) -> Result<Data, FileFailure>
     ) -> KeyringProvider {
         let executable = facts.executable.map { $0.hasSuffix(" (deleted)") ? String($0.dropLast(10)) : $0 }
-        let name = executable.map { ($0 as NSString).lastPathComponent }.flatMap { $0.isEmpty ? nil : $0 }
+        let name =
+            executable.map { ($0 as NSString).lastPathComponent }.flatMap { $0.isEmpty ? nil : $0 }
             ?? facts.command.flatMap { $0.isEmpty ? nil : $0 }
         guard let name else {
-            return KeyringProvider(kind: .unknown, processName: nil, processID: pid, version: nil,
-                                   note: "its process could not be read: \(facts.failure ?? "no name")")
+            return KeyringProvider(
+                kind: .unknown, processName: nil, processID: pid, version: nil,
+                note: "its process could not be read: \(facts.failure ?? "no name")")
         }
         let lowered = name.lowercased()
         let command = facts.command?.lowercased() ?? ""
@@ -134,7 +136,8 @@ public struct KeyringProvider: Sendable, Equatable, CustomStringConvertible {
         let version: String?
         switch kind {
         case .keePassXC:
-            version = appImageVersion(executable) ?? appImageVersion(facts.arguments.first)
+            version =
+                appImageVersion(executable) ?? appImageVersion(facts.arguments.first)
                 ?? executable.flatMap { keePassXCMetainfoVersion(executable: $0, readFile: readFile) }
         case .kWallet:
             version = facts.maps.flatMap(kWalletLibraryVersion)
@@ -154,7 +157,8 @@ public struct KeyringProvider: Sendable, Equatable, CustomStringConvertible {
 
     /// The newest release in KeePassXC's AppStream file under the executable's prefix
     /// (`/usr/bin/keepassxc` → `/usr/share/metainfo/org.keepassxc.KeePassXC.appdata.xml`).
-    static func keePassXCMetainfoVersion(executable: String, readFile: (String) -> Result<Data, FileFailure>) -> String? {
+    static func keePassXCMetainfoVersion(executable: String, readFile: (String) -> Result<Data, FileFailure>) -> String?
+    {
         let prefix = ((executable as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent
         guard case let .success(data) = readFile("\(prefix)/share/metainfo/org.keepassxc.KeePassXC.appdata.xml") else {
             return nil
@@ -170,7 +174,8 @@ public struct KeyringProvider: Sendable, Equatable, CustomStringConvertible {
         for line in maps.split(separator: "\n") {
             let file = line.split(separator: "/").last ?? ""
             guard file.hasPrefix("libKF5Wallet") || file.hasPrefix("libKF6Wallet"),
-                  let so = file.range(of: ".so.") else { continue }
+                let so = file.range(of: ".so.")
+            else { continue }
             if let version = leadingVersion(file[so.upperBound...]), version.contains(".") { return version }
         }
         return nil

@@ -1,7 +1,8 @@
 import Foundation
 import Keepsake
-@testable import KeepsakeKeyring
 import Testing
+
+@testable import KeepsakeKeyring
 
 extension KeyringTests {
     /// The provider is named, found through the bus and /proc (never by asking the provider).
@@ -19,8 +20,9 @@ extension KeyringTests {
             // The process the bus named is a running gnome-keyring-daemon.
             let command = try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
             #expect(command.hasPrefix("gnome-keyring"))
-            #expect(diagnosis.description.contains("; provider gnome-keyring (gnome-keyring-daemon, pid \(pid))"),
-                    "\(diagnosis.description)")
+            #expect(
+                diagnosis.description.contains("; provider gnome-keyring (gnome-keyring-daemon, pid \(pid))"),
+                "\(diagnosis.description)")
         }
 
         @Test("doctor names the provider in its table and in --json")
@@ -31,7 +33,8 @@ extension KeyringTests {
 
             let json = try runMigrate(["doctor", "--json"])
             #expect(json.status == 0, "\(json.stderr)")
-            let checks = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
+            let checks = try #require(
+                try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
             let keyring = try #require(checks.first { $0["store"] as? String == "keyring" })
             let provider = try #require(keyring["provider"] as? [String: Any], "\(json.stdout)")
             #expect(provider["name"] as? String == "gnome-keyring")
@@ -78,7 +81,8 @@ struct ProviderIdentificationTests {
         let provider = Self.identify(
             Facts(executable: "/usr/bin/keepassxc", command: "keepassxc", arguments: ["keepassxc", "--pw-stdin"]),
             files: ["/usr/share/metainfo/org.keepassxc.KeePassXC.appdata.xml": metainfo])
-        #expect(provider == KeyringProvider(kind: .keePassXC, processName: "keepassxc", processID: 4242, version: "2.7.4"))
+        #expect(
+            provider == KeyringProvider(kind: .keePassXC, processName: "keepassxc", processID: 4242, version: "2.7.4"))
         #expect(provider.description == "KeePassXC 2.7.4 (keepassxc, pid 4242)")
         // Without the file: named, no version.
         let bare = Self.identify(Facts(executable: "/opt/kp/bin/keepassxc", command: "keepassxc", arguments: []))
@@ -87,9 +91,10 @@ struct ProviderIdentificationTests {
 
     @Test("KeePassXC as an AppImage: version from the image's name")
     func keePassXCAppImage() {
-        let provider = Self.identify(Facts(
-            executable: "/tmp/.mount_KeePasAbc/usr/bin/keepassxc", command: "keepassxc",
-            arguments: ["/home/u/Apps/KeePassXC-2.7.9-x86_64.AppImage"]))
+        let provider = Self.identify(
+            Facts(
+                executable: "/tmp/.mount_KeePasAbc/usr/bin/keepassxc", command: "keepassxc",
+                arguments: ["/home/u/Apps/KeePassXC-2.7.9-x86_64.AppImage"]))
         #expect(provider.kind == .keePassXC && provider.version == "2.7.9")
     }
 
@@ -100,9 +105,12 @@ struct ProviderIdentificationTests {
             7f00a000-7f00b000 r--p 00000000 08:01 456 /usr/lib/x86_64-linux-gnu/libKF5WalletBackend5.so.5.103.0
             7f00c000-7f00d000 r--p 00000000 08:01 457 /usr/lib/x86_64-linux-gnu/libKF5Wallet.so.5.103.0
             """
-        let provider = Self.identify(Facts(executable: "/usr/bin/kwalletd5", command: "kwalletd5", arguments: [], maps: maps))
-        #expect(provider == KeyringProvider(kind: .kWallet, processName: "kwalletd5", processID: 4242, version: "5.103.0"))
-        #expect(Self.identify(Facts(executable: "/usr/bin/ksecretd", command: "ksecretd", arguments: [])).kind == .kWallet)
+        let provider = Self.identify(
+            Facts(executable: "/usr/bin/kwalletd5", command: "kwalletd5", arguments: [], maps: maps))
+        #expect(
+            provider == KeyringProvider(kind: .kWallet, processName: "kwalletd5", processID: 4242, version: "5.103.0"))
+        #expect(
+            Self.identify(Facts(executable: "/usr/bin/ksecretd", command: "ksecretd", arguments: [])).kind == .kWallet)
     }
 
     @Test("another program is 'other', named; an unreadable process is 'unknown', with why")
@@ -112,7 +120,8 @@ struct ProviderIdentificationTests {
         #expect(other.description == "other (oo7-daemon, pid 4242)")
 
         // The executable's link cannot be read (another user's process): the process name still names it.
-        let byCommand = Self.identify(Facts(command: "gnome-keyring-d", arguments: [], failure: "exe: Permission denied"))
+        let byCommand = Self.identify(
+            Facts(command: "gnome-keyring-d", arguments: [], failure: "exe: Permission denied"))
         #expect(byCommand.kind == .gnomeKeyring && byCommand.processName == "gnome-keyring-d")
         // A replaced executable still names the program.
         let deleted = Self.identify(Facts(executable: "/usr/bin/gnome-keyring-daemon (deleted)", arguments: []))
@@ -120,10 +129,14 @@ struct ProviderIdentificationTests {
 
         let unknown = Self.identify(Facts(arguments: [], failure: "/proc/4242/exe: No such file or directory"))
         #expect(unknown.kind == .unknown)
-        #expect(unknown.description == "unknown (pid 4242, its process could not be read: /proc/4242/exe: No such file or directory)")
+        #expect(
+            unknown.description
+                == "unknown (pid 4242, its process could not be read: /proc/4242/exe: No such file or directory)")
     }
 
-    @Test("a process that is gone reads as unknown, never as a provider", .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/exe")))
+    @Test(
+        "a process that is gone reads as unknown, never as a provider",
+        .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/exe")))
     func goneProcess() {
         // Process IDs stop below 2^22 on Linux: this one never exists.
         let provider = KeyringProvider.identify(processID: 4_000_000_000)

@@ -1,7 +1,8 @@
 import Foundation
 import Keepsake
-@testable import KeepsakeKeyring
 import Testing
+
+@testable import KeepsakeKeyring
 
 extension KeyringTests {
     /// Every write is read back: a record a provider would return altered is never stored
@@ -15,7 +16,7 @@ extension KeyringTests {
             #"{"data":{"url":"{URL}","user":"{USERNAME}"},"schema":"Note","version":1}"#,
             #"{"data":{"attr":"{S:service}","other":"{S:username}"},"schema":"Note","version":1}"#,
             #"{"data":{"password":"{PASSWORD}{PASSWORD}"},"schema":"Note","version":1}"#,
-            "{REF:P@I:0}{T-REPLACE-RX:/a/b/c/}{{PASSWORD}}",
+            "{REF:P@I:0}{T-REPLACE-RX:/a/b/c/}{{PASSWORD}}"
         ]
 
         /// What KeePassXC does to `{TITLE}` on read, acted out.
@@ -55,7 +56,8 @@ extension KeyringTests {
             #expect(error.code == .verificationFailed)
             #expect(error.store == store.uri)
             #expect(error.key == "note")
-            #expect(error.message.contains("the provider, gnome-keyring (gnome-keyring-daemon, pid "), "\(error.message)")
+            #expect(
+                error.message.contains("the provider, gnome-keyring (gnome-keyring-daemon, pid "), "\(error.message)")
             #expect(error.message.contains("different secret"))
             #expect(error.message.contains("first difference at byte 18"))
             #expect(error.message.contains("the previous record was put back"))
@@ -90,7 +92,7 @@ extension KeyringTests {
             let results = try store.commit([
                 StoreWrite(key: "a", value: Data("first".utf8)),
                 StoreWrite(key: "b", value: Data("{TITLE}".utf8)),
-                StoreWrite(key: "c", value: Data("third".utf8)),
+                StoreWrite(key: "c", value: Data("third".utf8))
             ])
             #expect(results.count == 3)
             #expect(results[0] == .applied && results[2] == .applied)

@@ -3,5 +3,6 @@ import SettingsModels
 
 // `settings-migrate`: Keepsake's `migrate` command on this app's Settings chain, for operators
 // (status, plan, run, show, get, put, …). Run `settings-migrate --help`.
-MigrateCommand.main(chains: [Settings.chain.erased], commandName: "settings-migrate", version: "1.0.0",
-                    appID: "com.example.settings")
+MigrateCommand.main(
+    chains: [Settings.chain.erased], commandName: "settings-migrate", version: "1.0.0",
+    appID: "com.example.settings")
