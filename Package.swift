@@ -16,14 +16,14 @@ let package = Package(
         .library(name: "KeepsakeStores", targets: ["KeepsakeStores"]),
         .library(name: "KeepsakeCLI", targets: ["KeepsakeCLI"]),
         .executable(name: "migrate", targets: ["migrate"]),
-        .executable(name: "keepsake-test-keyring", targets: ["keepsake-test-keyring"]),
+        .executable(name: "keepsake-test-keyring", targets: ["keepsake-test-keyring"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // `swift package generate-documentation` (scripts/docs): builds the DocC catalogs.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // Logging: a logger per module (migrations, write-backs, conflicts, waits; never a secret).
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0")
     ],
     targets: [
         // The engine: versioned models and chains, the one record pipeline, the Vault front door,
@@ -33,13 +33,20 @@ let package = Package(
         // libsodium, reached from KeepsakeSodium (and, for HMAC-SHA-256 only, from Keepsake).
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // The libsodium-encrypted file store and secret buffers.
-        .target(name: "KeepsakeSodium", dependencies: ["Keepsake", "CSodium", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "KeepsakeSodium",
+            dependencies: ["Keepsake", "CSodium", .product(name: "Logging", package: "swift-log")]),
         // libsecret, reached only from KeepsakeKeyring.
         .systemLibrary(name: "CLibsecret", pkgConfig: "libsecret-1", providers: [.apt(["libsecret-1-dev"])]),
         // The Secret Service (libsecret) keyring store.
-        .target(name: "KeepsakeKeyring", dependencies: ["Keepsake", "CLibsecret", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "KeepsakeKeyring",
+            dependencies: ["Keepsake", "CLibsecret", .product(name: "Logging", package: "swift-log")]),
         // The trial-period guard, on the TrialInfo chain.
-        .target(name: "KeepsakeTrial", dependencies: ["Keepsake", "KeepsakeKeyring", "Migrations", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "KeepsakeTrial",
+            dependencies: ["Keepsake", "KeepsakeKeyring", "Migrations", .product(name: "Logging", package: "swift-log")]
+        ),
         // The sample model chains (TrialInfo, Person), one frozen file per version; in
         // Schemas, each chain's committed schema snapshot (KeepsakeTesting.SchemaSnapshot).
         .target(name: "Migrations", dependencies: ["Keepsake"], path: "Migrations", exclude: ["Schemas"]),
@@ -61,26 +68,35 @@ let package = Package(
             dependencies: [
                 "Keepsake", "KeepsakeSodium", "KeepsakeKeyring", "KeepsakeStores", "KeepsakeTrial", "Migrations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         // The stock `migrate`: KeepsakeCLI on the sample chains.
         .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Keepsake", "Migrations"]),
         // Test-only: KeepsakeCLI on a chain of its own (Note), run by MigrateCLITests. Not a product.
-        .executableTarget(name: "custom-migrate", dependencies: ["KeepsakeCLI", "Keepsake",
-                                                                 .product(name: "Logging", package: "swift-log")],
-                          path: "Tests/CustomMigrate"),
+        .executableTarget(
+            name: "custom-migrate",
+            dependencies: [
+                "KeepsakeCLI", "Keepsake",
+                .product(name: "Logging", package: "swift-log")
+            ],
+            path: "Tests/CustomMigrate"),
         // Test-only: one app built at two releases of the Person chain (V3, and V4 which declares V3
         // readers compatible), run in turn against one store by TwoReleaseTests. Not products.
-        .target(name: "TwoReleasesSupport", dependencies: ["Keepsake", "KeepsakeSodium", "KeepsakeStores", "KeepsakeTesting"],
-                path: "Tests/TwoReleases/Support"),
-        .executableTarget(name: "person-release-3", dependencies: ["TwoReleasesSupport", "Migrations"],
-                          path: "Tests/TwoReleases/Release3"),
-        .executableTarget(name: "person-release-4", dependencies: ["TwoReleasesSupport", "Keepsake", "Migrations"],
-                          path: "Tests/TwoReleases/Release4"),
+        .target(
+            name: "TwoReleasesSupport",
+            dependencies: ["Keepsake", "KeepsakeSodium", "KeepsakeStores", "KeepsakeTesting"],
+            path: "Tests/TwoReleases/Support"),
+        .executableTarget(
+            name: "person-release-3", dependencies: ["TwoReleasesSupport", "Migrations"],
+            path: "Tests/TwoReleases/Release3"),
+        .executableTarget(
+            name: "person-release-4", dependencies: ["TwoReleasesSupport", "Keepsake", "Migrations"],
+            path: "Tests/TwoReleases/Release4"),
         // Release-mode benchmarks: `swift run -c release keepsake-bench` (the codec), and the store
         // benchmarks the scripts/bench-* scripts run beside their floors and peers.
-        .executableTarget(name: "keepsake-bench", dependencies: ["Keepsake", "KeepsakeKeyring", "KeepsakeSodium", "Migrations"]),
+        .executableTarget(
+            name: "keepsake-bench", dependencies: ["Keepsake", "KeepsakeKeyring", "KeepsakeSodium", "Migrations"]),
         .testTarget(
             name: "KeepsakeTests",
             dependencies: ["Keepsake", "Migrations", "KeepsakeTesting"],
@@ -95,14 +111,18 @@ let package = Package(
             name: "KeepsakeKeyringTests",
             // KeepsakeTrial and migrate: the trial guard's reinstall scenarios and the CLI on the
             // keyring run here, serialized with the tests that lock and restart the keyring.
-            dependencies: ["KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate",
-                           "person-release-3", "person-release-4", "TwoReleasesSupport", "KeepsakeTestKeyring",
-                           "keepsake-test-keyring", "KeepsakeSodium", "KeepsakeStores"]
+            dependencies: [
+                "KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate",
+                "person-release-3", "person-release-4", "TwoReleasesSupport", "KeepsakeTestKeyring",
+                "keepsake-test-keyring", "KeepsakeSodium", "KeepsakeStores"
+            ]
         ),
         .testTarget(
             name: "TwoReleaseTests",
-            dependencies: ["person-release-3", "person-release-4", "migrate", "TwoReleasesSupport", "Keepsake",
-                           "KeepsakeSodium"]
+            dependencies: [
+                "person-release-3", "person-release-4", "migrate", "TwoReleasesSupport", "Keepsake",
+                "KeepsakeSodium"
+            ]
         ),
         .testTarget(
             name: "KeepsakeTrialTests",
@@ -117,9 +137,11 @@ let package = Package(
             // Both binaries are run as child processes: the stock one and one on a custom chain.
             // KeepsakeCLI: its formatters and checks are also tested directly; KeepsakeSodium seeds
             // large encrypted stores in-process; Logging: LoggingTests capture every log line.
-            dependencies: ["migrate", "custom-migrate", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeCLI",
-                           "KeepsakeSodium", .product(name: "Logging", package: "swift-log")]
-        ),
+            dependencies: [
+                "migrate", "custom-migrate", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeCLI",
+                "KeepsakeSodium", .product(name: "Logging", package: "swift-log")
+            ]
+        )
     ],
     swiftLanguageModes: [.v6]
 )
@@ -133,17 +155,19 @@ if ProcessInfo.processInfo.environment["KEEPSAKE_FUZZ"] != nil {
         // The driver hand-over, scratch directories and whole-file reads every target shares.
         .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
         // Arbitrary bytes through the record pipeline of the sample chains.
-        .executableTarget(name: "fuzz-record", dependencies: ["FuzzSupport", "Keepsake", "Migrations"],
-                          path: "Fuzz/FuzzRecord"),
+        .executableTarget(
+            name: "fuzz-record", dependencies: ["FuzzSupport", "Keepsake", "Migrations"],
+            path: "Fuzz/FuzzRecord"),
         // Arbitrary bytes as a defaults suite file: read, one write, re-read.
         .executableTarget(name: "fuzz-defaults", dependencies: ["FuzzSupport", "Keepsake"], path: "Fuzz/FuzzDefaults"),
         // Arbitrary bytes as an encrypted store's header, record files and record plaintexts.
-        .executableTarget(name: "fuzz-sodium", dependencies: ["FuzzSupport", "Keepsake", "KeepsakeSodium"],
-                          path: "Fuzz/FuzzSodium"),
+        .executableTarget(
+            name: "fuzz-sodium", dependencies: ["FuzzSupport", "Keepsake", "KeepsakeSodium"],
+            path: "Fuzz/FuzzSodium")
     ]
     package.products += [
         .executable(name: "fuzz-record", targets: ["fuzz-record"]),
         .executable(name: "fuzz-defaults", targets: ["fuzz-defaults"]),
-        .executable(name: "fuzz-sodium", targets: ["fuzz-sodium"]),
+        .executable(name: "fuzz-sodium", targets: ["fuzz-sodium"])
     ]
 }

@@ -8,7 +8,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         // In a real app: .package(url: "<Keepsake's repository>", from: "…").
-        .package(name: "Keepsake", path: "../.."),
+        .package(name: "Keepsake", path: "../..")
     ],
     targets: [
         // The Settings chain: one frozen file per version, the chain and the typed key.
@@ -23,7 +23,7 @@ let package = Package(
                 "SettingsModels",
                 .product(name: "Keepsake", package: "Keepsake"),
                 .product(name: "KeepsakeKeyring", package: "Keepsake"),
-                .product(name: "KeepsakeTrial", package: "Keepsake"),
+                .product(name: "KeepsakeTrial", package: "Keepsake")
             ]
         ),
         // The app: prints its settings and changes the theme.
@@ -33,7 +33,7 @@ let package = Package(
                 "SettingsModels", "SettingsTrial",
                 .product(name: "Keepsake", package: "Keepsake"),
                 .product(name: "KeepsakeStores", package: "Keepsake"),
-                .product(name: "KeepsakeSodium", package: "Keepsake"),
+                .product(name: "KeepsakeSodium", package: "Keepsake")
             ]
         ),
         // The app's own `migrate`: Keepsake's CLI on the Settings chain.
@@ -54,10 +54,10 @@ let package = Package(
                 .product(name: "KeepsakeTesting", package: "Keepsake"),
                 .product(name: "KeepsakeSodium", package: "Keepsake"),
                 .product(name: "KeepsakeKeyring", package: "Keepsake"),
-                .product(name: "KeepsakeStores", package: "Keepsake"),
+                .product(name: "KeepsakeStores", package: "Keepsake")
             ],
             exclude: ["Fixtures"]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

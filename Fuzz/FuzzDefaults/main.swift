@@ -49,8 +49,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         precondition(actual == expected, "the written suite does not hold what was there plus the write")
         precondition((try? store.data(forKey: key)) == written, "the written key does not read back")
     } catch {
-        precondition((readWholeFile(suite) ?? []).elementsEqual(UnsafeBufferPointer(start: data, count: size)),
-                     "a failed write changed the suite file")
+        precondition(
+            (readWholeFile(suite) ?? []).elementsEqual(UnsafeBufferPointer(start: data, count: size)),
+            "a failed write changed the suite file")
     }
     return 0
 }

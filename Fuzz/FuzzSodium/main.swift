@@ -13,6 +13,7 @@
 import Foundation
 import FuzzSupport
 import Keepsake
+
 @testable import KeepsakeSodium
 
 private let directory = fuzzScratchPath("sodium")
@@ -67,7 +68,8 @@ private func writeFile(_ path: String, _ bytes: [UInt8]) {
 /// structural checks behind it are what the fuzzer meets.
 private func fuzzHeader(_ payload: [UInt8]) {
     let checked = StoreHeader.size - 32
-    let bytes = payload.count >= checked
+    let bytes =
+        payload.count >= checked
         ? Array(payload[0..<checked]) + blake2b256(Array(payload[0..<checked])) : payload
     let parsed: StoreHeader
     do {
@@ -87,10 +89,12 @@ private func fuzzHeader(_ payload: [UInt8]) {
     do {
         let reopened = try SodiumFileStore(directory: fixture.store.directory, key: .keyFile(path: fixture.keyFile))
         precondition(parsed.keyKind == .raw, "a key file opened a passphrase header")
-        precondition(parsed.storeID == fixture.parsedHeader.storeID || (try? reopened.data(forKey: "alpha")) == nil,
-                     "a store opened through a header with another store id read a record")
+        precondition(
+            parsed.storeID == fixture.parsedHeader.storeID || (try? reopened.data(forKey: "alpha")) == nil,
+            "a store opened through a header with another store id read a record")
         if parsed.storeID == fixture.parsedHeader.storeID {
-            precondition((try? reopened.data(forKey: "alpha")) == fixture.value, "the reopened store misread its record")
+            precondition(
+                (try? reopened.data(forKey: "alpha")) == fixture.value, "the reopened store misread its record")
         }
     } catch {
         precondition([.wrongKey, .corruptStore].contains(error.code), "an altered header gave \(error.code): \(error)")
@@ -100,10 +104,13 @@ private func fuzzHeader(_ payload: [UInt8]) {
 /// Mode 1: a record file's bytes, which authentication must refuse unless they are the real file.
 private func fuzzRecordFile(_ payload: [UInt8]) {
     let nameHash = fixture.subkeys.nameHash(of: "alpha")
-    if let opened = try? RecordFile.open(payload, nameHash: nameHash, storeID: fixture.parsedHeader.storeID,
-                                         keys: fixture.subkeys) {
-        precondition(opened.recordKey == "alpha" && opened.value == fixture.value,
-                     "a forged record file opened as \(opened.recordKey)")
+    if let opened = try? RecordFile.open(
+        payload, nameHash: nameHash, storeID: fixture.parsedHeader.storeID,
+        keys: fixture.subkeys)
+    {
+        precondition(
+            opened.recordKey == "alpha" && opened.value == fixture.value,
+            "a forged record file opened as \(opened.recordKey)")
     }
 }
 
@@ -124,14 +131,18 @@ private func fuzzPlaintext(_ payload: [UInt8]) {
     file.append(Format.version)
     file.append(nonce)
     let associated = RecordFile.associatedData(storeID: fixture.parsedHeader.storeID, nameHash: nameHash)
-    file.append(AEAD.seal(SecureBytes(copying: payload), associatedData: associated, nonce: nonce,
-                          key: fixture.subkeys.recordKey))
+    file.append(
+        AEAD.seal(
+            SecureBytes(copying: payload), associatedData: associated, nonce: nonce,
+            key: fixture.subkeys.recordKey))
     do {
-        let opened = try RecordFile.open(file.bytes, nameHash: nameHash, storeID: fixture.parsedHeader.storeID,
-                                         keys: fixture.subkeys)
+        let opened = try RecordFile.open(
+            file.bytes, nameHash: nameHash, storeID: fixture.parsedHeader.storeID,
+            keys: fixture.subkeys)
         let keyBytes = Array(opened.recordKey.utf8)
         precondition(opened.recordKey == claimed && !keyBytes.isEmpty, "a record opened under another key")
-        precondition(Array(payload[4...]) == keyBytes + Array(opened.value), "a record's key and value are not its plaintext")
+        precondition(
+            Array(payload[4...]) == keyBytes + Array(opened.value), "a record's key and value are not its plaintext")
     } catch {
         // Refused: an empty or out-of-range key, or one that is not UTF-8.
         precondition(claimed == "alpha" || claimed.isEmpty, "a well-formed plaintext was refused: \(error)")
@@ -147,8 +158,9 @@ private func fuzzStoredRecord(_ payload: [UInt8]) {
         let value = try fixture.store.data(forKey: "alpha")
         precondition(genuine && value == fixture.value, "an altered record file was read")
     } catch {
-        precondition(!genuine && error.code == .corruptRecord && error.key == "alpha",
-                     "an altered record file gave \(error.code) for \(error.key ?? "no key")")
+        precondition(
+            !genuine && error.code == .corruptRecord && error.key == "alpha",
+            "an altered record file gave \(error.code) for \(error.key ?? "no key")")
     }
     do {
         // A file that does not open cannot tell its key: it is listed under its file name.

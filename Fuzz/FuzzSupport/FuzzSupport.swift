@@ -23,7 +23,8 @@ public func runLibFuzzer(_ callback: @convention(c) (UnsafePointer<UInt8>, Int) 
 /// (scripts/fuzz makes one and removes it afterwards), else on tmpfs when there is one (stores
 /// fsync every commit), else in the temporary directory. It is not created here.
 public func fuzzScratchPath(_ name: String) -> String {
-    let base = ProcessInfo.processInfo.environment["KEEPSAKE_FUZZ_TMP"]
+    let base =
+        ProcessInfo.processInfo.environment["KEEPSAKE_FUZZ_TMP"]
         ?? (FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory())
     return "\(base)/keepsake-fuzz-\(name)-\(getpid())"
 }

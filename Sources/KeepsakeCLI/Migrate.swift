@@ -33,8 +33,10 @@ struct Migrate: ParsableCommand {
                 When records are both unreadable and newer, 65 wins.
                 """,
             version: CLIConfiguration.current.version ?? "",
-            subcommands: [Status.self, Plan.self, Run.self, Show.self, Get.self, Put.self, Delete.self, Models.self,
-                          Init.self, Rekey.self, Copy.self, Trial.self, Doctor.self]
+            subcommands: [
+                Status.self, Plan.self, Run.self, Show.self, Get.self, Put.self, Delete.self, Models.self,
+                Init.self, Rekey.self, Copy.self, Trial.self, Doctor.self
+            ]
         )
     }
 }

@@ -62,8 +62,9 @@ public enum MigrateCommand {
         appID: String = "org.keepsake.migrate", arguments: [String]? = nil, bootstrapsLogging: Bool = true
     ) -> Never {
         do throws(KeepsakeError) {
-            CLIConfiguration.current = try CLIConfiguration(chains: chains, commandName: commandName, version: version,
-                                                            appID: appID)
+            CLIConfiguration.current = try CLIConfiguration(
+                chains: chains, commandName: commandName, version: version,
+                appID: appID)
         } catch {
             printError("error: \(error.message)")
             exit(ExitCode.failure.rawValue)
@@ -101,8 +102,10 @@ public enum MigrateCommand {
             return Failure.usage(Migrate.message(for: error), path: Preflight.path(of: rest, tree: tree))
         }
         if bootstrapsLogging {
-            CLILogHandler.bootstrap(level: CLILogHandler.level(
-                verbose: options.contains("--verbose"), quiet: CLI.quiet, environment: ProcessInfo.processInfo.environment))
+            CLILogHandler.bootstrap(
+                level: CLILogHandler.level(
+                    verbose: options.contains("--verbose"), quiet: CLI.quiet,
+                    environment: ProcessInfo.processInfo.environment))
         }
         do {
             try command.run()

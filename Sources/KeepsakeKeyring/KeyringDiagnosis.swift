@@ -63,17 +63,23 @@ public struct KeyringDiagnosis: Sendable, Equatable, CustomStringConvertible {
                 try call.defaultCollection()
             }
             guard let collection = found else {
-                let failure = LibsecretFailure(stage: .readAlias, kind: .noDefaultCollection, message:
-                    "the Secret Service has no default collection; create a keyring first")
-                return KeyringDiagnosis(status: .noDefaultCollection, defaultCollection: nil,
-                                        error: failure.keepsakeError(store: store, key: nil, timeout: timeout))
+                let failure = LibsecretFailure(
+                    stage: .readAlias, kind: .noDefaultCollection,
+                    message:
+                        "the Secret Service has no default collection; create a keyring first")
+                return KeyringDiagnosis(
+                    status: .noDefaultCollection, defaultCollection: nil,
+                    error: failure.keepsakeError(store: store, key: nil, timeout: timeout))
             }
             let path = collection.path
             guard !collection.isLocked else {
-                let failure = LibsecretFailure(stage: .readAlias, kind: .locked, message:
-                    "the default collection \(path) is locked; unlock the keyring and try again")
-                return KeyringDiagnosis(status: .locked, defaultCollection: path,
-                                        error: failure.keepsakeError(store: store, key: nil, timeout: timeout))
+                let failure = LibsecretFailure(
+                    stage: .readAlias, kind: .locked,
+                    message:
+                        "the default collection \(path) is locked; unlock the keyring and try again")
+                return KeyringDiagnosis(
+                    status: .locked, defaultCollection: path,
+                    error: failure.keepsakeError(store: store, key: nil, timeout: timeout))
             }
             return KeyringDiagnosis(status: .usable, defaultCollection: path, error: nil)
         } catch {
@@ -86,8 +92,9 @@ public struct KeyringDiagnosis: Sendable, Equatable, CustomStringConvertible {
             case .locked: status = .locked
             case .other: status = .failed
             }
-            return KeyringDiagnosis(status: status, defaultCollection: nil,
-                                    error: error.keepsakeError(store: store, key: nil, timeout: timeout))
+            return KeyringDiagnosis(
+                status: status, defaultCollection: nil,
+                error: error.keepsakeError(store: store, key: nil, timeout: timeout))
         }
     }
 }
@@ -111,10 +118,12 @@ extension KeyringStore {
         var diagnosis = KeyringDiagnosis.run(timeout: max(timeout, .milliseconds(1)))
         diagnosis.sandbox = sandbox
         if sandbox.kind != .none, var error = diagnosis.error,
-           [.noSessionBus, .noProvider, .timedOut, .failed].contains(diagnosis.status) {
+            [.noSessionBus, .noProvider, .timedOut, .failed].contains(diagnosis.status)
+        {
             error.message += " (\(sandbox.secretServiceNote))"
-            diagnosis = KeyringDiagnosis(status: diagnosis.status, defaultCollection: diagnosis.defaultCollection,
-                                         error: error, sandbox: sandbox)
+            diagnosis = KeyringDiagnosis(
+                status: diagnosis.status, defaultCollection: diagnosis.defaultCollection,
+                error: error, sandbox: sandbox)
         }
         return diagnosis
     }

@@ -10,29 +10,37 @@ extension LibsecretFailure {
         let own = domain == nil ? message : nil
         switch kind {
         case .timedOut:
-            return KeepsakeError(.timeout, store: store, key: key, own ??
-                "the Secret Service did not answer within \(Self.describe(timeout)) while \(stage.rawValue); the keyring daemon may be hung",
+            return KeepsakeError(
+                .timeout, store: store, key: key,
+                own
+                    ?? "the Secret Service did not answer within \(Self.describe(timeout)) while \(stage.rawValue); the keyring daemon may be hung",
                 cause: cause)
         case .noSessionBus:
-            return KeepsakeError(.unavailable, store: store, key: key, own ??
-                "no D-Bus session bus could be reached (is DBUS_SESSION_BUS_ADDRESS set?); the keyring needs a desktop or dbus-run-session session",
+            return KeepsakeError(
+                .unavailable, store: store, key: key,
+                own
+                    ?? "no D-Bus session bus could be reached (is DBUS_SESSION_BUS_ADDRESS set?); the keyring needs a desktop or dbus-run-session session",
                 cause: cause)
         case .noProvider:
-            return KeepsakeError(.unavailable, store: store, key: key, own ??
-                "no Secret Service provider (such as gnome-keyring-daemon) is running or activatable on the session bus",
+            return KeepsakeError(
+                .unavailable, store: store, key: key,
+                own
+                    ?? "no Secret Service provider (such as gnome-keyring-daemon) is running or activatable on the session bus",
                 cause: cause)
         case .noDefaultCollection:
-            return KeepsakeError(.unavailable, store: store, key: key, own ??
-                "the Secret Service has no default collection; create a keyring first", cause: cause)
+            return KeepsakeError(
+                .unavailable, store: store, key: key,
+                own ?? "the Secret Service has no default collection; create a keyring first", cause: cause)
         case .locked:
-            return KeepsakeError(.locked, store: store, key: key, own ??
-                "the keyring is locked; unlock it and try again", cause: cause)
+            return KeepsakeError(
+                .locked, store: store, key: key, own ?? "the keyring is locked; unlock it and try again", cause: cause)
         case .other where stage == .connectBus || stage == .openService:
-            return KeepsakeError(.unavailable, store: store, key: key, own ??
-                "the Secret Service could not be reached while \(stage.rawValue)", cause: cause)
+            return KeepsakeError(
+                .unavailable, store: store, key: key,
+                own ?? "the Secret Service could not be reached while \(stage.rawValue)", cause: cause)
         case .other:
-            return KeepsakeError(.io, store: store, key: key, own ??
-                "the Secret Service failed while \(stage.rawValue)", cause: cause)
+            return KeepsakeError(
+                .io, store: store, key: key, own ?? "the Secret Service failed while \(stage.rawValue)", cause: cause)
         }
     }
 

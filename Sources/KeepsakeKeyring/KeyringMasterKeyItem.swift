@@ -92,17 +92,24 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
         var found = try converse { call throws(LibsecretFailure) -> Found? in
             if let existing = try find(in: call) { return existing }
             guard let collection = try call.defaultCollection() else {
-                throw LibsecretFailure(stage: .createItem, kind: .noDefaultCollection, message:
-                    "the Secret Service has no default collection to keep the master key in; create a keyring first")
+                throw LibsecretFailure(
+                    stage: .createItem, kind: .noDefaultCollection,
+                    message:
+                        "the Secret Service has no default collection to keep the master key in; create a keyring first"
+                )
             }
             guard !collection.isLocked else {
-                throw LibsecretFailure(stage: .createItem, kind: .locked, message:
-                    "the default collection \(collection.path) is locked, so no master key was created; unlock the keyring and try again")
+                throw LibsecretFailure(
+                    stage: .createItem, kind: .locked,
+                    message:
+                        "the default collection \(collection.path) is locked, so no master key was created; unlock the keyring and try again"
+                )
             }
             var text = Data(Self.hex(key).utf8)
             defer { text.resetBytes(in: 0..<text.count) }
-            try call.createItem(in: collection, schema: Self.schemaName, attributes: attributes,
-                                label: "Keepsake master key for file store \(storeID)", secret: text, replace: false)
+            try call.createItem(
+                in: collection, schema: Self.schemaName, attributes: attributes,
+                label: "Keepsake master key for file store \(storeID)", secret: text, replace: false)
             return try find(in: call)
         }
         defer { Self.wipe(&found) }
@@ -125,18 +132,25 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
         let collection = try call.defaultCollection()
         let (unlocked, locked) = try call.search(lookup)
         if !locked.isEmpty {
-            throw LibsecretFailure(stage: .search, kind: .locked, message:
-                "the keyring item holding this store's master key is locked; unlock the keyring and try again")
+            throw LibsecretFailure(
+                stage: .search, kind: .locked,
+                message:
+                    "the keyring item holding this store's master key is locked; unlock the keyring and try again")
         }
         if unlocked.isEmpty, let collection, collection.isLocked {
-            throw LibsecretFailure(stage: .search, kind: .locked, message:
-                "the default collection \(collection.path) is locked, so whether it holds this store's master key cannot be told; unlock the keyring and try again")
+            throw LibsecretFailure(
+                stage: .search, kind: .locked,
+                message:
+                    "the default collection \(collection.path) is locked, so whether it holds this store's master key cannot be told; unlock the keyring and try again"
+            )
         }
         let items = try call.readItems(unlocked, loadSecrets: true)
         guard let item = items.max(by: { ($0.modified, $0.created) < ($1.modified, $1.created) }) else { return nil }
         guard let secret = item.secret else {
-            throw LibsecretFailure(stage: .readSecret, kind: .other, message:
-                "the Secret Service returned no secret for the unlocked master key item \(item.path)")
+            throw LibsecretFailure(
+                stage: .readSecret, kind: .other,
+                message:
+                    "the Secret Service returned no secret for the unlocked master key item \(item.path)")
         }
         return Found(secret: secret, path: item.path)
     }
@@ -150,7 +164,9 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
     /// The key in an item's secret text.
     private func decode(_ found: Found) throws(KeepsakeError) -> [UInt8] {
         guard let key = Self.unhex(found.secret) else {
-            throw KeepsakeError(.invalidArgument, """
+            throw KeepsakeError(
+                .invalidArgument,
+                """
                 \(description): the keyring item \(found.path) does not hold a master key \
                 (\(Self.keyBytes * 2) hex digits); it was left as it is
                 """)

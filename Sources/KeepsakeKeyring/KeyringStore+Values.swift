@@ -10,13 +10,17 @@ extension KeyringStore: ValueConstrainedStore {
     ///   is not UTF-8 text without NUL.
     public func checkCanHold(_ value: Data, forKey key: String) throws(KeepsakeError) {
         guard String(validating: value, as: UTF8.self) != nil else {
-            throw KeepsakeError(.invalidArgument, store: uri, key: key, """
+            throw KeepsakeError(
+                .invalidArgument, store: uri, key: key,
+                """
                 the keyring holds text, and this value is not UTF-8 text, so it cannot be copied here as it \
                 is; it was left where it is (keep it in a file: store, which holds any bytes)
                 """)
         }
         guard !value.contains(0) else {
-            throw KeepsakeError(.invalidArgument, store: uri, key: key, """
+            throw KeepsakeError(
+                .invalidArgument, store: uri, key: key,
+                """
                 the keyring holds text, and this value contains a NUL byte, which other keyring clients \
                 would cut the text at; it was left where it is (keep it in a file: store, which holds any bytes)
                 """)

@@ -94,12 +94,14 @@ public struct KeyringStore: RecordStore {
         service: String, timeout: Duration = KeyringStore.defaultTimeout, sandbox: Sandbox = .current
     ) throws(KeepsakeError) {
         guard !service.isEmpty, !service.utf8.contains(0) else {
-            throw KeepsakeError(.invalidArgument, store: "keyring:\(service)",
-                                "a keyring service name must be non-empty and must not contain NUL")
+            throw KeepsakeError(
+                .invalidArgument, store: "keyring:\(service)",
+                "a keyring service name must be non-empty and must not contain NUL")
         }
         guard timeout > .zero else {
-            throw KeepsakeError(.invalidArgument, store: "keyring:\(service)",
-                                "the keyring timeout must be positive, not \(timeout)")
+            throw KeepsakeError(
+                .invalidArgument, store: "keyring:\(service)",
+                "the keyring timeout must be positive, not \(timeout)")
         }
         self.service = service
         self.timeout = timeout
@@ -117,7 +119,9 @@ public struct KeyringStore: RecordStore {
     ///   default collection), `.locked` (the default collection is locked), `.timeout`.
     ///   The underlying GError is kept in `KeepsakeError.cause`.
     /// - Important: Nothing is written and nothing prompts, whether this returns or throws.
-    public static func open(service: String, timeout: Duration = KeyringStore.defaultTimeout) throws(KeepsakeError) -> KeyringStore {
+    public static func open(service: String, timeout: Duration = KeyringStore.defaultTimeout) throws(KeepsakeError)
+        -> KeyringStore
+    {
         let store = try KeyringStore(service: service, timeout: timeout)
         let diagnosis = KeyringStore.diagnose(timeout: timeout, sandbox: store.sandbox)
         if let error = diagnosis.error {
@@ -235,15 +239,20 @@ public struct KeyringStore: RecordStore {
                 return .applied
             }
             guard let collection = match.defaultCollection else {
-                throw LibsecretFailure(stage: .createItem, kind: .noDefaultCollection, message:
-                    "the Secret Service has no default collection to create the item in; create a keyring first")
+                throw LibsecretFailure(
+                    stage: .createItem, kind: .noDefaultCollection,
+                    message:
+                        "the Secret Service has no default collection to create the item in; create a keyring first")
             }
             guard !collection.isLocked else {
-                throw LibsecretFailure(stage: .createItem, kind: .locked, message:
-                    "the default collection \(collection.path) is locked; nothing was written")
+                throw LibsecretFailure(
+                    stage: .createItem, kind: .locked,
+                    message:
+                        "the default collection \(collection.path) is locked; nothing was written")
             }
             try call.createItem(
-                in: collection, attributes: attributes(forKey: write.key), label: "\(service): \(write.key)", secret: value)
+                in: collection, attributes: attributes(forKey: write.key), label: "\(service): \(write.key)",
+                secret: value)
             return .applied
         }
     }
@@ -274,22 +283,29 @@ public struct KeyringStore: RecordStore {
     ) throws(LibsecretFailure) -> KeyMatch {
         let found = try call.search(attributes(forKey: key))
         if !found.locked.isEmpty {
-            throw LibsecretFailure(stage: .search, kind: .locked, message:
-                "the keyring item holding this key is in a locked collection; unlock the keyring and try again")
+            throw LibsecretFailure(
+                stage: .search, kind: .locked,
+                message:
+                    "the keyring item holding this key is in a locked collection; unlock the keyring and try again")
         }
         // Keys are exact strings: keep only items whose `username` is the key's very bytes, in
         // case a provider matches attributes more loosely (Unicode-equivalent forms).
         let items = try call.readItems(found.unlocked, loadSecrets: loadSecrets)
             .filter { $0.username?.isExactly(key) == true }
         if items.contains(where: \.isLocked) {
-            throw LibsecretFailure(stage: .search, kind: .locked, message:
-                "the keyring item holding this key was locked while it was read; unlock the keyring and try again")
+            throw LibsecretFailure(
+                stage: .search, kind: .locked,
+                message:
+                    "the keyring item holding this key was locked while it was read; unlock the keyring and try again")
         }
         guard items.isEmpty else { return KeyMatch(items: Self.newestFirst(items), defaultCollection: nil) }
         let collection = try call.defaultCollection()
         if let collection, collection.isLocked {
-            throw LibsecretFailure(stage: .search, kind: .locked, message:
-                "the default collection \(collection.path) is locked, so whether the key is stored cannot be told; unlock the keyring and try again")
+            throw LibsecretFailure(
+                stage: .search, kind: .locked,
+                message:
+                    "the default collection \(collection.path) is locked, so whether the key is stored cannot be told; unlock the keyring and try again"
+            )
         }
         return KeyMatch(items: [], defaultCollection: collection)
     }
@@ -300,14 +316,19 @@ public struct KeyringStore: RecordStore {
     ) throws(LibsecretFailure) -> [ExactString: [LibsecretItem]] {
         let collection = try call.defaultCollection()
         if let collection, collection.isLocked {
-            throw LibsecretFailure(stage: .search, kind: .locked, message:
-                "the default collection \(collection.path) is locked, so its records cannot be listed; unlock the keyring and try again")
+            throw LibsecretFailure(
+                stage: .search, kind: .locked,
+                message:
+                    "the default collection \(collection.path) is locked, so its records cannot be listed; unlock the keyring and try again"
+            )
         }
         let found = try call.search(["service": service])
         let items = try call.readItems(found.unlocked, loadSecrets: loadSecrets)
         if !found.locked.isEmpty || items.contains(where: \.isLocked) {
-            throw LibsecretFailure(stage: .search, kind: .locked, message:
-                "some keyring items of this service are in a locked collection; unlock the keyring and try again")
+            throw LibsecretFailure(
+                stage: .search, kind: .locked,
+                message:
+                    "some keyring items of this service are in a locked collection; unlock the keyring and try again")
         }
         var byKey: [ExactString: [LibsecretItem]] = [:]
         for item in items {
@@ -334,7 +355,8 @@ public struct KeyringStore: RecordStore {
     private static func pathOrder(_ a: String, _ b: String) -> Bool {
         let lastA = a.split(separator: "/").last.map(String.init) ?? a
         let lastB = b.split(separator: "/").last.map(String.init) ?? b
-        if let numberA = UInt64(lastA), let numberB = UInt64(lastB), a.dropLast(lastA.count) == b.dropLast(lastB.count) {
+        if let numberA = UInt64(lastA), let numberB = UInt64(lastB), a.dropLast(lastA.count) == b.dropLast(lastB.count)
+        {
             return numberA > numberB
         }
         return a > b
@@ -342,8 +364,10 @@ public struct KeyringStore: RecordStore {
 
     private func secret(of item: LibsecretItem) throws(LibsecretFailure) -> Data {
         guard let data = item.secret else {
-            throw LibsecretFailure(stage: .readSecret, kind: .other, message:
-                "the Secret Service returned no secret for the unlocked item \(item.path)")
+            throw LibsecretFailure(
+                stage: .readSecret, kind: .other,
+                message:
+                    "the Secret Service returned no secret for the unlocked item \(item.path)")
         }
         return data
     }

@@ -1,5 +1,5 @@
-import Logging
 import Keepsake
+import Logging
 
 /// This module's logger, labelled `keepsake.keyring`: the keyring store: calls that ran out of
 /// time, a locked or unavailable keyring.

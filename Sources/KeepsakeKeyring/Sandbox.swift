@@ -80,15 +80,17 @@ public struct Sandbox: Sendable, Equatable, CustomStringConvertible {
             switch info {
             case let .parsed(sections):
                 let name = sections["Application"]?["name"] ?? sections["Runtime"]?["name"]
-                return Sandbox(kind: .flatpak, appID: flatpakID ?? name,
-                               secretServiceAccess: grantsSecretService(sections) ? .granted : .notGranted)
+                return Sandbox(
+                    kind: .flatpak, appID: flatpakID ?? name,
+                    secretServiceAccess: grantsSecretService(sections) ? .granted : .notGranted)
             case .missing, .unreadable:
                 return Sandbox(kind: .flatpak, appID: flatpakID, secretServiceAccess: .undetermined)
             }
         }
         if let snap = environment["SNAP"], !snap.isEmpty {
-            return Sandbox(kind: .snap, appID: environment["SNAP_NAME"].flatMap { $0.isEmpty ? nil : $0 },
-                           secretServiceAccess: .undetermined)
+            return Sandbox(
+                kind: .snap, appID: environment["SNAP_NAME"].flatMap { $0.isEmpty ? nil : $0 },
+                secretServiceAccess: .undetermined)
         }
         return .unconfined
     }
@@ -120,7 +122,8 @@ public struct Sandbox: Sendable, Equatable, CustomStringConvertible {
                 current = String(line.dropFirst().dropLast())
             } else if !line.hasPrefix("#"), let equals = line.firstIndex(of: "=") {
                 let key = line[..<equals].trimmingCharacters(in: .whitespaces)
-                sections[current, default: [:]][key] = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+                sections[current, default: [:]][key] = line[line.index(after: equals)...].trimmingCharacters(
+                    in: .whitespaces)
             }
         }
         return .parsed(sections)

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -124,7 +125,7 @@ public struct KeyFile: MasterKeyProvider {
                 }
                 try result.get()
                 return key
-            } catch where error.errno == EEXIST {
+            } catch  where error.errno == EEXIST {
                 // A key file is already there: use it.
             } catch {
                 throw KeepsakeError(error.code, "cannot create \(description)", cause: error.cause)
@@ -162,7 +163,9 @@ public struct KeyFile: MasterKeyProvider {
         }
         defer { Syscall.close(fd) }
         guard mode & 0o077 == 0 else {
-            throw KeepsakeError(.permissionDenied, """
+            throw KeepsakeError(
+                .permissionDenied,
+                """
                 \(description) may be read or changed by group or others (mode \(String(mode, radix: 8))), so it is \
                 refused; make it private with: chmod 600 \(shellQuoted(path))
                 """, cause: .other("key file mode \(String(mode, radix: 8)), expected 600 or stricter"))
@@ -180,7 +183,9 @@ public struct KeyFile: MasterKeyProvider {
             }
         }
         guard filled == Format.keyBytes else {
-            throw KeepsakeError(.invalidArgument, """
+            throw KeepsakeError(
+                .invalidArgument,
+                """
                 \(description) holds \(filled == buffer.count ? "more than \(Format.keyBytes)" : "\(filled)") bytes; \
                 a key file holds exactly \(Format.keyBytes) random bytes
                 """)
@@ -203,8 +208,11 @@ public struct PassphraseLimits: Sendable, Hashable, CustomStringConvertible {
     ///   hold (docs/FORMAT.md): 1 to 8 passes and 8 KiB to 2 GiB, twice libsodium's SENSITIVE.
     public init(opsLimit: UInt64, memLimit: UInt64) throws(KeepsakeError) {
         guard (Sodium.pwhashOpsLimitMin...Format.passphraseOpsLimitMax).contains(opsLimit),
-              (Sodium.pwhashMemLimitMin...Format.passphraseMemLimitMax).contains(memLimit) else {
-            throw KeepsakeError(.invalidArgument, """
+            (Sodium.pwhashMemLimitMin...Format.passphraseMemLimitMax).contains(memLimit)
+        else {
+            throw KeepsakeError(
+                .invalidArgument,
+                """
                 Argon2id limits must be \(Sodium.pwhashOpsLimitMin)…\(Format.passphraseOpsLimitMax) passes and \
                 \(Sodium.pwhashMemLimitMin)…\(Format.passphraseMemLimitMax) bytes
                 """)
@@ -219,11 +227,14 @@ public struct PassphraseLimits: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// libsodium's INTERACTIVE limits (2 passes, 64 MiB; about 70 ms here).
-    public static let interactive = PassphraseLimits(unchecked: Sodium.pwhashOpsLimitInteractive, Sodium.pwhashMemLimitInteractive)
+    public static let interactive = PassphraseLimits(
+        unchecked: Sodium.pwhashOpsLimitInteractive, Sodium.pwhashMemLimitInteractive)
     /// libsodium's MODERATE limits (3 passes, 256 MiB; about 0.6 s here). The default.
-    public static let moderate = PassphraseLimits(unchecked: Sodium.pwhashOpsLimitModerate, Sodium.pwhashMemLimitModerate)
+    public static let moderate = PassphraseLimits(
+        unchecked: Sodium.pwhashOpsLimitModerate, Sodium.pwhashMemLimitModerate)
     /// libsodium's SENSITIVE limits (4 passes, 1 GiB; seconds).
-    public static let sensitive = PassphraseLimits(unchecked: Sodium.pwhashOpsLimitSensitive, Sodium.pwhashMemLimitSensitive)
+    public static let sensitive = PassphraseLimits(
+        unchecked: Sodium.pwhashOpsLimitSensitive, Sodium.pwhashMemLimitSensitive)
 
     public var description: String { "Argon2id, \(opsLimit) passes, \(memLimit / 1024) KiB" }
 }
@@ -260,8 +271,9 @@ extension MasterKeySource {
             }
             let salt = random.bytes(Sodium.pwhashSaltBytes)
             let key = try derive(passphrase, salt: salt, opsLimit: limits.opsLimit, memLimit: limits.memLimit)
-            return MasterKeyMaterial(kind: .passphrase, salt: salt, opsLimit: limits.opsLimit,
-                                     memLimit: limits.memLimit, key: key)
+            return MasterKeyMaterial(
+                kind: .passphrase, salt: salt, opsLimit: limits.opsLimit,
+                memLimit: limits.memLimit, key: key)
         }
     }
 
@@ -278,7 +290,9 @@ extension MasterKeySource {
         case let (.passphrase(passphrase, _), .passphrase):
             return try derive(passphrase, salt: header.salt, opsLimit: header.opsLimit, memLimit: header.memLimit)
         case (.passphrase, .raw):
-            throw KeepsakeError(.wrongKey, """
+            throw KeepsakeError(
+                .wrongKey,
+                """
                 this store is protected by a key (a key file or a keyring), but a \(self) was given
                 """)
         case (_, .passphrase):
@@ -288,7 +302,8 @@ extension MasterKeySource {
 
     private func checkLength(_ key: SecureBytes) throws(KeepsakeError) {
         guard key.count == Format.keyBytes else {
-            throw KeepsakeError(.invalidArgument, "\(self) returned \(key.count) bytes; a master key is \(Format.keyBytes)")
+            throw KeepsakeError(
+                .invalidArgument, "\(self) returned \(key.count) bytes; a master key is \(Format.keyBytes)")
         }
     }
 
@@ -302,7 +317,9 @@ extension MasterKeySource {
                 }
             }
             if case let .failure(failure) = result {
-                throw KeepsakeError(.io, """
+                throw KeepsakeError(
+                    .io,
+                    """
                     cannot derive a key from the \(self) with Argon2id (\(opsLimit) passes, \(memLimit / 1024) KiB): \
                     not enough memory?
                     """, cause: .library(domain: "libsodium", code: Int(failure.status), message: failure.function))

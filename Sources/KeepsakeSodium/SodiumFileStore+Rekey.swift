@@ -36,14 +36,17 @@ extension SodiumFileStore {
         cleanLeftovers()
         let current = try Self.readHeader(directory: directory, uri: uri)
         guard current.storeID == storeID else {
-            throw KeepsakeError(.corruptStore, store: uri, """
+            throw KeepsakeError(
+                .corruptStore, store: uri,
+                """
                 the header on disk belongs to another store than the one opened; it was left as it is
                 """, cause: .library(domain: "KeepsakeSodium.format", code: 1, message: "store id mismatch"))
         }
         let material: MasterKeyMaterial
         do throws(KeepsakeError) {
-            material = try newKey.newMaterial(limits: passphraseLimits, random: random, fileSystem: fileSystem,
-                                              storeID: storeID)
+            material = try newKey.newMaterial(
+                limits: passphraseLimits, random: random, fileSystem: fileSystem,
+                storeID: storeID)
         } catch {
             throw Self.locate(error, uri)
         }
@@ -54,12 +57,17 @@ extension SodiumFileStore {
         do throws(SystemFailure) {
             try fileSystem.replace(Format.headerFileName, in: directory, with: Data(header.encoded))
         } catch {
-            throw KeepsakeError(error.code, store: uri, """
+            throw KeepsakeError(
+                error.code, store: uri,
+                """
                 cannot write the new store header; the store still opens with the old key
                 """, cause: error.cause)
         }
-        Log.sodium.info("master key changed", metadata: [
-            "store": "\(uri)", "masterKey": "\(newKey)", "keyGeneration": "\(current.keyGeneration &+ 1)"])
+        Log.sodium.info(
+            "master key changed",
+            metadata: [
+                "store": "\(uri)", "masterKey": "\(newKey)", "keyGeneration": "\(current.keyGeneration &+ 1)"
+            ])
     }
 
     /// How many times the master key was set: 1 when created, one more for each change.

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -91,7 +92,9 @@ public final class SodiumFileStore: RecordStore {
     ///   `errno`; `.invalidArgument` for a key file that does not hold 32 bytes.
     /// - Important: Opening never writes a record or the header; it only removes leftover
     ///   temporary files.
-    public convenience init(directory: String, key: MasterKeySource, lockTimeout: Duration = .seconds(10)) throws(KeepsakeError) {
+    public convenience init(directory: String, key: MasterKeySource, lockTimeout: Duration = .seconds(10))
+        throws(KeepsakeError)
+    {
         try self.init(directory: directory, key: key, lockTimeout: lockTimeout, fileSystem: .live, random: .system)
     }
 
@@ -108,8 +111,9 @@ public final class SodiumFileStore: RecordStore {
         } catch {
             throw Self.locate(error, uri)
         }
-        self.init(directory: directory, storeID: header.storeID, dataKey: dataKey, lockTimeout: lockTimeout,
-                  fileSystem: fileSystem, random: random)
+        self.init(
+            directory: directory, storeID: header.storeID, dataKey: dataKey, lockTimeout: lockTimeout,
+            fileSystem: fileSystem, random: random)
         cleanLeftoversIfUnlocked()
     }
 
@@ -155,8 +159,9 @@ public final class SodiumFileStore: RecordStore {
         directory: String, key: MasterKeySource, passphraseLimits: PassphraseLimits = .moderate,
         lockTimeout: Duration = .seconds(10)
     ) throws(KeepsakeError) -> SodiumFileStore {
-        try create(directory: directory, key: key, passphraseLimits: passphraseLimits, lockTimeout: lockTimeout,
-                   fileSystem: .live, random: .system)
+        try create(
+            directory: directory, key: key, passphraseLimits: passphraseLimits, lockTimeout: lockTimeout,
+            fileSystem: .live, random: .system)
     }
 
     static func create(
@@ -181,10 +186,13 @@ public final class SodiumFileStore: RecordStore {
             throw KeepsakeError(error.code, store: uri, "cannot list the store directory", cause: error.cause)
         }
         if names.contains(Format.headerFileName) {
-            throw KeepsakeError(.invalidArgument, store: uri, "the directory already holds a Keepsake store; open it instead")
+            throw KeepsakeError(
+                .invalidArgument, store: uri, "the directory already holds a Keepsake store; open it instead")
         }
         if names.contains(where: isRecordFileName) {
-            throw KeepsakeError(.invalidArgument, store: uri, """
+            throw KeepsakeError(
+                .invalidArgument, store: uri,
+                """
                 the directory holds record files but no store header; it was left as it is — \
                 create the store in an empty directory
                 """)
@@ -195,12 +203,14 @@ public final class SodiumFileStore: RecordStore {
             if case .provider = key {
                 // A provider may keep one key per store (the keyring), so it is told the new id.
                 storeID = random.bytes(Format.storeIDBytes)
-                material = try key.newMaterial(limits: passphraseLimits, random: random, fileSystem: fileSystem,
-                                               storeID: storeID)
+                material = try key.newMaterial(
+                    limits: passphraseLimits, random: random, fileSystem: fileSystem,
+                    storeID: storeID)
             } else {
                 // The order the test vectors record: a passphrase's salt, then the store id.
-                material = try key.newMaterial(limits: passphraseLimits, random: random, fileSystem: fileSystem,
-                                               storeID: [])
+                material = try key.newMaterial(
+                    limits: passphraseLimits, random: random, fileSystem: fileSystem,
+                    storeID: [])
                 storeID = random.bytes(Format.storeIDBytes)
             }
         } catch {
@@ -214,12 +224,14 @@ public final class SodiumFileStore: RecordStore {
         do throws(SystemFailure) {
             try fileSystem.replace(Format.headerFileName, in: directory, with: Data(header.encoded))
         } catch {
-            throw KeepsakeError(error.code, store: uri, "cannot write the store header; no store was created",
-                                cause: error.cause)
+            throw KeepsakeError(
+                error.code, store: uri, "cannot write the store header; no store was created",
+                cause: error.cause)
         }
         Log.sodium.info("encrypted store created", metadata: ["store": "\(uri)", "masterKey": "\(key)"])
-        return SodiumFileStore(directory: directory, storeID: storeID, dataKey: dataKey, lockTimeout: lockTimeout,
-                               fileSystem: fileSystem, random: random)
+        return SodiumFileStore(
+            directory: directory, storeID: storeID, dataKey: dataKey, lockTimeout: lockTimeout,
+            fileSystem: fileSystem, random: random)
     }
 
     // MARK: RecordStore
@@ -241,12 +253,14 @@ public final class SodiumFileStore: RecordStore {
         do throws(FormatFailure) {
             opened = try RecordFile.open(bytes, nameHash: subkeys.nameHash(of: key), storeID: storeID, keys: subkeys)
         } catch {
-            throw KeepsakeError(.corruptRecord, store: uri, key: key,
-                                "the record's file \(name) cannot be opened; it was left as it is", cause: error.cause)
+            throw KeepsakeError(
+                .corruptRecord, store: uri, key: key,
+                "the record's file \(name) cannot be opened; it was left as it is", cause: error.cause)
         }
         guard Array(opened.recordKey.utf8) == Array(key.utf8) else {
-            throw KeepsakeError(.corruptRecord, store: uri, key: key, "the record's file \(name) holds another record",
-                                cause: .library(domain: "KeepsakeSodium.format", code: 1, message: "record key mismatch"))
+            throw KeepsakeError(
+                .corruptRecord, store: uri, key: key, "the record's file \(name) holds another record",
+                cause: .library(domain: "KeepsakeSodium.format", code: 1, message: "record key mismatch"))
         }
         return opened.value
     }
@@ -293,12 +307,17 @@ public final class SodiumFileStore: RecordStore {
             let read: [UInt8]?
             do throws(SystemFailure) {
                 read = try Syscall.readFile(directory + "/" + name)
-            } catch where error.errno == ENOTDIR {
+            } catch  where error.errno == ENOTDIR {
                 throw storeError(error, "cannot read the store directory")  // the directory was replaced
             } catch {
-                records.append((name, .failure(KeepsakeError(
-                    error.code, store: uri, "cannot read the record file \(name); it was left as it is",
-                    cause: error.cause))))
+                records.append(
+                    (
+                        name,
+                        .failure(
+                            KeepsakeError(
+                                error.code, store: uri, "cannot read the record file \(name); it was left as it is",
+                                cause: error.cause))
+                    ))
                 continue
             }
             guard let bytes = read else { continue }  // deleted meanwhile
@@ -307,9 +326,15 @@ public final class SodiumFileStore: RecordStore {
                 let opened = try RecordFile.open(bytes, nameHash: nameHash, storeID: storeID, keys: subkeys)
                 records.append((opened.recordKey, .success(opened.value)))
             } catch {
-                records.append((name, .failure(KeepsakeError(
-                    .corruptRecord, store: uri, "the record file \(name) cannot be opened; it was left as it is",
-                    cause: error.cause))))
+                records.append(
+                    (
+                        name,
+                        .failure(
+                            KeepsakeError(
+                                .corruptRecord, store: uri,
+                                "the record file \(name) cannot be opened; it was left as it is",
+                                cause: error.cause))
+                    ))
             }
         }
         return records.sorted { $0.key.precedesExactly($1.key) }
@@ -349,10 +374,13 @@ public final class SodiumFileStore: RecordStore {
             for (member, failure) in zip(group, failures) {
                 guard let failure else { continue }
                 let write = writes[member.index]
-                results[member.index] = .failed(KeepsakeError(failure.code, store: uri, key: write.key, """
-                    cannot \(write.value == nil ? "remove" : "write") the record's file; the previous \
-                    record was left in place
-                    """, cause: failure.cause))
+                results[member.index] = .failed(
+                    KeepsakeError(
+                        failure.code, store: uri, key: write.key,
+                        """
+                        cannot \(write.value == nil ? "remove" : "write") the record's file; the previous \
+                        record was left in place
+                        """, cause: failure.cause))
             }
             if let last = group.last { CommitProgress.report(last.index + 1, of: writes.count) }
             group.removeAll()
@@ -375,8 +403,9 @@ public final class SodiumFileStore: RecordStore {
                 }
             }
             let file = write.value.map { value in
-                RecordFile.seal(value: value, recordKey: write.key, storeID: storeID, keys: subkeys,
-                                nonce: random.bytes(Sodium.aeadNonceBytes))
+                RecordFile.seal(
+                    value: value, recordKey: write.key, storeID: storeID, keys: subkeys,
+                    nonce: random.bytes(Sodium.aeadNonceBytes))
             }
             group.append((index, GroupedFile(name: name, data: file)))
             names.insert(name)
@@ -398,7 +427,10 @@ public final class SodiumFileStore: RecordStore {
         guard name.hasSuffix(Format.recordSuffix) else { return false }
         let stem = name.utf8.dropLast(Format.recordSuffix.utf8.count)
         return stem.count == 2 * Format.nameHashBytes
-            && stem.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+            && stem.allSatisfy {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+            }
     }
 
     static func locate(_ error: KeepsakeError, _ uri: String) -> KeepsakeError {
@@ -413,7 +445,8 @@ public final class SodiumFileStore: RecordStore {
             bytes = try Syscall.readFile(directory + "/" + Format.headerFileName)
         } catch {
             if error.errno == ENOTDIR {
-                throw KeepsakeError(.unavailable, store: uri, "the store location is not a directory", cause: error.cause)
+                throw KeepsakeError(
+                    .unavailable, store: uri, "the store location is not a directory", cause: error.cause)
             }
             throw KeepsakeError(error.code, store: uri, "cannot read the store header", cause: error.cause)
         }
@@ -422,14 +455,18 @@ public final class SodiumFileStore: RecordStore {
             do throws(SystemFailure) { exists = try Syscall.isDirectory(directory) } catch {
                 throw KeepsakeError(error.code, store: uri, "cannot read the store directory", cause: error.cause)
             }
-            throw KeepsakeError(.unavailable, store: uri, exists == nil
-                ? "there is no store directory; create the store first"
-                : "the directory holds no store header; create the store first")
+            throw KeepsakeError(
+                .unavailable, store: uri,
+                exists == nil
+                    ? "there is no store directory; create the store first"
+                    : "the directory holds no store header; create the store first")
         }
         do throws(FormatFailure) {
             return try StoreHeader.parse(bytes)
         } catch {
-            throw KeepsakeError(.corruptStore, store: uri, """
+            throw KeepsakeError(
+                .corruptStore, store: uri,
+                """
                 the store header cannot be used (\(error.reason)); it was left as it is and no record was read
                 """, cause: error.cause)
         }
@@ -440,14 +477,17 @@ public final class SodiumFileStore: RecordStore {
     ) throws(KeepsakeError) -> SecureBytes {
         do throws(FormatFailure) {
             return try header.unwrapDataKey(masterKey: masterKey)
-        } catch where error.kind == .wrongKey {
-            throw KeepsakeError(.wrongKey, store: uri, """
+        } catch  where error.kind == .wrongKey {
+            throw KeepsakeError(
+                .wrongKey, store: uri,
+                """
                 the \(source) does not open this store (the header's key check does not match); \
                 nothing was read or written
                 """, cause: error.cause)
         } catch {
-            throw KeepsakeError(.corruptStore, store: uri, "the store header cannot be used (\(error.reason))",
-                                cause: error.cause)
+            throw KeepsakeError(
+                .corruptStore, store: uri, "the store header cannot be used (\(error.reason))",
+                cause: error.cause)
         }
     }
 
@@ -459,7 +499,9 @@ public final class SodiumFileStore: RecordStore {
             throw KeepsakeError(error.code, store: uri, "cannot open the store's lock file", cause: error.cause)
         }
         guard let lock = acquired else {
-            throw KeepsakeError(.lockTimeout, store: uri, """
+            throw KeepsakeError(
+                .lockTimeout, store: uri,
+                """
                 another process held the store's lock for more than \(timeout); is another migrate or app \
                 writing this store?
                 """)
@@ -469,7 +511,8 @@ public final class SodiumFileStore: RecordStore {
 
     private func storeError(_ failure: SystemFailure, key: String? = nil, _ message: String) -> KeepsakeError {
         if failure.errno == ENOENT || failure.errno == ENOTDIR {
-            return KeepsakeError(.unavailable, store: uri, key: key, "the store directory is gone", cause: failure.cause)
+            return KeepsakeError(
+                .unavailable, store: uri, key: key, "the store directory is gone", cause: failure.cause)
         }
         return KeepsakeError(failure.code, store: uri, key: key, message, cause: failure.cause)
     }
@@ -488,7 +531,8 @@ public final class SodiumFileStore: RecordStore {
         do throws(SystemFailure) {
             return try Syscall.readFile(directory + "/" + name)
         } catch {
-            throw storeError(error, key: key, key == nil ? "cannot read the record file \(name)" : "cannot read the record's file")
+            throw storeError(
+                error, key: key, key == nil ? "cannot read the record file \(name)" : "cannot read the record's file")
         }
     }
 

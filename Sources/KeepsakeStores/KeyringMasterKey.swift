@@ -57,7 +57,9 @@ public struct KeyringMasterKey: MasterKeyProvider {
             key = try item.storeIfAbsent(bytes)
         } else {
             guard let stored = try item.read() else {
-                throw KeepsakeError(.notFound, """
+                throw KeepsakeError(
+                    .notFound,
+                    """
                     the keyring holds no master key for this store (store id \(storeID)): it was not created \
                     here, or its item was deleted; open the store with the key file or passphrase it was \
                     rekeyed to, or restore the keyring

@@ -63,7 +63,9 @@ extension StoreURI {
     ///   `keyring:` store only asks the Secret Service whether it can be used.
     public func open(options: StoreOpenOptions = StoreOpenOptions()) throws(KeepsakeError) -> any RecordStore {
         if scheme != .file, options.masterKey != nil {
-            throw KeepsakeError(.invalidArgument, store: description, """
+            throw KeepsakeError(
+                .invalidArgument, store: description,
+                """
                 a master key applies only to file: stores; a \(scheme): store is not encrypted with \
                 one, so leave StoreOpenOptions.masterKey nil or use a file:DIR store
                 """)
@@ -73,7 +75,9 @@ extension StoreURI {
             return DefaultsStore(path: location)
         case .file:
             guard let key = options.masterKey else {
-                throw KeepsakeError(.invalidArgument, store: description, """
+                throw KeepsakeError(
+                    .invalidArgument, store: description,
+                    """
                     a file: store needs its master key: pass StoreOpenOptions(masterKey:) with \
                     .keyFile(path:), .passphrase(_:origin:), .keyring() or .provider(_:)
                     """)

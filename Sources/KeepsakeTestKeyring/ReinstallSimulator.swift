@@ -64,11 +64,14 @@ public struct ReinstallSimulator: Sendable {
     @discardableResult
     public func uninstall() throws(TestKeyringError) -> Report {
         guard !appID.isEmpty, appID != ".", appID != "..", !appID.contains("/"), !appID.utf8.contains(0) else {
-            throw TestKeyringError(.unsafePath, "the app id \"\(appID)\" is not a single folder name; nothing was removed")
+            throw TestKeyringError(
+                .unsafePath, "the app id \"\(appID)\" is not a single folder name; nothing was removed")
         }
         let root = keyring.root.standardizedFileURL.path + "/"
         for path in appPaths where !path.standardizedFileURL.path.hasPrefix(root) {
-            throw TestKeyringError(.unsafePath, """
+            throw TestKeyringError(
+                .unsafePath,
+                """
                 \(path.path) is outside the private keyring's directory \(keyring.root.path); nothing was removed
                 """)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -131,7 +132,7 @@ public final class TestKeyring: Sendable {
             Variable.root: root.path,
             Variable.bus: busAddress,
             Variable.password: password,
-            Variable.scratch: scratch.path,
+            Variable.scratch: scratch.path
         ]) { $1 }
     }
 
@@ -179,7 +180,9 @@ public final class TestKeyring: Sendable {
     static func missingTools(path: String?) -> TestKeyringError? {
         let missing = Tools.names.filter { Subprocess.which($0, path: path) == nil }
         guard !missing.isEmpty else { return nil }
-        return TestKeyringError(.toolsMissing, """
+        return TestKeyringError(
+            .toolsMissing,
+            """
             \(missing.joined(separator: ", ")) not found in PATH, so no private keyring can be started \
             (the keyring tests did not run); on Debian: apt-get install -y --no-install-recommends \
             dbus gnome-keyring libglib2.0-bin
@@ -200,14 +203,19 @@ public final class TestKeyring: Sendable {
             or unset DBUS_SESSION_BUS_ADDRESS and XDG_RUNTIME_DIR for the test run
             """
         if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty {
-            return TestKeyringError(.realSession, """
+            return TestKeyringError(
+                .realSession,
+                """
                 refused: DBUS_SESSION_BUS_ADDRESS points at a session bus this library did not start \
                 (\(address)), where the user's own keyring may answer; \(advice)
                 """)
         }
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty,
-           FileManager.default.fileExists(atPath: runtime + "/bus") {
-            return TestKeyringError(.realSession, """
+            FileManager.default.fileExists(atPath: runtime + "/bus")
+        {
+            return TestKeyringError(
+                .realSession,
+                """
                 refused: \(runtime)/bus is a session bus this library did not start (GLib connects to it \
                 when DBUS_SESSION_BUS_ADDRESS is unset), where the user's own keyring may answer; \(advice)
                 """)
@@ -269,16 +277,19 @@ public final class TestKeyring: Sendable {
     public static func attach(environment: [String: String]) throws(TestKeyringError) -> TestKeyring {
         let tools = try findTools(path: environment["PATH"])
         let (root, bus, password) = try validateHarness(environment)
-        return TestKeyring(root: root, busAddress: bus, password: password, ownership: .attached, tools: tools, watchdog: -1)
+        return TestKeyring(
+            root: root, busAddress: bus, password: password, ownership: .attached, tools: tools, watchdog: -1)
     }
 
     static func validateHarness(_ environment: [String: String]) throws(TestKeyringError) -> (URL, String, String) {
         guard environment[Variable.inside] == "1",
-              let rootPath = environment[Variable.root], rootPath.hasPrefix("/"),
-              let bus = environment[Variable.bus], !bus.isEmpty,
-              let password = environment[Variable.password], !password.isEmpty
+            let rootPath = environment[Variable.root], rootPath.hasPrefix("/"),
+            let bus = environment[Variable.bus], !bus.isEmpty,
+            let password = environment[Variable.password], !password.isEmpty
         else {
-            throw TestKeyringError(.notInsideHarness, """
+            throw TestKeyringError(
+                .notInsideHarness,
+                """
                 \(Variable.inside), \(Variable.root), \(Variable.bus) and \(Variable.password) must all be \
                 set by keepsake-test-keyring (or TestKeyring.start()); some are missing
                 """)
@@ -287,13 +298,17 @@ public final class TestKeyring: Sendable {
         let marker = root.appendingPathComponent(markerName)
         guard let recorded = try? String(contentsOf: marker, encoding: .utf8), recorded == bus else {
             // An unreadable marker is the same answer as a wrong one: this is not our keyring.
-            throw TestKeyringError(.notInsideHarness, """
+            throw TestKeyringError(
+                .notInsideHarness,
+                """
                 \(rootPath) is not the directory of a running private keyring for the bus \(bus) \
                 (its \(markerName) is missing or names another bus)
                 """)
         }
         guard environment["DBUS_SESSION_BUS_ADDRESS"] == bus else {
-            throw TestKeyringError(.realSession, """
+            throw TestKeyringError(
+                .realSession,
+                """
                 refused: DBUS_SESSION_BUS_ADDRESS is \(environment["DBUS_SESSION_BUS_ADDRESS"] ?? "unset"), \
                 not the private keyring's bus \(bus); the user's own keyring may answer there
                 """)
@@ -365,8 +380,9 @@ public final class TestKeyring: Sendable {
             removeTree(root)
             throw error
         }
-        let keyring = TestKeyring(root: root, busAddress: bus, password: password, ownership: ownership,
-                                  tools: tools, watchdog: watchdog)
+        let keyring = TestKeyring(
+            root: root, busAddress: bus, password: password, ownership: ownership,
+            tools: tools, watchdog: watchdog)
         do {
             try keyring.startBus()
             try keyring.startDaemon()
@@ -389,11 +405,14 @@ public final class TestKeyring: Sendable {
         while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
         var template = Array("\(base)/keepsake-keyring.XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else {
-            throw TestKeyringError(.startFailed, "could not create a temporary directory in \(base): \(String(cString: strerror(errno)))")
+            throw TestKeyringError(
+                .startFailed, "could not create a temporary directory in \(base): \(String(cString: strerror(errno)))")
         }
         let root = URL(fileURLWithPath: String(cString: made))
-        let folders = ["run", "keyring", "scratch", "scratch/pids", "logs", "home",
-                       "home/config", "home/data", "home/cache", "home/state"]
+        let folders = [
+            "run", "keyring", "scratch", "scratch/pids", "logs", "home",
+            "home/config", "home/data", "home/cache", "home/state"
+        ]
         for folder in folders where mkdir(root.path + "/" + folder, 0o700) != 0 {
             let reason = String(cString: strerror(errno))
             removeTree(root)
@@ -411,7 +430,8 @@ public final class TestKeyring: Sendable {
         // A socket pair rather than pipe2 (not exported by Glibc's module): created
         // close-on-exec atomically, so no process spawned meanwhile by another thread inherits it.
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
-            throw TestKeyringError(.startFailed, "could not create the watchdog's pipe: \(String(cString: strerror(errno)))")
+            throw TestKeyringError(
+                .startFailed, "could not create the watchdog's pipe: \(String(cString: strerror(errno)))")
         }
         let script = #"""
             trap '' INT TERM HUP QUIT
@@ -466,8 +486,11 @@ public final class TestKeyring: Sendable {
         let deadline = ContinuousClock.now + .seconds(10)
         while true {
             if FileManager.default.fileExists(atPath: root.path + "/bus"),
-               (try? gdbus(["--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
-                            "--method", "org.freedesktop.DBus.GetId"]))?.status == 0 {
+                (try? gdbus([
+                    "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+                    "--method", "org.freedesktop.DBus.GetId"
+                ]))?.status == 0
+            {
                 return
             }
             guard process.isRunning, ContinuousClock.now < deadline else {
@@ -479,10 +502,12 @@ public final class TestKeyring: Sendable {
 
     private var daemonEnvironment: [String: String] {
         let parent = ProcessInfo.processInfo.environment
-        var environment = ["DBUS_SESSION_BUS_ADDRESS": busAddress, "XDG_RUNTIME_DIR": runtimeDirectory.path,
-                           "XDG_DATA_HOME": keyringDataDirectory.path,
-                           "XDG_CONFIG_HOME": root.appendingPathComponent("keyring/config").path,
-                           Variable.root: root.path]
+        var environment = [
+            "DBUS_SESSION_BUS_ADDRESS": busAddress, "XDG_RUNTIME_DIR": runtimeDirectory.path,
+            "XDG_DATA_HOME": keyringDataDirectory.path,
+            "XDG_CONFIG_HOME": root.appendingPathComponent("keyring/config").path,
+            Variable.root: root.path
+        ]
         for name in ["PATH", "HOME", "LANG", "LC_ALL"] { environment[name] = parent[name] }
         return environment
     }
@@ -526,8 +551,9 @@ public final class TestKeyring: Sendable {
     /// Starts gnome-keyring-daemon in the foreground, unlocking (or creating) the login
     /// collection with the password on its standard input.
     private func startDaemon() throws {
-        try spawn(tools.keyringDaemon, ["--foreground", "--unlock", "--components=secrets"], log: "gnome-keyring-daemon",
-                  stdin: Data(password.utf8))
+        try spawn(
+            tools.keyringDaemon, ["--foreground", "--unlock", "--components=secrets"], log: "gnome-keyring-daemon",
+            stdin: Data(password.utf8))
     }
 
     // MARK: Driving it
@@ -546,9 +572,12 @@ public final class TestKeyring: Sendable {
     /// - Throws: `.operationFailed` when the daemon does not answer.
     /// - Important: Only asks; nothing changes, whether it returns or throws.
     public func isLocked() throws(TestKeyringError) -> Bool {
-        let result = try gdbusChecked(["--dest", "org.freedesktop.secrets", "--object-path", Self.loginCollection,
-                                       "--method", "org.freedesktop.DBus.Properties.Get",
-                                       "org.freedesktop.Secret.Collection", "Locked"], doing: "reading the lock state")
+        let result = try gdbusChecked(
+            [
+                "--dest", "org.freedesktop.secrets", "--object-path", Self.loginCollection,
+                "--method", "org.freedesktop.DBus.Properties.Get",
+                "org.freedesktop.Secret.Collection", "Locked"
+            ], doing: "reading the lock state")
         return result.stdout.contains("true")
     }
 
@@ -561,9 +590,12 @@ public final class TestKeyring: Sendable {
     /// - Throws: `.operationFailed` when the daemon refuses or does not answer.
     /// - Important: When it throws, the collection may or may not be locked: ``unlock()`` restores it.
     public func lock() throws(TestKeyringError) {
-        let result = try gdbusChecked(["--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
-                                       "--method", "org.freedesktop.Secret.Service.Lock", "['\(Self.loginCollection)']"],
-                                      doing: "locking the login collection")
+        let result = try gdbusChecked(
+            [
+                "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+                "--method", "org.freedesktop.Secret.Service.Lock", "['\(Self.loginCollection)']"
+            ],
+            doing: "locking the login collection")
         guard result.stdout.contains(Self.loginCollection), try isLocked() else {
             throw TestKeyringError(.operationFailed, "Lock did not lock the login collection: \(result.stdout)")
         }
@@ -614,7 +646,9 @@ public final class TestKeyring: Sendable {
         if let pid = try secretsOwner() {
             // Only a daemon of this keyring: its environment names this directory.
             guard processBelongsHere(pid) else {
-                throw TestKeyringError(.operationFailed, "process \(pid) owns org.freedesktop.secrets on the private bus but is not this keyring's daemon")
+                throw TestKeyringError(
+                    .operationFailed,
+                    "process \(pid) owns org.freedesktop.secrets on the private bus but is not this keyring's daemon")
             }
             kill(pid, SIGTERM)
             let deadline = ContinuousClock.now + .seconds(10)
@@ -642,7 +676,8 @@ public final class TestKeyring: Sendable {
     private func processBelongsHere(_ pid: Int32) -> Bool {
         for file in ["environ", "cmdline"] {
             if let data = FileManager.default.contents(atPath: "/proc/\(pid)/\(file)"),
-               data.range(of: Data(root.path.utf8)) != nil {
+                data.range(of: Data(root.path.utf8)) != nil
+            {
                 return true
             }
         }
@@ -651,13 +686,18 @@ public final class TestKeyring: Sendable {
 
     /// The process that owns `org.freedesktop.secrets` on the private bus, or `nil`.
     private func secretsOwner() throws(TestKeyringError) -> Int32? {
-        let owned = try gdbusChecked(["--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
-                                      "--method", "org.freedesktop.DBus.NameHasOwner", "org.freedesktop.secrets"],
-                                     doing: "asking the private bus who owns org.freedesktop.secrets")
+        let owned = try gdbusChecked(
+            [
+                "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+                "--method", "org.freedesktop.DBus.NameHasOwner", "org.freedesktop.secrets"
+            ],
+            doing: "asking the private bus who owns org.freedesktop.secrets")
         guard owned.stdout.contains("true") else { return nil }
-        let result = try gdbusResult(["--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
-                                      "--method", "org.freedesktop.DBus.GetConnectionUnixProcessID",
-                                      "org.freedesktop.secrets"])
+        let result = try gdbusResult([
+            "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+            "--method", "org.freedesktop.DBus.GetConnectionUnixProcessID",
+            "org.freedesktop.secrets"
+        ])
         // The owner went away between the two questions: there is none now.
         if result.status != 0 && result.stderr.contains("NameHasNoOwner") { return nil }
         guard result.status == 0 else {
@@ -673,15 +713,19 @@ public final class TestKeyring: Sendable {
         let deadline = ContinuousClock.now + .seconds(15)
         var last = ""
         while ContinuousClock.now < deadline {
-            let alias = try gdbusResult(["--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
-                                         "--method", "org.freedesktop.Secret.Service.ReadAlias", "default"])
+            let alias = try gdbusResult([
+                "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+                "--method", "org.freedesktop.Secret.Service.ReadAlias", "default"
+            ])
             last = alias.stderr + alias.stdout
             if alias.status == 0, alias.stdout.contains(Self.loginCollection), (try? isLocked()) == false {
                 return
             }
             Thread.sleep(forTimeInterval: 0.05)
         }
-        throw TestKeyringError(.startFailed, """
+        throw TestKeyringError(
+            .startFailed,
+            """
             the private login keyring did not become the unlocked default collection within 15 s \
             (last answer: \(last.trimmingCharacters(in: .whitespacesAndNewlines))); \
             gnome-keyring-daemon said: \(log("gnome-keyring-daemon"))
@@ -699,14 +743,16 @@ public final class TestKeyring: Sendable {
     private func gdbusChecked(_ arguments: [String], doing what: String) throws(TestKeyringError) -> Subprocess.Result {
         let result = try gdbusResult(arguments)
         guard result.status == 0 else {
-            throw TestKeyringError(.operationFailed, "\(what) failed: \(result.stderr.trimmingCharacters(in: .whitespacesAndNewlines))")
+            throw TestKeyringError(
+                .operationFailed, "\(what) failed: \(result.stderr.trimmingCharacters(in: .whitespacesAndNewlines))")
         }
         return result
     }
 
     private func gdbus(_ arguments: [String]) throws -> Subprocess.Result {
-        try Subprocess.run(tools.gdbus, ["call", "--address", busAddress, "--timeout", "5"] + arguments,
-                           environment: daemonEnvironment, scratch: scratch, timeout: .seconds(10))
+        try Subprocess.run(
+            tools.gdbus, ["call", "--address", busAddress, "--timeout", "5"] + arguments,
+            environment: daemonEnvironment, scratch: scratch, timeout: .seconds(10))
     }
 
     private static func removeTree(_ url: URL) {

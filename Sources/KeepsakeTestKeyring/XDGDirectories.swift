@@ -25,8 +25,9 @@ public struct XDGDirectories: Sendable, Equatable {
 
     /// The four directories under `base`: `base/config`, `base/data`, `base/cache`, `base/state`.
     public init(under base: URL) {
-        self.init(config: base.appendingPathComponent("config"), data: base.appendingPathComponent("data"),
-                  cache: base.appendingPathComponent("cache"), state: base.appendingPathComponent("state"))
+        self.init(
+            config: base.appendingPathComponent("config"), data: base.appendingPathComponent("data"),
+            cache: base.appendingPathComponent("cache"), state: base.appendingPathComponent("state"))
     }
 
     /// All four, in the order config, data, cache, state.
@@ -40,7 +41,9 @@ public struct XDGDirectories: Sendable, Equatable {
 
     /// The environment variables naming them.
     public var environment: [String: String] {
-        ["XDG_CONFIG_HOME": config.path, "XDG_DATA_HOME": data.path,
-         "XDG_CACHE_HOME": cache.path, "XDG_STATE_HOME": state.path]
+        [
+            "XDG_CONFIG_HOME": config.path, "XDG_DATA_HOME": data.path,
+            "XDG_CACHE_HOME": cache.path, "XDG_STATE_HOME": state.path
+        ]
     }
 }

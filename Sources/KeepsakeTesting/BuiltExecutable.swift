@@ -26,7 +26,8 @@ public struct BuiltExecutable: Sendable {
             path = explicit
             return
         }
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
             ?? CommandLine.arguments[0]
         var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
         for _ in 0..<3 {
@@ -82,7 +83,8 @@ public struct BuiltExecutable: Sendable {
         let out = output.fileHandleForReading.readDataToEndOfFile()
         group.wait()
         process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
-                      stderr: errorText.withLock { String(decoding: $0, as: UTF8.self) })
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
+            stderr: errorText.withLock { String(decoding: $0, as: UTF8.self) })
     }
 }

@@ -48,7 +48,8 @@ public enum ChainValidation {
             guard let firstKeys = first.storedKeys else { continue }
             for second in versions[(index + 1)...] {
                 if let secondKeys = second.storedKeys, firstKeys.overlaps(secondKeys),
-                   second.oldestReader > first.version {
+                    second.oldestReader > first.version
+                {
                     pairs.append((first.version, second.version))
                 }
             }

@@ -66,7 +66,8 @@ public struct GoldenFixture: Sendable, CustomStringConvertible {
         switch load.writeBack {
         case .written:
             guard written == expected else {
-                throw GoldenFixtureMismatch("""
+                throw GoldenFixtureMismatch(
+                    """
                     \(name): written back as \(String(decoding: written, as: UTF8.self)), \
                     expected \(String(decoding: expected, as: UTF8.self))
                     """)

@@ -74,8 +74,10 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
         public var shape: RecordShape?
 
         /// A version as a snapshot holds it.
-        public init(version: Int, type: String, oldestReader: Int, keys: [String]?, optionalKeys: [String]?,
-                    shape: RecordShape?) {
+        public init(
+            version: Int, type: String, oldestReader: Int, keys: [String]?, optionalKeys: [String]?,
+            shape: RecordShape?
+        ) {
             self.version = version
             self.type = type
             self.oldestReader = oldestReader
@@ -94,12 +96,15 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
     /// The snapshot of `chain` as it is now.
     public init(_ chain: AnyModelChain) {
         let shapes = chain.shapes
-        self.init(chain: chain.name, versions: chain.versions.map { summary in
-            Version(version: summary.version, type: summary.typeName, oldestReader: summary.oldestReader,
+        self.init(
+            chain: chain.name,
+            versions: chain.versions.map { summary in
+                Version(
+                    version: summary.version, type: summary.typeName, oldestReader: summary.oldestReader,
                     keys: summary.storedKeys.map { $0.required.sorted() },
                     optionalKeys: summary.storedKeys.map { $0.optional.sorted() },
                     shape: shapes[summary.version])
-        })
+            })
     }
 
     /// The snapshot of `chain` as it is now.
@@ -145,7 +150,9 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
         }
 
         public var description: String {
-            var parts = ["\(chain): checked \(checked.isEmpty ? "none" : checked.map(String.init).joined(separator: ", "))"]
+            var parts = [
+                "\(chain): checked \(checked.isEmpty ? "none" : checked.map(String.init).joined(separator: ", "))"
+            ]
             if !recorded.isEmpty { parts.append("recorded \(recorded.map(String.init).joined(separator: ", "))") }
             return (parts + notes).joined(separator: "; ")
         }
@@ -169,12 +176,14 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
     public static func check(_ chain: AnyModelChain, file: URL) throws -> Report {
         let current = SchemaSnapshot(chain)
         var changes = ChainValidation.indistinguishableBareVersions(chain).map { first, second in
-            SchemaSnapshotError.Change(kind: .ambiguous, version: second, typeName: current.typeName(of: second),
-                                       key: nil, reason: """
-                versions \(first) (\(current.typeName(of: first) ?? "?")) and \(second) \
-                (\(current.typeName(of: second) ?? "?")) could both match one record stored without a version; \
-                give one a required key the other cannot have
-                """)
+            SchemaSnapshotError.Change(
+                kind: .ambiguous, version: second, typeName: current.typeName(of: second),
+                key: nil,
+                reason: """
+                    versions \(first) (\(current.typeName(of: first) ?? "?")) and \(second) \
+                    (\(current.typeName(of: second) ?? "?")) could both match one record stored without a version; \
+                    give one a required key the other cannot have
+                    """)
         }
         let unreadableShapes = current.versions.filter { $0.shape == nil }.map { version in
             "version \(version.version)'s shape cannot be read off \(version.type)'s Decodable conformance; "
@@ -182,32 +191,43 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
         }
         let fileName = file.lastPathComponent
         guard FileManager.default.fileExists(atPath: file.path) else {
-            guard changes.isEmpty else { throw SchemaSnapshotError(chain: chain.name, file: fileName, changes: changes) }
+            guard changes.isEmpty else {
+                throw SchemaSnapshotError(chain: chain.name, file: fileName, changes: changes)
+            }
             try current.write(to: file)
-            return Report(chain: chain.name, checked: [], recorded: current.versions.map(\.version), createdFile: true,
-                          notes: unreadableShapes + ["\(fileName) did not exist and was written; commit it"])
+            return Report(
+                chain: chain.name, checked: [], recorded: current.versions.map(\.version), createdFile: true,
+                notes: unreadableShapes + ["\(fileName) did not exist and was written; commit it"])
         }
         let bytes = try Data(contentsOf: file)
         let stored: SchemaSnapshot
         do {
             stored = try JSONDecoder().decode(SchemaSnapshot.self, from: bytes)
         } catch {
-            changes.append(.init(kind: .unreadable, version: nil, typeName: nil, key: nil,
-                                 reason: "\(fileName) is not a schema snapshot (\(error)); restore it from version control"))
+            changes.append(
+                .init(
+                    kind: .unreadable, version: nil, typeName: nil, key: nil,
+                    reason: "\(fileName) is not a schema snapshot (\(error)); restore it from version control"))
             throw SchemaSnapshotError(chain: chain.name, file: fileName, changes: changes)
         }
         if stored.chain != chain.name {
-            changes.append(.init(kind: .chainRenamed, version: nil, typeName: nil, key: nil, reason: """
-                the snapshot is of chain '\(stored.chain)'; a chain's name is stored in every envelope, so renaming \
-                it orphans every record (or this is another chain's file)
-                """))
+            changes.append(
+                .init(
+                    kind: .chainRenamed, version: nil, typeName: nil, key: nil,
+                    reason: """
+                        the snapshot is of chain '\(stored.chain)'; a chain's name is stored in every envelope, so renaming \
+                        it orphans every record (or this is another chain's file)
+                        """))
         }
         var notes: [String] = []
         for old in stored.versions {
             guard let new = current.versions.first(where: { $0.version == old.version }) else {
-                changes.append(.init(kind: .versionRemoved, version: old.version, typeName: old.type, key: nil, reason: """
-                    the version is in the snapshot but no longer in the chain, so its records can no longer be read
-                    """))
+                changes.append(
+                    .init(
+                        kind: .versionRemoved, version: old.version, typeName: old.type, key: nil,
+                        reason: """
+                            the version is in the snapshot but no longer in the chain, so its records can no longer be read
+                            """))
                 continue
             }
             changes += differences(from: old, to: new)
@@ -229,8 +249,9 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
             try updated.write(to: file, options: .atomic)
             notes.append("\(fileName) was updated; commit it")
         }
-        return Report(chain: chain.name, checked: stored.versions.map(\.version).sorted(), recorded: recorded,
-                      createdFile: false, notes: notes)
+        return Report(
+            chain: chain.name, checked: stored.versions.map(\.version).sorted(), recorded: recorded,
+            createdFile: false, notes: notes)
     }
 
     /// Checks `chain` against the snapshot in `file`, and records what is new in it: see
@@ -261,12 +282,14 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
         }
         // The keys, where the shapes did not already say so (declared keys, or no shape).
         if let oldRequired = old.keys, let oldOptional = old.optionalKeys,
-           let newRequired = new.keys, let newOptional = new.optionalKeys {
+            let newRequired = new.keys, let newOptional = new.optionalKeys
+        {
             let mentioned = Set(found.compactMap { $0.key.map { String($0.prefix { $0 != "." && $0 != "[" }) } })
             func presence(_ key: String, _ required: [String], _ optional: [String]) -> String? {
                 required.contains(key) ? "required" : optional.contains(key) ? "optional" : nil
             }
-            for key in Set(oldRequired + oldOptional + newRequired + newOptional).sorted() where !mentioned.contains(key) {
+            for key in Set(oldRequired + oldOptional + newRequired + newOptional).sorted()
+            where !mentioned.contains(key) {
                 let was = presence(key, oldRequired, oldOptional), now = presence(key, newRequired, newOptional)
                 switch (was, now) {
                 case let (was?, nil): found.append((key, "removed (was: \(was))"))
@@ -280,8 +303,9 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
             found.append((nil, "its oldestReader changed from \(old.oldestReader) to \(new.oldestReader)"))
         }
         return found.map {
-            SchemaSnapshotError.Change(kind: .shapeChanged, version: old.version, typeName: new.type, key: $0.key,
-                                       reason: $0.reason)
+            SchemaSnapshotError.Change(
+                kind: .shapeChanged, version: old.version, typeName: new.type, key: $0.key,
+                reason: $0.reason)
         }
     }
 
@@ -298,7 +322,8 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
                 found.append((keyPath, "added (now: \(now))"))
             case let (was?, now?):
                 if was.required != now.required {
-                    found.append((keyPath, now.required ? "made required (was optional)" : "made optional (was required)"))
+                    found.append(
+                        (keyPath, now.required ? "made required (was optional)" : "made optional (was required)"))
                 }
                 found += valueDifferences(was.type, now.type, path: keyPath)
             case (nil, nil):
@@ -381,7 +406,8 @@ public struct SchemaSnapshotError: Error, Sendable, Hashable, CustomStringConver
     }
 
     public var description: String {
-        var text = "Schema snapshot \(file) of chain '\(chain)' does not match the chain: "
+        var text =
+            "Schema snapshot \(file) of chain '\(chain)' does not match the chain: "
             + changes.map(\.description).joined(separator: "; ") + "."
         if changes.contains(where: { $0.kind == .shapeChanged || $0.kind == .versionRemoved }) {
             text += """

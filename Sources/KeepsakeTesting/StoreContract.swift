@@ -76,8 +76,9 @@ public enum StoreContract {
             let values = ["zeta": "1", "alpha": "2", "Mid.key-1": "3"]
             for (key, value) in values { try store.setData(Data(value.utf8), forKey: key) }
             let records = try store.allRecords()
-            try expectEqual(records.map(\.key), values.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) },
-                            "allRecords keys")
+            try expectEqual(
+                records.map(\.key), values.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) },
+                "allRecords keys")
             for record in records {
                 guard case let .success(data) = record.result else {
                     throw ContractViolation("allRecords reports a healthy record '\(record.key)' as failed")
@@ -91,7 +92,8 @@ public enum StoreContract {
             try store.setData(Data("1".utf8), forKey: composed)
             try expect(try store.data(forKey: decomposed) == nil, "the decomposed key read the composed key's value")
             try store.setData(Data("2".utf8), forKey: decomposed)
-            try expectEqual(try store.data(forKey: composed), Data("1".utf8), "composed key after writing the decomposed one")
+            try expectEqual(
+                try store.data(forKey: composed), Data("1".utf8), "composed key after writing the decomposed one")
             try expectEqual(try store.data(forKey: decomposed), Data("2".utf8), "decomposed key")
             // Sorted by UTF-8 bytes: "cafe" + U+0301 (65 CC 81) before "caf" + U+00E9 (C3 A9).
             try expectEqual(bytes(try store.keys()), bytes([decomposed, composed]), "keys, as UTF-8 bytes")
@@ -99,12 +101,16 @@ public enum StoreContract {
             try expectEqual(bytes(all.map(\.key)), bytes([decomposed, composed]), "allData keys, as UTF-8 bytes")
             try expectEqual(all.map(\.data), [Data("2".utf8), Data("1".utf8)], "allData values")
             try expectEqual(bytes(try store.allRecords().map(\.key)), bytes([decomposed, composed]), "allRecords keys")
-            let results = try store.commit([StoreWrite(key: decomposed, value: Data("3".utf8),
-                                                       expectation: .unchanged(Data("2".utf8)))])
+            let results = try store.commit([
+                StoreWrite(
+                    key: decomposed, value: Data("3".utf8),
+                    expectation: .unchanged(Data("2".utf8)))
+            ])
             try expectEqual(results, [.applied], "a guarded write to the decomposed key")
             try store.removeData(forKey: composed)
             try expectEqual(bytes(try store.keys()), bytes([decomposed]), "keys after removing the composed key")
-            try expectEqual(try store.data(forKey: decomposed), Data("3".utf8), "decomposed key after removing the other")
+            try expectEqual(
+                try store.data(forKey: decomposed), Data("3".utf8), "decomposed key after removing the other")
         },
         Check(name: "a write expecting the current bytes applies; one expecting other bytes is a conflict") { store in
             let old = Data(#"{"v":1}"#.utf8)
@@ -113,7 +119,7 @@ public enum StoreContract {
             let results = try store.commit([
                 StoreWrite(key: "k", value: Data(#"{"v":3}"#.utf8), expectation: .unchanged(new)),
                 StoreWrite(key: "fresh", value: old, expectation: .unchanged(nil)),
-                StoreWrite(key: "k", value: new, expectation: .unchanged(old)),
+                StoreWrite(key: "k", value: new, expectation: .unchanged(old))
             ])
             try expectEqual(results, [.conflict, .applied, .applied], "batch results")
             try expectEqual(try store.data(forKey: "k"), new, "value after guarded write")
@@ -155,8 +161,11 @@ public enum StoreContract {
             try expectEqual(first?.storedVersion, 0, "stored version of the first load")
             try expectEqual(first?.writeBack, .written, "write-back of the first load")
             let stored = try store.data(forKey: "note")
-            try expectEqual(stored, Data(
-                #"{"data":{"created":"2023-03-08T20:26:40.250Z","tags":[],"text":"hello"},"schema":"ContractNote","version":1}"#.utf8),
+            try expectEqual(
+                stored,
+                Data(
+                    #"{"data":{"created":"2023-03-08T20:26:40.250Z","tags":[],"text":"hello"},"schema":"ContractNote","version":1}"#
+                        .utf8),
                 "written-back envelope")
             let second = try vault.load(ContractNote.chain)
             try expectEqual(second?.value, expected, "second load")
@@ -165,7 +174,8 @@ public enum StoreContract {
             try expectEqual(try store.data(forKey: "note"), stored, "bytes after a load of a current record")
         },
         Check(name: "a record from a newer release is reported and never overwritten") { store in
-            let newer = Data(#"{"data":{"text":"x","created":0,"tags":[],"color":"red"},"schema":"ContractNote","version":7}"#.utf8)
+            let newer = Data(
+                #"{"data":{"text":"x","created":0,"tags":[],"color":"red"},"schema":"ContractNote","version":7}"#.utf8)
             try store.setData(newer, forKey: "note")
             let context = MigrationContext.fixed(now: Date(), deviceIdentity: "contract")
             let vault = Vault(store: store, context: context)
@@ -190,11 +200,14 @@ public enum StoreContract {
             let note = ContractNoteV1(text: "saved", created: Date(timeIntervalSince1970: 1_700_000_000), tags: ["a"])
             let vault = Vault(store: store, context: .fixed(now: Date()))
             try vault.save(note, in: ContractNote.chain)
-            try expectEqual(try store.data(forKey: "note"), Data(
-                #"{"data":{"created":"2023-11-14T22:13:20.000Z","tags":["a"],"text":"saved"},"schema":"ContractNote","version":1}"#.utf8),
+            try expectEqual(
+                try store.data(forKey: "note"),
+                Data(
+                    #"{"data":{"created":"2023-11-14T22:13:20.000Z","tags":["a"],"text":"saved"},"schema":"ContractNote","version":1}"#
+                        .utf8),
                 "saved envelope")
             try expectEqual(try vault.load(ContractNote.chain)?.value, note, "load after save")
-        },
+        }
     ]
 }
 

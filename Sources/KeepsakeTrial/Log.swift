@@ -1,5 +1,5 @@
-import Logging
 import Keepsake
+import Logging
 
 /// This module's logger, labelled `keepsake.trial`: the trial guard: trials started, expired, the
 /// clock moved back, unknown states.

@@ -86,10 +86,13 @@ public struct TrialGuard: Sendable {
         do throws(ISO8601.Failure) {
             try ISO8601.check(now)
         } catch {
-            return .unknown(KeepsakeError(.invalidArgument, store: store.uri, key: key,
-                                          "the clock cannot be used: \(error.reason); nothing was read or written"))
+            return .unknown(
+                KeepsakeError(
+                    .invalidArgument, store: store.uri, key: key,
+                    "the clock cannot be used: \(error.reason); nothing was read or written"))
         }
-        let context = MigrationContext(clock: clock, makeIdentifier: { UUID().uuidString }, deviceIdentity: deviceIdentity)
+        let context = MigrationContext(
+            clock: clock, makeIdentifier: { UUID().uuidString }, deviceIdentity: deviceIdentity)
         do throws(KeepsakeError) {
             let lastSeen = try readLastSeen()
             if let lastSeen, lastSeen.timeIntervalSince(now) > rollbackTolerance {
@@ -100,10 +103,13 @@ public struct TrialGuard: Sendable {
             case nil:
                 if let lastSeen {
                     // This store saw a trial before: the record was deleted, not never written.
-                    return .unknown(KeepsakeError(.trialRecordRemoved, store: store.uri, key: key, """
-                        the trial record is missing, but this store saw a trial until \(TrialGuard.format(lastSeen)); \
-                        it was removed, so the trial is not started again
-                        """))
+                    return .unknown(
+                        KeepsakeError(
+                            .trialRecordRemoved, store: store.uri, key: key,
+                            """
+                            the trial record is missing, but this store saw a trial until \(TrialGuard.format(lastSeen)); \
+                            it was removed, so the trial is not started again
+                            """))
                 }
                 guard startIfAbsent else { return .notStarted }
                 record = TrialInfoV2(startDate: now, deviceId: deviceIdentity)
@@ -133,7 +139,8 @@ public struct TrialGuard: Sendable {
     /// reached from inside Flatpak or Snap.
     private func explained(_ error: KeepsakeError) -> KeepsakeError {
         guard let keyring = store as? KeyringStore, keyring.sandbox.kind != .none,
-              [.unavailable, .timeout].contains(error.code) else { return error }
+            [.unavailable, .timeout].contains(error.code)
+        else { return error }
         var explained = error
         explained.message += " (\(keyring.sandbox.secretServiceNote))"
         return explained
@@ -153,11 +160,12 @@ public struct TrialGuard: Sendable {
     private func readLastSeen() throws(KeepsakeError) -> Date? {
         guard let bytes = try store.data(forKey: lastSeenKey) else { return nil }
         let corrupt = { (reason: String) in
-            KeepsakeError(.corruptRecord, store: store.uri, key: lastSeenKey,
-                          "the latest seen time is not an ISO 8601 date string", cause: .other(reason))
+            KeepsakeError(
+                .corruptRecord, store: store.uri, key: lastSeenKey,
+                "the latest seen time is not an ISO 8601 date string", cause: .other(reason))
         }
         guard let text = String(data: bytes, encoding: .utf8), text.utf8.count > 2,
-              text.utf8.first == UInt8(ascii: "\""), text.utf8.last == UInt8(ascii: "\"")
+            text.utf8.first == UInt8(ascii: "\""), text.utf8.last == UInt8(ascii: "\"")
         else { throw corrupt("not a JSON string") }
         do throws(ISO8601.Failure) {
             return try ISO8601.date(from: String(text.dropFirst().dropLast()))
@@ -278,7 +286,8 @@ extension TrialGuard {
         timeout: Duration = KeyringStore.defaultTimeout,
         sandbox: Sandbox = .current
     ) throws(KeepsakeError) -> TrialGuard {
-        TrialGuard(store: try KeyringStore(service: service, timeout: timeout, sandbox: sandbox), length: length,
-                   rollbackTolerance: rollbackTolerance, deviceIdentity: try DeviceIdentity.derived(appID: appID))
+        TrialGuard(
+            store: try KeyringStore(service: service, timeout: timeout, sandbox: sandbox), length: length,
+            rollbackTolerance: rollbackTolerance, deviceIdentity: try DeviceIdentity.derived(appID: appID))
     }
 }

@@ -7,13 +7,14 @@
 //
 // Each prints `name value` lines that the scripts put in a table.
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Keepsake
 import KeepsakeKeyring
 import KeepsakeSodium
 import Migrations
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Median milliseconds of `count` timed calls of `body` (0 when `count` is 0).
 func medianMilliseconds(_ count: Int, _ body: (Int) throws -> Void) rethrows -> Double {
@@ -38,7 +39,7 @@ func keyringBench(_ arguments: [String]) throws {
     let store = try KeyringStore(service: arguments[0])
     let records = [
         Data(#"{"data":{"alias":"Ada","email":"ada@example.com"},"schema":"Person","version":3}"#.utf8),
-        Data(#"{"data":{"alias":"Bob","email":"bob@example.com"},"schema":"Person","version":3}"#.utf8),
+        Data(#"{"data":{"alias":"Bob","email":"bob@example.com"},"schema":"Person","version":3}"#.utf8)
     ]
     try store.setData(records[0], forKey: "bench")
     let set = try medianMilliseconds(sets) { index in try store.setData(records[(index + 1) % 2], forKey: "bench") }
@@ -64,7 +65,9 @@ func defaultsGetBench(_ arguments: [String]) throws {
     let path = directory + "/suite.json"
     let store = DefaultsStore(path: path)
     let envelope = { (index: Int) in
-        Data(#"{"data":{"alias":"person \#(index)","email":"p\#(index)@example.com"},"schema":"Person","version":3}"#.utf8)
+        Data(
+            #"{"data":{"alias":"person \#(index)","email":"p\#(index)@example.com"},"schema":"Person","version":3}"#
+                .utf8)
     }
     _ = try store.commit((0..<records).map { StoreWrite(key: "person-\($0)", value: envelope($0)) })
     let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
@@ -87,11 +90,15 @@ func defaultsGetBench(_ arguments: [String]) throws {
 
     var rows: [(String, Double, Double)] = []
     let floorFresh = microseconds { _ in guard readBytes() == size else { fatalError("short read") } }
-    let fresh = try microseconds { index in guard try store.data(forKey: keyed(index)) != nil else { fatalError("missing") } }
+    let fresh = try microseconds { index in
+        guard try store.data(forKey: keyed(index)) != nil else { fatalError("missing") }
+    }
     rows.append(("just written (bytes compared)", fresh, floorFresh))
     Thread.sleep(forTimeInterval: 3.5)  // let the version settle
     let floorSettled = microseconds { _ in guard readBytes() == size else { fatalError("short read") } }
-    let settled = try microseconds { index in guard try store.data(forKey: keyed(index)) != nil else { fatalError("missing") } }
+    let settled = try microseconds { index in
+        guard try store.data(forKey: keyed(index)) != nil else { fatalError("missing") }
+    }
     rows.append(("settled (identity checked)", settled, floorSettled))
     let uncached = try microseconds { index in
         guard try DefaultsStore(path: path).data(forKey: keyed(index)) != nil else { fatalError("missing") }
@@ -102,17 +109,20 @@ func defaultsGetBench(_ arguments: [String]) throws {
     var saves: [Double] = []
     for index in 0..<21 {
         let value = PersonV3(alias: "saved \(index)", email: "s\(index)@example.com")
-        saves.append(try medianMilliseconds(1) { _ in try vault.save(value, in: Person.chain, forKey: keyed(index)) } * 1000)
+        saves.append(
+            try medianMilliseconds(1) { _ in try vault.save(value, in: Person.chain, forKey: keyed(index)) } * 1000)
     }
     let save = saves.sorted()[saves.count / 2]
 
     print("defaults: one key from a suite of \(records) records (\(size) bytes), µs per read, median of \(reads)")
     print("read                               keepsake   floor: read the file's bytes   ratio")
     for (name, value, floor) in rows {
-        print(name.padding(toLength: 34, withPad: " ", startingAt: 0)
-              + String(format: " %8.1f   %8.1f                       %6.2fx", value, floor, value / floor))
+        print(
+            name.padding(toLength: 34, withPad: " ", startingAt: 0)
+                + String(format: " %8.1f   %8.1f                       %6.2fx", value, floor, value / floor))
     }
-    print(String(format: "Vault.save of one record (read + one durable write of the suite): %.0f µs, median of 21", save))
+    print(
+        String(format: "Vault.save of one record (read + one durable write of the suite): %.0f µs, median of 21", save))
 }
 
 /// Seconds of one call of `body`.
@@ -138,13 +148,17 @@ func filesBench(_ arguments: [String]) throws {
     let directory = arguments[1]
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    let store = try SodiumFileStore.create(directory: directory + "/store", key: .keyFile(path: directory + "/store.key"))
+    let store = try SodiumFileStore.create(
+        directory: directory + "/store", key: .keyFile(path: directory + "/store.key"))
     let seed = (0..<records).map { StoreWrite(key: "person-\($0)", value: personV0($0)) }
-    let migrator = Migrator(store: store, chains: SampleModels.all,
-                            context: .fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "bench"))
+    let migrator = Migrator(
+        store: store, chains: SampleModels.all,
+        context: .fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "bench"))
     var put = 0.0, run = 0.0, backedUp = 0.0
     put = try seconds { guard try store.commit(seed).allSatisfy({ $0 == .applied }) else { fatalError("put failed") } }
-    run = try seconds { guard try migrator.run().allSatisfy({ $0.state == .migrated }) else { fatalError("run failed") } }
+    run = try seconds {
+        guard try migrator.run().allSatisfy({ $0.state == .migrated }) else { fatalError("run failed") }
+    }
     _ = try store.commit(seed)
     let backup = try BackupDirectory.create(in: directory + "/backups")
     backedUp = try seconds {
@@ -164,10 +178,13 @@ func defaultsRunBench(_ arguments: [String]) throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let store = DefaultsStore(path: directory + "/suite.json")
     let seed = (0..<records).map { StoreWrite(key: "person-\($0)", value: personV0($0)) }
-    let migrator = Migrator(store: store, chains: SampleModels.all,
-                            context: .fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "bench"))
+    let migrator = Migrator(
+        store: store, chains: SampleModels.all,
+        context: .fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "bench"))
     _ = try store.commit(seed)
-    let run = try seconds { guard try migrator.run().allSatisfy({ $0.state == .migrated }) else { fatalError("run failed") } }
+    let run = try seconds {
+        guard try migrator.run().allSatisfy({ $0.state == .migrated }) else { fatalError("run failed") }
+    }
     _ = try store.commit(seed)
     let backup = try BackupDirectory.create(in: directory + "/backups")
     let backedUp = try seconds {
@@ -187,10 +204,13 @@ func runStoreBench() -> Bool {
     let arguments = Array(CommandLine.arguments.dropFirst())
     guard let name = arguments.first else { return false }
     let benches: [String: ([String]) throws -> Void] = [
-        "keyring": keyringBench, "defaults-get": defaultsGetBench, "files": filesBench, "defaults-run": defaultsRunBench,
+        "keyring": keyringBench, "defaults-get": defaultsGetBench, "files": filesBench, "defaults-run": defaultsRunBench
     ]
     guard let bench = benches[name] else {
-        FileHandle.standardError.write(Data("keepsake-bench: unknown benchmark '\(name)' (\(benches.keys.sorted().joined(separator: ", ")))\n".utf8))
+        FileHandle.standardError.write(
+            Data(
+                "keepsake-bench: unknown benchmark '\(name)' (\(benches.keys.sorted().joined(separator: ", ")))\n".utf8)
+        )
         exit(64)
     }
     do {

@@ -80,7 +80,9 @@ func articlesTrial(_ data: Data, context: MigrationContext) throws -> (TrialInfo
 
 /// For string-wrapped records the articles' apps decoded the string first.
 func unwrapIfString(_ data: Data) -> Data {
-    if data.first == UInt8(ascii: "\""), let text = try? decoder.decode(String.self, from: data) { return Data(text.utf8) }
+    if data.first == UInt8(ascii: "\""), let text = try? decoder.decode(String.self, from: data) {
+        return Data(text.utf8)
+    }
     return data
 }
 
@@ -97,7 +99,7 @@ let personFields: [Int: String] = [
     0: #""name":"Ada Lovelace","age":"36""#,
     1: #""name":"Ada Lovelace","age":"36","email":"ada@example.com""#,
     2: #""alias":"Countess","age":"36","email":"ada@example.com""#,
-    3: #""alias":"Countess","email":"ada@example.com""#,
+    3: #""alias":"Countess","email":"ada@example.com""#
 ]
 func trialFields(_ version: Int, iso: Bool) -> String {
     let date = iso ? #""2023-03-08T20:26:40.123Z""# : "700000000.123"
@@ -117,16 +119,20 @@ for version in 0...3 {
     let bare = "{\(fields)}"
     cases.append(Case(model: "Person", version: version, form: "bare", bytes: Data(bare.utf8)))
     cases.append(Case(model: "Person", version: version, form: "string", bytes: Data(quoted(bare).utf8)))
-    cases.append(Case(model: "Person", version: version, form: "envelope",
-                      bytes: Data(#"{"schema":"Person","version":\#(version),"data":\#(bare)}"#.utf8)))
+    cases.append(
+        Case(
+            model: "Person", version: version, form: "envelope",
+            bytes: Data(#"{"schema":"Person","version":\#(version),"data":\#(bare)}"#.utf8)))
 }
 for version in 0...2 {
     for iso in [false, true] {
         let inline = "{\(trialFields(version, iso: iso))}"
         let dates = iso ? "iso" : "num"
         cases.append(Case(model: "TrialInfo", version: version, form: "inline/\(dates)", bytes: Data(inline.utf8)))
-        cases.append(Case(model: "TrialInfo", version: version, form: "envelope/\(dates)",
-                          bytes: Data(#"{"schema":"TrialInfo","version":\#(version),"data":\#(inline)}"#.utf8)))
+        cases.append(
+            Case(
+                model: "TrialInfo", version: version, form: "envelope/\(dates)",
+                bytes: Data(#"{"schema":"TrialInfo","version":\#(version),"data":\#(inline)}"#.utf8)))
     }
 }
 
@@ -144,7 +150,9 @@ func pad(_ text: String, _ width: Int) -> String { text.padding(toLength: width,
 
 print("Keepsake benchmark — \(iterations) records per round, median of 7 rounds, µs per record")
 print("plain decode of the latest type: Person \(f(plainPerson)) µs, TrialInfo \(f(plainTrial)) µs\n")
-let header = ["model", "stored", "form", "keepsake", "+encode", "plain", "articles", "vs plain", "vs articles", "articles read as"]
+let header = [
+    "model", "stored", "form", "keepsake", "+encode", "plain", "articles", "vs plain", "vs articles", "articles read as"
+]
 let widths = [10, 7, 14, 9, 8, 7, 9, 9, 12, 16]
 print(zip(header, widths).map { pad($0, $1) }.joined(separator: " "))
 for item in cases {
@@ -156,7 +164,9 @@ for item in cases {
         let value = try! Person.chain.read(item.bytes, context: context).value
         encode = measure(iterations: iterations) { blackHole(try! Person.chain.encode(value)) }
     } else {
-        keepsake = measure(iterations: iterations) { blackHole(try! TrialInfo.chain.read(item.bytes, context: context)) }
+        keepsake = measure(iterations: iterations) {
+            blackHole(try! TrialInfo.chain.read(item.bytes, context: context))
+        }
         let value = try! TrialInfo.chain.read(item.bytes, context: context).value
         encode = measure(iterations: iterations) { blackHole(try! TrialInfo.chain.encode(value)) }
     }
@@ -166,7 +176,9 @@ for item in cases {
         let articles: Double
         let detected: Int
         if isPerson {
-            articles = measure(iterations: iterations) { blackHole(try! articlesPerson(unwrapIfString(item.bytes), context: context)) }
+            articles = measure(iterations: iterations) {
+                blackHole(try! articlesPerson(unwrapIfString(item.bytes), context: context))
+            }
             detected = try! articlesPerson(unwrapIfString(item.bytes), context: context).1
         } else {
             articles = measure(iterations: iterations) { blackHole(try! articlesTrial(item.bytes, context: context)) }
@@ -176,8 +188,10 @@ for item in cases {
         ratioArticles = r(keepsake / articles)
         readAs = detected == item.version ? "v\(detected) (right)" : "v\(detected) (WRONG)"
     }
-    let row = [item.model, "v\(item.version)", item.form, f(keepsake), f(encode), f(plain), articlesText,
-               r(keepsake / plain), ratioArticles, readAs]
+    let row = [
+        item.model, "v\(item.version)", item.form, f(keepsake), f(encode), f(plain), articlesText,
+        r(keepsake / plain), ratioArticles, readAs
+    ]
     print(zip(row, widths).map { pad($0, $1) }.joined(separator: " "))
 }
 
@@ -193,8 +207,9 @@ for index in 0..<suiteRecords {
     writes.append(StoreWrite(key: "person\(index)", value: Data(#"{"name":"User \#(index)","age":"30"}"#.utf8)))
 }
 _ = try store.commit(writes)
-let migrator = Migrator(store: store, chains: SampleModels.all, context: context,
-                        keyModels: Dictionary(uniqueKeysWithValues: (0..<suiteRecords).map { ("person\($0)", "Person") }))
+let migrator = Migrator(
+    store: store, chains: SampleModels.all, context: context,
+    keyModels: Dictionary(uniqueKeysWithValues: (0..<suiteRecords).map { ("person\($0)", "Person") }))
 let clock = ContinuousClock()
 let runStart = clock.now
 let reports = try migrator.run()

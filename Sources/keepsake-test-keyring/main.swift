@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeTestKeyring
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,8 +58,9 @@ do {
 let environment = keyring.childEnvironment(homeDirectories: false)
 var executable = command
 if !command.contains("/") {
-    guard let found = (environment["PATH"] ?? "").split(separator: ":").map({ "\($0)/\(command)" })
-        .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+    guard
+        let found = (environment["PATH"] ?? "").split(separator: ":").map({ "\($0)/\(command)" })
+            .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
     else {
         keyring.stop()
         fail("\(command): command not found", status: 127)

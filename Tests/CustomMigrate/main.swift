@@ -43,5 +43,6 @@ if ownLogging {
         return handler
     }
 }
-MigrateCommand.main(chains: none ? [] : duplicate ? [Note.chain.erased, Note.chain.erased] : [Note.chain.erased],
-                    commandName: "custom-migrate", bootstrapsLogging: !ownLogging)
+MigrateCommand.main(
+    chains: none ? [] : duplicate ? [Note.chain.erased, Note.chain.erased] : [Note.chain.erased],
+    commandName: "custom-migrate", bootstrapsLogging: !ownLogging)

@@ -31,20 +31,25 @@ extension KeyringTests {
 
         @Test("old Person and TrialInfo records in the keyring migrate end to end, readable by secret-tool")
         func migrateEndToEnd() throws {
-            try PrivateKeyring.secretToolStore(label: "p", attributes: [("service", service), ("username", "person")],
-                                               secret: #"{"name":"Ada","age":"36"}"#)
-            try PrivateKeyring.secretToolStore(label: "t", attributes: [("service", service), ("username", "trialInfo")],
-                                               secret: #"{"version":0,"startDate":700000000}"#)
+            try PrivateKeyring.secretToolStore(
+                label: "p", attributes: [("service", service), ("username", "person")],
+                secret: #"{"name":"Ada","age":"36"}"#)
+            try PrivateKeyring.secretToolStore(
+                label: "t", attributes: [("service", service), ("username", "trialInfo")],
+                secret: #"{"version":0,"startDate":700000000}"#)
             let status = try runMigrate(["status", "--store", store])
             #expect(status.status == 0, "\(status.stderr)")
             #expect(status.stdout.contains("2 outdated"))
             let run = try runMigrate(["run", "--store", store, "--device-id", "dev"])
             #expect(run.status == 0, "\(run.stderr)")
             #expect(run.stdout.contains("2 migrated"))
-            #expect(try PrivateKeyring.secretToolLookup(service: service, key: "person")
+            #expect(
+                try PrivateKeyring.secretToolLookup(service: service, key: "person")
                     == #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#)
-            #expect(try PrivateKeyring.secretToolLookup(service: service, key: "trialInfo")
-                    == #"{"data":{"deviceId":"dev","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#)
+            #expect(
+                try PrivateKeyring.secretToolLookup(service: service, key: "trialInfo")
+                    == #"{"data":{"deviceId":"dev","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#
+            )
             let again = try runMigrate(["run", "--store", store, "--json"])
             #expect(again.stdout.components(separatedBy: #""state" : "current""#).count == 3)
         }
@@ -66,7 +71,9 @@ extension KeyringTests {
         @Test("trial status and start through the CLI with --now: start, reinstall, expiry, clock back, locked")
         func trialThroughCLI() throws {
             func trial(_ command: String, _ now: String) throws -> (Int32, [String: Any]) {
-                let result = try runMigrate(["trial", command, "--store", store, "--now", now, "--json", "--device-id", "d"])
+                let result = try runMigrate([
+                    "trial", command, "--store", store, "--now", now, "--json", "--device-id", "d"
+                ])
                 return (result.status, try jsonObject(result.stdout))
             }
             var (code, json) = try trial("status", "2026-01-01T09:00:00Z")

@@ -8,7 +8,8 @@ extension KeyringTests {
     /// Item identity, and interoperation with `secret-tool` (libsecret-tools), an independent client.
     @Suite("Items and secret-tool")
     struct Items {
-        let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 1_700_000_000), deviceIdentity: "device-1")
+        let context = MigrationContext.fixed(
+            now: Date(timeIntervalSince1970: 1_700_000_000), deviceIdentity: "device-1")
 
         @Test("an item Keepsake writes carries service, username, xdg:schema and the label 'service: key'")
         func itemIdentity() throws {
@@ -17,16 +18,19 @@ extension KeyringTests {
             let items = try PrivateKeyring.secretToolSearch(service: store.service)
             try #require(items.count == 1)
             #expect(items[0].label == "\(store.service): person")
-            #expect(items[0].attributes == [
-                "service": store.service, "username": "person", "xdg:schema": "org.keepsake.Record",
-            ])
-            #expect(items[0].secret == #"{"data":{"alias":"Ada","email":"ada@example.com"},"schema":"Person","version":3}"#)
+            #expect(
+                items[0].attributes == [
+                    "service": store.service, "username": "person", "xdg:schema": "org.keepsake.Record"
+                ])
+            #expect(
+                items[0].secret == #"{"data":{"alias":"Ada","email":"ada@example.com"},"schema":"Person","version":3}"#)
         }
 
         @Test("secret-tool reads exactly the bytes Keepsake stored")
         func secretToolReadsKeepsake() throws {
             let store = try PrivateKeyring.freshStore("read-by-secret-tool")
-            let text = #"{"data":{"deviceId":"d","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#
+            let text =
+                #"{"data":{"deviceId":"d","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#
             try store.setData(Data(text.utf8), forKey: "trialInfo")
             #expect(try PrivateKeyring.secretToolLookup(service: store.service, key: "trialInfo") == text)
             #expect(try PrivateKeyring.secretToolLookup(service: store.service, key: "other") == nil)
@@ -56,7 +60,9 @@ extension KeyringTests {
             #expect(items[0].attributes["xdg:schema"] != KeyringStore.schemaName)
             #expect(items[0].secret == envelope)
             #expect(try PrivateKeyring.secretToolLookup(service: store.service, key: "person") == envelope)
-            #expect(try Vault(store: store, context: context).load(Person.chain).map { $0.value } == PersonV3(alias: "Ada", email: "---"))
+            #expect(
+                try Vault(store: store, context: context).load(Person.chain).map { $0.value }
+                    == PersonV3(alias: "Ada", email: "---"))
         }
 
         @Test("secret-tool storing over a Keepsake item replaces it in place, and Keepsake reads the new record")
@@ -77,18 +83,23 @@ extension KeyringTests {
             let store = try PrivateKeyring.freshStore("other-schema")
             try PrivateKeyring.secretToolStore(
                 label: "Password for 'trialInfo'",
-                attributes: [("xdg:schema", "org.example.Other"), ("application", "Python keyring library"),
-                             ("service", store.service), ("username", "trialInfo")],
+                attributes: [
+                    ("xdg:schema", "org.example.Other"), ("application", "Python keyring library"),
+                    ("service", store.service), ("username", "trialInfo")
+                ],
                 secret: #"{"version":0,"startDate":700000000}"#)
             let state = try Vault(store: store, context: context).load(TrialInfo.chain)
-            let expected = TrialInfoV2(startDate: Date(timeIntervalSinceReferenceDate: 700_000_000), deviceId: "device-1")
+            let expected = TrialInfoV2(
+                startDate: Date(timeIntervalSinceReferenceDate: 700_000_000), deviceId: "device-1")
             #expect(state?.value == expected && state?.storedVersion == 0)
             let items = try PrivateKeyring.secretToolSearch(service: store.service)
             try #require(items.count == 1)
             #expect(items[0].attributes["xdg:schema"] == "org.example.Other")
             #expect(items[0].attributes["application"] == "Python keyring library")
-            #expect(items[0].secret
-                == #"{"data":{"deviceId":"device-1","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#)
+            #expect(
+                items[0].secret
+                    == #"{"data":{"deviceId":"device-1","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#
+            )
         }
 
         @Test("when two clients stored the same key, reads use the newest and a write leaves exactly one item")
@@ -166,7 +177,9 @@ extension KeyringTests {
             let store = try PrivateKeyring.freshStore("conflict")
             try PrivateKeyring.secretToolStore(
                 label: "x", attributes: [("service", store.service), ("username", "k")], secret: "theirs")
-            let results = try store.commit([StoreWrite(key: "k", value: Data("mine".utf8), expectation: .unchanged(nil))])
+            let results = try store.commit([
+                StoreWrite(key: "k", value: Data("mine".utf8), expectation: .unchanged(nil))
+            ])
             #expect(results == [.conflict])
             #expect(try PrivateKeyring.secretToolLookup(service: store.service, key: "k") == "theirs")
         }

@@ -28,20 +28,26 @@ extension KeyringTests {
 
         /// `secret-tool lookup` of the store's key item: its secret text, or nil.
         func lookupKeyItem(_ storeID: String) throws -> String? {
-            let result = try Shell.run(["secret-tool", "lookup", "keepsake-purpose", "file-store-master-key",
-                                        "keepsake-store-id", storeID])
+            let result = try Shell.run([
+                "secret-tool", "lookup", "keepsake-purpose", "file-store-master-key",
+                "keepsake-store-id", storeID
+            ])
             return result.status == 0 ? result.stdout : nil
         }
 
-        @Test("create makes one random key item naming the store id; the store reopens with it and rekeys to and from a key file")
+        @Test(
+            "create makes one random key item naming the store id; the store reopens with it and rekeys to and from a key file"
+        )
         func createOpenRekey() throws {
             let directory = try newDirectory()
             let store = try SodiumFileStore.create(directory: directory + "/s", key: .keyring())
             let secret = try #require(try lookupKeyItem(store.identifier), "no keyring item for \(store.identifier)")
             #expect(secret.count == 64)
             #expect(secret.allSatisfy { $0.isHexDigit })
-            let items = try Shell.run(["/bin/sh", "-c", #"exec stdbuf -oL secret-tool search --all "$@" 2>&1"#, "sh",
-                                       "keepsake-store-id", store.identifier])
+            let items = try Shell.run([
+                "/bin/sh", "-c", #"exec stdbuf -oL secret-tool search --all "$@" 2>&1"#, "sh",
+                "keepsake-store-id", store.identifier
+            ])
             #expect(items.stdout.contains("schema = org.keepsake.MasterKey"))
             #expect(items.stdout.contains("label = Keepsake master key for file store \(store.identifier)"))
             #expect(items.stdout.components(separatedBy: "attribute.keepsake-store-id").count == 2, "exactly one item")
@@ -53,16 +59,19 @@ extension KeyringTests {
             // To a key file: the keyring item is left, but no longer opens the store.
             try reopened.changeMasterKey(to: .keyFile(path: directory + "/k.key"))
             #expect(try lookupKeyItem(store.identifier) == secret)
-            #expect(thrown("opening with the old keyring key") { () throws(KeepsakeError) in
-                _ = try SodiumFileStore(directory: directory + "/s", key: .keyring())
-            }?.code == .wrongKey)
+            #expect(
+                thrown("opening with the old keyring key") { () throws(KeepsakeError) in
+                    _ = try SodiumFileStore(directory: directory + "/s", key: .keyring())
+                }?.code == .wrongKey)
             let byFile = try SodiumFileStore(directory: directory + "/s", key: .keyFile(path: directory + "/k.key"))
             #expect(try byFile.data(forKey: "token") == Data("kept".utf8))
 
             // Back to the keyring: the existing item is used again, not replaced.
             try byFile.changeMasterKey(to: .keyring())
             #expect(try lookupKeyItem(store.identifier) == secret)
-            #expect(try SodiumFileStore(directory: directory + "/s", key: .keyring()).data(forKey: "token") == Data("kept".utf8))
+            #expect(
+                try SodiumFileStore(directory: directory + "/s", key: .keyring()).data(forKey: "token")
+                    == Data("kept".utf8))
         }
 
         @Test("a missing item is notFound and a locked keyring is locked: no key is made, the store is not opened")
@@ -75,13 +84,16 @@ extension KeyringTests {
                 }
                 #expect(opening?.code == .locked)
                 #expect(opening?.store == store.uri)
-                #expect(thrown("creating while locked") { () throws(KeepsakeError) in
-                    _ = try SodiumFileStore.create(directory: directory + "/t", key: .keyring())
-                }?.code == .locked)
+                #expect(
+                    thrown("creating while locked") { () throws(KeepsakeError) in
+                        _ = try SodiumFileStore.create(directory: directory + "/t", key: .keyring())
+                    }?.code == .locked)
                 #expect(!FileManager.default.fileExists(atPath: directory + "/t/keepsake.header"))
             }
-            let cleared = try Shell.run(["secret-tool", "clear", "keepsake-purpose", "file-store-master-key",
-                                         "keepsake-store-id", store.identifier])
+            let cleared = try Shell.run([
+                "secret-tool", "clear", "keepsake-purpose", "file-store-master-key",
+                "keepsake-store-id", store.identifier
+            ])
             #expect(cleared.status == 0)
             let missing = thrown("opening without the key item") { () throws(KeepsakeError) in
                 _ = try SodiumFileStore(directory: directory + "/s", key: .keyring())
@@ -97,11 +109,15 @@ extension KeyringTests {
             let store = try SodiumFileStore.create(directory: directory + "/s", key: .keyring())
             Thread.sleep(forTimeInterval: 1.1)  // the keyring's times are in seconds: make this item the newest
             try PrivateKeyring.secretToolStore(
-                label: "x", attributes: [("xdg:schema", "org.keepsake.MasterKey"), ("keepsake-purpose", "file-store-master-key"),
-                                         ("keepsake-store-id", store.identifier)], secret: "not a key")
-            #expect(thrown("opening with a damaged key item") { () throws(KeepsakeError) in
-                _ = try SodiumFileStore(directory: directory + "/s", key: .keyring())
-            }?.code == .invalidArgument)
+                label: "x",
+                attributes: [
+                    ("xdg:schema", "org.keepsake.MasterKey"), ("keepsake-purpose", "file-store-master-key"),
+                    ("keepsake-store-id", store.identifier)
+                ], secret: "not a key")
+            #expect(
+                thrown("opening with a damaged key item") { () throws(KeepsakeError) in
+                    _ = try SodiumFileStore(directory: directory + "/s", key: .keyring())
+                }?.code == .invalidArgument)
         }
 
         @Test("migrate init --keyring-key, put and get with it, rekey to a key file and back")
@@ -112,17 +128,23 @@ extension KeyringTests {
             #expect(created.status == 0, "\(created.stderr)")
             let id = try #require(try jsonObject(created.stdout)["id"] as? String)
             #expect(try lookupKeyItem(id)?.count == 64)
-            let put = try Shell.run([migrateExecutable, "put", "token", "--string", "--store", uri, "--keyring-key"],
-                                    stdin: Data("abc".utf8))
+            let put = try Shell.run(
+                [migrateExecutable, "put", "token", "--string", "--store", uri, "--keyring-key"],
+                stdin: Data("abc".utf8))
             #expect(put.status == 0, "\(put.stderr)")
             #expect(try runMigrate(["get", "token", "--store", uri, "--keyring-key"]).stdout.contains("abc"))
-            let rekey = try runMigrate(["rekey", "--store", uri, "--keyring-key", "--new-key-file", directory + "/k.key"])
+            let rekey = try runMigrate([
+                "rekey", "--store", uri, "--keyring-key", "--new-key-file", directory + "/k.key"
+            ])
             #expect(rekey.status == 0, "\(rekey.stderr)")
             #expect(try runMigrate(["get", "token", "--store", uri, "--keyring-key"]).status == 71)
-            let back = try runMigrate(["rekey", "--store", uri, "--key-file", directory + "/k.key", "--new-keyring-key"])
+            let back = try runMigrate(["rekey", "--store", uri, "--key-file", directory + "/k.key", "--new-keyring-key"]
+            )
             #expect(back.status == 0, "\(back.stderr)")
             #expect(try runMigrate(["get", "token", "--store", uri, "--keyring-key"]).status == 0)
-            let both = try runMigrate(["get", "token", "--store", uri, "--keyring-key", "--key-file", directory + "/k.key"])
+            let both = try runMigrate([
+                "get", "token", "--store", uri, "--keyring-key", "--key-file", directory + "/k.key"
+            ])
             #expect(both.status == 64)
         }
 
@@ -132,10 +154,13 @@ extension KeyringTests {
             let uri = "file:" + directory + "/s"
             #expect(try runMigrate(["init", "--store", uri, "--keyring-key"]).status == 0)
             let service = PrivateKeyring.uniqueService("to-file")
-            try PrivateKeyring.secretToolStore(label: "t", attributes: [("service", service), ("username", "token")],
-                                               secret: "hunter2")
-            let moved = try runMigrate(["copy", "--from", "keyring:" + service, "--to", uri, "--to-keyring-key",
-                                        "token", "--move"])
+            try PrivateKeyring.secretToolStore(
+                label: "t", attributes: [("service", service), ("username", "token")],
+                secret: "hunter2")
+            let moved = try runMigrate([
+                "copy", "--from", "keyring:" + service, "--to", uri, "--to-keyring-key",
+                "token", "--move"
+            ])
             #expect(moved.status == 0, "\(moved.stdout)\(moved.stderr)")
             #expect(moved.stdout.contains("moved"))
             #expect(try PrivateKeyring.secretToolLookup(service: service, key: "token") == nil)

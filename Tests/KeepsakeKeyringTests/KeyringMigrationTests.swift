@@ -8,7 +8,8 @@ extension KeyringTests {
     /// Old records kept in the keyring, migrated through the engine's Migrator.
     @Suite("Migrating records kept in the keyring")
     struct Migration {
-        let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 1_700_000_000), deviceIdentity: "device-1")
+        let context = MigrationContext.fixed(
+            now: Date(timeIntervalSince1970: 1_700_000_000), deviceIdentity: "device-1")
 
         @Test("Migrator migrates old Person and TrialInfo records in the keyring once, and leaves other items alone")
         func migrator() throws {
@@ -33,19 +34,27 @@ extension KeyringTests {
             #expect(reports.map(\.latestVersion) == [nil, 3, 2])
             #expect(reports.allSatisfy { $0.error == nil })
 
-            #expect(try store.data(forKey: "person")
-                == Data(#"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#.utf8))
-            #expect(try store.data(forKey: "trialInfo") == Data(
-                #"{"data":{"deviceId":"device-1","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#.utf8))
+            #expect(
+                try store.data(forKey: "person")
+                    == Data(#"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#.utf8))
+            #expect(
+                try store.data(forKey: "trialInfo")
+                    == Data(
+                        #"{"data":{"deviceId":"device-1","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#
+                            .utf8))
             #expect(try store.data(forKey: "apiToken") == Data("plain token".utf8))
             // One item per key, the Person one still secret-tool's.
             let items = try PrivateKeyring.secretToolSearch(service: store.service)
             #expect(items.count == 3)
             #expect(items.first { $0.attributes["username"] == "person" }?.label == "person")
 
-            #expect(try Vault(store: store, context: context).load(Person.chain).map { $0.value } == PersonV3(alias: "Ada", email: "---"))
-            #expect(try Vault(store: store, context: context).load(TrialInfo.chain).map { $0.value }
-                == (TrialInfoV2(startDate: Date(timeIntervalSinceReferenceDate: 700_000_000), deviceId: "device-1")))
+            #expect(
+                try Vault(store: store, context: context).load(Person.chain).map { $0.value }
+                    == PersonV3(alias: "Ada", email: "---"))
+            #expect(
+                try Vault(store: store, context: context).load(TrialInfo.chain).map { $0.value }
+                    == (TrialInfoV2(startDate: Date(timeIntervalSinceReferenceDate: 700_000_000), deviceId: "device-1"))
+            )
 
             let again = try migrator.run()
             #expect(again.map(\.state) == [.unmanaged, .current, .current])

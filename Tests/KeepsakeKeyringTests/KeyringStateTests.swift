@@ -67,17 +67,22 @@ extension KeyringTests {
             #expect(try store.keys() == ["trialInfo"])
         }
 
-        @Test("with no session bus every call is unavailable, with GLib's error kept, at once",
-              arguments: [true, false])
+        @Test(
+            "with no session bus every call is unavailable, with GLib's error kept, at once",
+            arguments: [true, false])
         func noBus(addressSet: Bool) throws {
             let emptyRuntime = PrivateKeyring.scratch.appendingPathComponent("empty-run-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: emptyRuntime, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-            let address = addressSet
+            try FileManager.default.createDirectory(
+                at: emptyRuntime, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+            let address =
+                addressSet
                 ? "unix:path=\(PrivateKeyring.scratch.path)/no-such-bus-socket" : nil
             let outcomes = try ChildProcess.run(
-                environment: ["DBUS_SESSION_BUS_ADDRESS": address, "DISPLAY": nil, "WAYLAND_DISPLAY": nil,
-                              "XDG_RUNTIME_DIR": emptyRuntime.path],
+                environment: [
+                    "DBUS_SESSION_BUS_ADDRESS": address, "DISPLAY": nil, "WAYLAND_DISPLAY": nil,
+                    "XDG_RUNTIME_DIR": emptyRuntime.path
+                ],
                 timeoutMilliseconds: 3000)
             try #require(Set(outcomes.keys) == Set(ChildProcess.calls))
             #expect(outcomes["diagnose"]?.status == "noSessionBus", "\(outcomes["diagnose"]!)")
@@ -97,15 +102,18 @@ extension KeyringTests {
             #expect(outcomes["data"]?.key == "trialInfo")
         }
 
-        @Test("inside a Flatpak or Snap with no Secret Service reachable, diagnose and the trial guard say what to request",
-              arguments: [["FLATPAK_ID": "org.example.Notes"], ["SNAP": "/snap/notes/3", "SNAP_NAME": "notes"]])
+        @Test(
+            "inside a Flatpak or Snap with no Secret Service reachable, diagnose and the trial guard say what to request",
+            arguments: [["FLATPAK_ID": "org.example.Notes"], ["SNAP": "/snap/notes/3", "SNAP_NAME": "notes"]])
         func sandboxed(_ sandbox: [String: String]) throws {
             let bus = try PrivateBus()
             defer { bus.stop() }
             var environment: [String: String?] = ["DBUS_SESSION_BUS_ADDRESS": bus.address]
             for (name, value) in sandbox { environment[name] = value }
             let outcomes = try ChildProcess.run(environment: environment, timeoutMilliseconds: 3000)
-            let request = sandbox["SNAP"] == nil ? "--talk-name=org.freedesktop.secrets" : "snap connect notes:password-manager-service"
+            let request =
+                sandbox["SNAP"] == nil
+                ? "--talk-name=org.freedesktop.secrets" : "snap connect notes:password-manager-service"
             for call in ["diagnose", "trial"] {
                 let outcome = try #require(outcomes[call])
                 #expect(outcome.code == "unavailable", "\(call): \(outcome)")

@@ -9,7 +9,8 @@ import Testing
 struct SandboxTests {
     /// A directory standing for `/`, holding `.flatpak-info` with `text` (none when `nil`).
     func root(flatpakInfo text: String?) throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sandbox-\(UUID().uuidString.prefix(8))")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "sandbox-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         if let text { try Data(text.utf8).write(to: directory.appendingPathComponent(".flatpak-info")) }
         return directory.path
@@ -41,23 +42,31 @@ struct SandboxTests {
     func flatpakGranted() throws {
         let sandbox = Sandbox.detect(environment: [:], root: try root(flatpakInfo: Self.grantedInfo))
         #expect(sandbox == Sandbox(kind: .flatpak, appID: "org.example.Notes", secretServiceAccess: .granted))
-        #expect(sandbox.secretServiceNote == "Flatpak app org.example.Notes: the Secret Service is reachable (org.freedesktop.secrets is granted)")
+        #expect(
+            sandbox.secretServiceNote
+                == "Flatpak app org.example.Notes: the Secret Service is reachable (org.freedesktop.secrets is granted)"
+        )
         #expect(sandbox.reinstallNote.contains("deleted by `flatpak uninstall --delete-data`"))
         #expect(sandbox.reinstallNote.contains("~/.var/app/org.example.Notes"))
         #expect(try KeyringStore(service: "s", sandbox: sandbox).capabilities == [.survivesReinstall, .encryptedAtRest])
     }
 
-    @Test("a Flatpak granted by a wildcard talk-name, or the whole session bus, is granted", arguments: [
-        "[Session Bus Policy]\norg.freedesktop.*=talk\n",
-        "[Context]\nsockets=wayland;session-bus;\n",
-        "[Session Bus Policy]\r\norg.freedesktop.secrets = own\r\n",
-    ])
+    @Test(
+        "a Flatpak granted by a wildcard talk-name, or the whole session bus, is granted",
+        arguments: [
+            "[Session Bus Policy]\norg.freedesktop.*=talk\n",
+            "[Context]\nsockets=wayland;session-bus;\n",
+            "[Session Bus Policy]\r\norg.freedesktop.secrets = own\r\n"
+        ])
     func flatpakGrantedOtherwise(_ info: String) throws {
-        #expect(Sandbox.detect(environment: ["FLATPAK_ID": "org.example.Notes"], root: try root(flatpakInfo: info))
+        #expect(
+            Sandbox.detect(environment: ["FLATPAK_ID": "org.example.Notes"], root: try root(flatpakInfo: info))
                 == Sandbox(kind: .flatpak, appID: "org.example.Notes", secretServiceAccess: .granted))
     }
 
-    @Test("a Flatpak that did not request the talk-name: not granted, the note says what to request, the keyring promises nothing")
+    @Test(
+        "a Flatpak that did not request the talk-name: not granted, the note says what to request, the keyring promises nothing"
+    )
     func flatpakNotGranted() throws {
         let info = """
             [Application]
@@ -67,12 +76,14 @@ struct SandboxTests {
             org.freedesktop.secrets=see
             org.freedesktop.secretsX=talk
             """
-        let sandbox = Sandbox.detect(environment: ["FLATPAK_ID": "org.example.Notes"], root: try root(flatpakInfo: info))
+        let sandbox = Sandbox.detect(
+            environment: ["FLATPAK_ID": "org.example.Notes"], root: try root(flatpakInfo: info))
         #expect(sandbox == Sandbox(kind: .flatpak, appID: "org.example.Notes", secretServiceAccess: .notGranted))
-        #expect(sandbox.secretServiceNote == """
-            Flatpak app org.example.Notes: the Secret Service is not reachable — the app must request it with \
-            --talk-name=org.freedesktop.secrets (finish-args), which its /.flatpak-info does not grant
-            """)
+        #expect(
+            sandbox.secretServiceNote == """
+                Flatpak app org.example.Notes: the Secret Service is not reachable — the app must request it with \
+                --talk-name=org.freedesktop.secrets (finish-args), which its /.flatpak-info does not grant
+                """)
         let store = try KeyringStore(service: "s", sandbox: sandbox)
         #expect(store.capabilities == [])
         let trial = TrialGuard(store: store, length: .days(14), deviceIdentity: "d")
@@ -90,17 +101,20 @@ struct SandboxTests {
 
     @Test("/.flatpak-info alone is a Flatpak; a huge or binary one is parsed in bounds or not at all")
     func flatpakInfoAlone() throws {
-        #expect(Sandbox.detect(environment: [:], root: try root(flatpakInfo: "[Application]\nname=org.example.Solo\n"))
+        #expect(
+            Sandbox.detect(environment: [:], root: try root(flatpakInfo: "[Application]\nname=org.example.Solo\n"))
                 == Sandbox(kind: .flatpak, appID: "org.example.Solo", secretServiceAccess: .notGranted))
         let huge = String(repeating: "[Session Bus Policy]\norg.freedesktop.secrets=talk\n", count: 30_000)
-        #expect(Sandbox.detect(environment: [:], root: try root(flatpakInfo: huge)).secretServiceAccess == .undetermined)
+        #expect(
+            Sandbox.detect(environment: [:], root: try root(flatpakInfo: huge)).secretServiceAccess == .undetermined)
         let binary = String(decoding: (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) }, as: UTF8.self)
         #expect(Sandbox.detect(environment: [:], root: try root(flatpakInfo: binary)).kind == .flatpak)
     }
 
     @Test("SNAP: a Snap, access undetermined, the note names the password-manager-service interface")
     func snap() throws {
-        let sandbox = Sandbox.detect(environment: ["SNAP": "/snap/notes/12", "SNAP_NAME": "notes"], root: try root(flatpakInfo: nil))
+        let sandbox = Sandbox.detect(
+            environment: ["SNAP": "/snap/notes/12", "SNAP_NAME": "notes"], root: try root(flatpakInfo: nil))
         #expect(sandbox == Sandbox(kind: .snap, appID: "notes", secretServiceAccess: .undetermined))
         #expect(sandbox.secretServiceNote.contains("snap connect notes:password-manager-service"))
         #expect(sandbox.reinstallNote.contains("survive `snap remove`"))

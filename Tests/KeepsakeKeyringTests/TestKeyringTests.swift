@@ -27,22 +27,27 @@ enum TestKeyringChildRun {
 
     /// Runs this test binary again, only ``TestKeyringChild``, with `environment` exactly.
     static func run(mode: String, environment: [String: String]) throws -> TestKeyringChildReport {
-        let output = PrivateKeyring.scratch.appendingPathComponent("testkeyring-child-\(UUID().uuidString.prefix(8)).json")
+        let output = PrivateKeyring.scratch.appendingPathComponent(
+            "testkeyring-child-\(UUID().uuidString.prefix(8)).json")
         var environment = environment
         environment[modeVariable] = mode
         environment[outputVariable] = output.path
         let binary = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let result = try Shell.run([binary, "--testing-library", "swift-testing", "--filter", "TestKeyringChild"],
-                                   environment: exactly(environment), timeout: .seconds(120))
-        let data = try #require(FileManager.default.contents(atPath: output.path),
-                                "the child wrote nothing (status \(result.status)):\n\(result.stdout)\n\(result.stderr)")
+        let result = try Shell.run(
+            [binary, "--testing-library", "swift-testing", "--filter", "TestKeyringChild"],
+            environment: exactly(environment), timeout: .seconds(120))
+        let data = try #require(
+            FileManager.default.contents(atPath: output.path),
+            "the child wrote nothing (status \(result.status)):\n\(result.stdout)\n\(result.stderr)")
         return try JSONDecoder().decode(TestKeyringChildReport.self, from: data)
     }
 
     /// The changes that turn this process's environment into `environment`.
     static func exactly(_ environment: [String: String]) -> [String: String?] {
         var changes: [String: String?] = [:]
-        for name in ProcessInfo.processInfo.environment.keys where environment[name] == nil { changes[name] = .some(nil) }
+        for name in ProcessInfo.processInfo.environment.keys where environment[name] == nil {
+            changes[name] = .some(nil)
+        }
         for (name, value) in environment { changes[name] = value }
         return changes
     }
@@ -50,9 +55,11 @@ enum TestKeyringChildRun {
     /// This process's environment without any trace of a private keyring or a session bus.
     static func bareEnvironment(runtime: URL) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
-        for name in [TestKeyring.Variable.inside, TestKeyring.Variable.root, TestKeyring.Variable.bus,
-                     TestKeyring.Variable.password, TestKeyring.Variable.scratch, "DBUS_SESSION_BUS_ADDRESS",
-                     "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"] {
+        for name in [
+            TestKeyring.Variable.inside, TestKeyring.Variable.root, TestKeyring.Variable.bus,
+            TestKeyring.Variable.password, TestKeyring.Variable.scratch, "DBUS_SESSION_BUS_ADDRESS",
+            "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"
+        ] {
             environment[name] = nil
         }
         environment["XDG_RUNTIME_DIR"] = runtime.path
@@ -61,8 +68,10 @@ enum TestKeyringChildRun {
 }
 
 /// Only in a child process started by ``TestKeyringChildRun/run(mode:environment:)``.
-@Suite(.enabled(if: ProcessInfo.processInfo.environment[TestKeyringChildRun.modeVariable] != nil,
-                "runs only inside a child process started by the TestKeyring tests"))
+@Suite(
+    .enabled(
+        if: ProcessInfo.processInfo.environment[TestKeyringChildRun.modeVariable] != nil,
+        "runs only inside a child process started by the TestKeyring tests"))
 struct TestKeyringChild {
     @Test("TestKeyring.shared() in this process's environment (child process only)")
     func sharedInThisEnvironment() throws {
@@ -71,7 +80,9 @@ struct TestKeyringChild {
         var report = TestKeyringChildReport()
         defer {
             // The parent's assertions read this file; a failure to write it fails them.
-            if let data = try? JSONEncoder().encode(report) { _ = FileManager.default.createFile(atPath: output, contents: data) }
+            if let data = try? JSONEncoder().encode(report) {
+                _ = FileManager.default.createFile(atPath: output, contents: data)
+            }
         }
         let keyring: TestKeyring
         do {
@@ -129,24 +140,35 @@ extension KeyringTests {
             // Inside the harness, but pointed at another bus.
             var inside = try PrivateKeyring.keyring.childEnvironment()
             inside["DBUS_SESSION_BUS_ADDRESS"] = bus.address
-            let attachError = try #require(throws: TestKeyringError.self) { _ = try TestKeyring.attach(environment: inside) }
+            let attachError = try #require(throws: TestKeyringError.self) {
+                _ = try TestKeyring.attach(environment: inside)
+            }
             #expect(attachError.code == .realSession)
             #expect(attachError.message.contains(bus.address))
-            #expect(TestKeyring.unavailableReason(environment: inside)?.hasPrefix("refused: DBUS_SESSION_BUS_ADDRESS is \(bus.address)") == true)
+            #expect(
+                TestKeyring.unavailableReason(environment: inside)?.hasPrefix(
+                    "refused: DBUS_SESSION_BUS_ADDRESS is \(bus.address)") == true)
             // Outside any harness, with the address set.
             let outside = ["PATH": path ?? "", "DBUS_SESSION_BUS_ADDRESS": bus.address]
-            #expect(TestKeyring.unavailableReason(environment: outside)?.hasPrefix(
-                "refused: DBUS_SESSION_BUS_ADDRESS points at a session bus this library did not start (\(bus.address))") == true)
+            #expect(
+                TestKeyring.unavailableReason(environment: outside)?.hasPrefix(
+                    "refused: DBUS_SESSION_BUS_ADDRESS points at a session bus this library did not start (\(bus.address))"
+                ) == true)
             // Outside, with no address but a bus socket in the runtime directory.
             let runtime = PrivateKeyring.scratch.appendingPathComponent("runtime-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true)
-            #expect(TestKeyring.unavailableReason(environment: ["PATH": path ?? "", "XDG_RUNTIME_DIR": runtime.path]) == nil)
+            #expect(
+                TestKeyring.unavailableReason(environment: ["PATH": path ?? "", "XDG_RUNTIME_DIR": runtime.path]) == nil
+            )
             try Data().write(to: runtime.appendingPathComponent("bus"))
-            #expect(TestKeyring.unavailableReason(environment: ["PATH": path ?? "", "XDG_RUNTIME_DIR": runtime.path])?
-                .hasPrefix("refused: \(runtime.path)/bus is a session bus this library did not start") == true)
+            #expect(
+                TestKeyring.unavailableReason(environment: ["PATH": path ?? "", "XDG_RUNTIME_DIR": runtime.path])?
+                    .hasPrefix("refused: \(runtime.path)/bus is a session bus this library did not start") == true)
             // A marker that names another bus is not a harness.
             inside[TestKeyring.Variable.bus] = bus.address
-            let markerError = try #require(throws: TestKeyringError.self) { _ = try TestKeyring.attach(environment: inside) }
+            let markerError = try #require(throws: TestKeyringError.self) {
+                _ = try TestKeyring.attach(environment: inside)
+            }
             #expect(markerError.code == .notInsideHarness)
         }
 
@@ -163,16 +185,21 @@ extension KeyringTests {
             #expect(report.refusalMessage?.contains(bus.address) == true)
             #expect(report.root == nil && report.written == nil)
             let owner = try Shell.run(
-                ["gdbus", "call", "--address", bus.address, "--dest", "org.freedesktop.DBus", "--object-path",
-                 "/org/freedesktop/DBus", "--method", "org.freedesktop.DBus.NameHasOwner", "org.freedesktop.secrets"])
+                [
+                    "gdbus", "call", "--address", bus.address, "--dest", "org.freedesktop.DBus", "--object-path",
+                    "/org/freedesktop/DBus", "--method", "org.freedesktop.DBus.NameHasOwner", "org.freedesktop.secrets"
+                ])
             #expect(owner.stdout.contains("false"), "nothing took org.freedesktop.secrets: \(owner.stdout)")
         }
 
-        @Test("with no bus around, a test process starts its own keyring in-process: write, restart, lock, unlock; cleaned up at exit")
+        @Test(
+            "with no bus around, a test process starts its own keyring in-process: write, restart, lock, unlock; cleaned up at exit"
+        )
         func childStartsInProcess() throws {
             let runtime = PrivateKeyring.scratch.appendingPathComponent("runtime-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true)
-            let report = try TestKeyringChildRun.run(mode: "shared", environment: TestKeyringChildRun.bareEnvironment(runtime: runtime))
+            let report = try TestKeyringChildRun.run(
+                mode: "shared", environment: TestKeyringChildRun.bareEnvironment(runtime: runtime))
             #expect(report.refusal == nil, "\(report)")
             let root = try #require(report.root)
             #expect(report.busAddressInEnvironment == "unix:path=\(root)/bus")
@@ -194,12 +221,14 @@ extension KeyringTests {
             let keyring = try TestKeyring.start()
             let root = keyring.root.path
             let environment = keyring.childEnvironment()
-            let store = try Shell.run(["secret-tool", "store", "--label=x", "service", "s", "username", "u"],
-                                      stdin: Data("secret".utf8), environment: TestKeyringChildRun.exactly(environment))
+            let store = try Shell.run(
+                ["secret-tool", "store", "--label=x", "service", "s", "username", "u"],
+                stdin: Data("secret".utf8), environment: TestKeyringChildRun.exactly(environment))
             #expect(store.status == 0, "\(store.stderr)")
             try keyring.restartDaemon()
-            let lookup = try Shell.run(["secret-tool", "lookup", "service", "s", "username", "u"],
-                                       environment: TestKeyringChildRun.exactly(environment))
+            let lookup = try Shell.run(
+                ["secret-tool", "lookup", "service", "s", "username", "u"],
+                environment: TestKeyringChildRun.exactly(environment))
             #expect(lookup.stdout == "secret")
             // Not this process's keyring: the test's own keyring does not hold the item.
             #expect(try PrivateKeyring.secretToolLookup(service: "s", key: "u") == nil)
@@ -209,7 +238,8 @@ extension KeyringTests {
             keyring.stop()
             #expect(!FileManager.default.fileExists(atPath: root))
             let survivors = try FileManager.default.contentsOfDirectory(atPath: "/proc").filter { entry in
-                guard Int32(entry) != nil, let environ = FileManager.default.contents(atPath: "/proc/\(entry)/environ") else { return false }
+                guard Int32(entry) != nil, let environ = FileManager.default.contents(atPath: "/proc/\(entry)/environ")
+                else { return false }
                 return environ.range(of: Data(root.utf8)) != nil
             }
             #expect(survivors.isEmpty, "processes of the stopped keyring still run: \(survivors)")
@@ -236,7 +266,8 @@ extension KeyringTests {
             for base in keyring.home.all {
                 for name in [app, other] {
                     let folder = base.appendingPathComponent(name)
-                    try FileManager.default.createDirectory(at: folder.appendingPathComponent("nested"), withIntermediateDirectories: true)
+                    try FileManager.default.createDirectory(
+                        at: folder.appendingPathComponent("nested"), withIntermediateDirectories: true)
                     try Data("x".utf8).write(to: folder.appendingPathComponent("nested/file"))
                 }
             }
@@ -255,27 +286,33 @@ extension KeyringTests {
             #expect(report.removed.map(\.path) == (keyring.home.appDirectories(app) + [extra]).map(\.path))
             for base in keyring.home.all {
                 #expect(!FileManager.default.fileExists(atPath: base.appendingPathComponent(app).path))
-                #expect(FileManager.default.fileExists(atPath: base.appendingPathComponent(other).path + "/nested/file"))
+                #expect(
+                    FileManager.default.fileExists(atPath: base.appendingPathComponent(other).path + "/nested/file"))
             }
             #expect(!FileManager.default.fileExists(atPath: extra.path))
             #expect(clock.now == Date(timeIntervalSince1970: 1_000_000 + 86_400))
             try PrivateKeyring.waitUntilUsable()
-            #expect(try item.data(forKey: "trialInfo") == Data("kept".utf8), "the keyring kept its item across the restart")
+            #expect(
+                try item.data(forKey: "trialInfo") == Data("kept".utf8), "the keyring kept its item across the restart")
             #expect(try suite.keys() == [])
             // A second uninstall finds nothing to remove.
             #expect(try device.uninstall().removed == [])
 
             // Nothing outside the keyring's directory, and no app id that is a path.
-            let outside = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("keepsake-outside-\(UUID().uuidString.prefix(8))")
+            let outside = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+                "keepsake-outside-\(UUID().uuidString.prefix(8))")
             try Data("mine".utf8).write(to: outside)
             defer { try? FileManager.default.removeItem(at: outside) }  // this test's own file
-            try FileManager.default.createDirectory(at: keyring.home.config.appendingPathComponent(app), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: keyring.home.config.appendingPathComponent(app), withIntermediateDirectories: true)
             let unsafe = try #require(throws: TestKeyringError.self) {
                 try ReinstallSimulator(appID: app, keyring: keyring, alsoRemoving: [outside]).uninstall()
             }
             #expect(unsafe.code == .unsafePath)
             #expect(FileManager.default.fileExists(atPath: outside.path))
-            #expect(FileManager.default.fileExists(atPath: keyring.home.config.appendingPathComponent(app).path), "nothing was removed")
+            #expect(
+                FileManager.default.fileExists(atPath: keyring.home.config.appendingPathComponent(app).path),
+                "nothing was removed")
             for badID in ["", ".", "..", "../\(other)", "a/b"] {
                 let error = try #require(throws: TestKeyringError.self) {
                     try ReinstallSimulator(appID: badID, keyring: keyring).uninstall()
@@ -300,8 +337,9 @@ extension KeyringTests {
             let rootFile = PrivateKeyring.scratch.appendingPathComponent("runner-root-\(UUID().uuidString.prefix(8))")
             // The command's own XDG_CONFIG_HOME is left alone (a build tool keeps its configuration there).
             let configHome = "/nonexistent/runner-test-config"
-            let result = try runner.run(["--", "sh", "-c", script, "sh", rootFile.path, configHome],
-                                        environment: ["DISPLAY": ":99", "XDG_CONFIG_HOME": configHome])
+            let result = try runner.run(
+                ["--", "sh", "-c", script, "sh", rootFile.path, configHome],
+                environment: ["DISPLAY": ":99", "XDG_CONFIG_HOME": configHome])
             #expect(result.status == 7, "\(result.stderr)")
             let root = try String(contentsOf: rootFile, encoding: .utf8)
             let own = try PrivateKeyring.keyring.root.path
@@ -311,8 +349,10 @@ extension KeyringTests {
 
             // The runner itself killed (as a crashed CI job would be): the watchdog still cleans up.
             let crashRoot = PrivateKeyring.scratch.appendingPathComponent("runner-crash-\(UUID().uuidString.prefix(8))")
-            let crashed = try runner.run(["sh", "-c", #"printf %s "$KEEPSAKE_TEST_KEYRING_ROOT" > "$1"; kill -KILL $PPID"#,
-                                          "sh", crashRoot.path])
+            let crashed = try runner.run([
+                "sh", "-c", #"printf %s "$KEEPSAKE_TEST_KEYRING_ROOT" > "$1"; kill -KILL $PPID"#,
+                "sh", crashRoot.path
+            ])
             #expect(crashed.status == SIGKILL, "Process reports the signal that ended the runner")
             let orphanRoot = try String(contentsOf: crashRoot, encoding: .utf8)
             let deadline = ContinuousClock.now + .seconds(10)
@@ -322,10 +362,10 @@ extension KeyringTests {
             #expect(!FileManager.default.fileExists(atPath: orphanRoot), "the watchdog removed \(orphanRoot)")
             let daemons = try FileManager.default.contentsOfDirectory(atPath: "/proc").filter { entry in
                 guard Int32(entry) != nil,
-                      let name = FileManager.default.contents(atPath: "/proc/\(entry)/comm"),
-                      ["dbus-daemon\n", "gnome-keyring-d\n"].contains(String(decoding: name, as: UTF8.self)),
-                      let environ = FileManager.default.contents(atPath: "/proc/\(entry)/environ"),
-                      let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
+                    let name = FileManager.default.contents(atPath: "/proc/\(entry)/comm"),
+                    ["dbus-daemon\n", "gnome-keyring-d\n"].contains(String(decoding: name, as: UTF8.self)),
+                    let environ = FileManager.default.contents(atPath: "/proc/\(entry)/environ"),
+                    let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
                 else { return false }
                 return (environ + cmdline).range(of: Data(orphanRoot.utf8)) != nil
             }

@@ -36,8 +36,9 @@ struct InstalledApp {
 
     var trial: TrialGuard {
         get throws {
-            TrialGuard(store: try KeyringStore(service: service, timeout: .seconds(10)), length: .days(14),
-                       deviceIdentity: "device-A", clock: clock.clock)
+            TrialGuard(
+                store: try KeyringStore(service: service, timeout: .seconds(10)), length: .days(14),
+                deviceIdentity: "device-A", clock: clock.clock)
         }
     }
 
@@ -71,15 +72,23 @@ extension KeyringTests {
             let clock = ScenarioClock(trialLaunch)
             let first = try InstalledApp.install(service: service, clock: clock)
             #expect(try first.trial.status() == .notStarted)
-            guard case let .active(started) = try first.trial.start() else { Issue.record("not started"); return }
+            guard case let .active(started) = try first.trial.start() else {
+                Issue.record("not started")
+                return
+            }
             #expect(started.start == trialLaunch)
             #expect(started.daysLeft == 14)
-            #expect(try storedRecord()
-                    == #"{"data":{"deviceId":"device-A","startDate":"2025-11-21T04:40:00.000Z","version":2},"schema":"TrialInfo","version":2}"#)
+            #expect(
+                try storedRecord()
+                    == #"{"data":{"deviceId":"device-A","startDate":"2025-11-21T04:40:00.000Z","version":2},"schema":"TrialInfo","version":2}"#
+            )
 
             try first.reinstall(advancingClockBy: 3.5 * 86_400)
             let second = try InstalledApp.install(service: service, clock: clock)
-            guard case let .active(after) = try second.trial.start() else { Issue.record("not active after reinstall"); return }
+            guard case let .active(after) = try second.trial.start() else {
+                Issue.record("not active after reinstall")
+                return
+            }
             #expect(after.start == trialLaunch, "the reinstall did not restart the trial")
             #expect(after.daysLeft == 10)
             #expect(after.expiresAt == started.expiresAt)
@@ -100,16 +109,23 @@ extension KeyringTests {
 
         @Test("a V0 record written as the iOS-era app did migrates to V2 with its start intact")
         func migratesIOSEraRecord() throws {
-            try PrivateKeyring.secretToolStore(label: "trial", attributes: [("service", service), ("username", "trialInfo")],
-                                               secret: #"{"version":0,"startDate":785300000.123}"#)
+            try PrivateKeyring.secretToolStore(
+                label: "trial", attributes: [("service", service), ("username", "trialInfo")],
+                secret: #"{"version":0,"startDate":785300000.123}"#)
             let start = Date(timeIntervalSinceReferenceDate: 785_300_000.123)
             let clock = ScenarioClock(start.addingTimeInterval(4 * 86_400 + 60))
             let app = try InstalledApp.install(service: service, clock: clock)
-            guard case let .active(active) = try app.trial.status() else { Issue.record("not active"); return }
+            guard case let .active(active) = try app.trial.status() else {
+                Issue.record("not active")
+                return
+            }
             #expect(abs(active.start.timeIntervalSince(start)) < 0.000_5, "start kept to the millisecond")
             #expect(active.daysLeft == 9)
             let stored = try #require(try storedRecord())
-            #expect(stored == #"{"data":{"deviceId":"device-A","startDate":"2025-11-20T02:53:20.123Z","version":2},"schema":"TrialInfo","version":2}"#)
+            #expect(
+                stored
+                    == #"{"data":{"deviceId":"device-A","startDate":"2025-11-20T02:53:20.123Z","version":2},"schema":"TrialInfo","version":2}"#
+            )
             #expect(try PrivateKeyring.secretToolSearch(service: service, key: "trialInfo").count == 1)
         }
 
@@ -121,23 +137,32 @@ extension KeyringTests {
             let before = try storedRecord()
             try PrivateKeyring.whileLocked {
                 for status in [try app.trial.status(), try app.trial.start()] {
-                    guard case let .unknown(error) = status else { Issue.record("expected unknown, got \(status)"); continue }
+                    guard case let .unknown(error) = status else {
+                        Issue.record("expected unknown, got \(status)")
+                        continue
+                    }
                     #expect(error.code == .locked)
                 }
             }
             #expect(try storedRecord() == before)
         }
 
-        @Test("a corrupt or newer record is unknown and stays exactly as it was", arguments: [
-            "not json at all",
-            #"{"schema":"TrialInfo","version":3,"data":{"startDate":"2025-01-01T00:00:00.000Z","seats":2}}"#,
-        ])
+        @Test(
+            "a corrupt or newer record is unknown and stays exactly as it was",
+            arguments: [
+                "not json at all",
+                #"{"schema":"TrialInfo","version":3,"data":{"startDate":"2025-01-01T00:00:00.000Z","seats":2}}"#
+            ])
         func unreadableIsUnknown(_ secret: String) throws {
-            try PrivateKeyring.secretToolStore(label: "trial", attributes: [("service", service), ("username", "trialInfo")],
-                                               secret: secret)
+            try PrivateKeyring.secretToolStore(
+                label: "trial", attributes: [("service", service), ("username", "trialInfo")],
+                secret: secret)
             let app = try InstalledApp.install(service: service, clock: ScenarioClock(trialLaunch))
             for status in [try app.trial.status(), try app.trial.start()] {
-                guard case let .unknown(error) = status else { Issue.record("expected unknown, got \(status)"); continue }
+                guard case let .unknown(error) = status else {
+                    Issue.record("expected unknown, got \(status)")
+                    continue
+                }
                 #expect([KeepsakeError.Code.corruptRecord, .newerVersion].contains(error.code))
             }
             #expect(try storedRecord() == secret)

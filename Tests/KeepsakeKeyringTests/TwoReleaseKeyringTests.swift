@@ -13,7 +13,8 @@ extension KeyringTests {
             let service = PrivateKeyring.uniqueService("two-releases")
             let observed = try TwoReleaseScenario.play(uri: "keyring:" + service)
             #expect(observed.mismatches.isEmpty, "\(observed.mismatches)")
-            #expect(try KeyringStore.open(service: service).data(forKey: "person")
+            #expect(
+                try KeyringStore.open(service: service).data(forKey: "person")
                     == Data(TwoReleaseScenario.finalEnvelope.utf8))
         }
     }

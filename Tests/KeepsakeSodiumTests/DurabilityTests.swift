@@ -2,15 +2,18 @@ import Foundation
 import Keepsake
 import Migrations
 import Testing
+
 @testable import KeepsakeSodium
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
 @Suite("Durable writes under injected faults")
 struct FaultInjectionTests {
-    @Test("A write that fails at any step keeps the previous record and leaves no temporary file",
-          arguments: [FileStep.create, .write, .fsync, .link, .rename, .syncDirectory])
+    @Test(
+        "A write that fails at any step keeps the previous record and leaves no temporary file",
+        arguments: [FileStep.create, .write, .fsync, .link, .rename, .syncDirectory])
     func failingReplace(_ step: FileStep) throws {
         try withTemporaryDirectory { directory in
             let store = try makeKeyFileStore(in: directory)
@@ -19,7 +22,7 @@ struct FaultInjectionTests {
             let faulty = try reopen(directory, fileSystem: fault)
             let results = try faulty.commit([
                 StoreWrite(key: "k", value: Data("new".utf8)),
-                StoreWrite(key: "fresh", value: Data("x".utf8)),
+                StoreWrite(key: "fresh", value: Data("x".utf8))
             ])
             guard case let .failed(error) = results[0] else {
                 Issue.record("the write did not fail: \(results)")
@@ -66,9 +69,12 @@ struct FaultInjectionTests {
             try store.setData(Data("1".utf8), forKey: "k")
             try store.setData(Data("2".utf8), forKey: "k")
             try store.removeData(forKey: "k")
-            #expect(plan.steps == [.create, .write, .fsync, .link, .rename, .syncDirectory,
-                                   .create, .write, .fsync, .link, .rename, .syncDirectory,
-                                   .rename, .syncDirectory])
+            #expect(
+                plan.steps == [
+                    .create, .write, .fsync, .link, .rename, .syncDirectory,
+                    .create, .write, .fsync, .link, .rename, .syncDirectory,
+                    .rename, .syncDirectory
+                ])
         }
     }
 
@@ -90,7 +96,8 @@ struct FaultInjectionTests {
             try FileManager.default.createDirectory(atPath: directory + "/store", withIntermediateDirectories: true)
             try writeBytes([1, 2, 3], to: directory + "/store/.tmp-0123456789abcdef")
             try writeBytes([4], to: directory + "/store/.tmp-notours")  // not a name Keepsake makes: kept
-            let store = try SodiumFileStore.create(directory: directory + "/store", key: .keyFile(path: directory + "/store.key"))
+            let store = try SodiumFileStore.create(
+                directory: directory + "/store", key: .keyFile(path: directory + "/store.key"))
             #expect(try listing(directory + "/store").sorted() == [".tmp-notours", "keepsake.header", "keepsake.lock"])
             try store.setData(Data("1".utf8), forKey: "k")
             #expect(try reopen(directory).data(forKey: "k") == Data("1".utf8))
@@ -101,8 +108,9 @@ struct FaultInjectionTests {
     func lockTimeout() throws {
         try withTemporaryDirectory { directory in
             _ = try makeKeyFileStore(in: directory)
-            let store = try SodiumFileStore(directory: directory + "/store", key: .keyFile(path: directory + "/store.key"),
-                                            lockTimeout: .milliseconds(50))
+            let store = try SodiumFileStore(
+                directory: directory + "/store", key: .keyFile(path: directory + "/store.key"),
+                lockTimeout: .milliseconds(50))
             let held = try #require(try StoreLock.acquire(directory + "/store/keepsake.lock", timeout: .zero))
             let error = try #require(throws: KeepsakeError.self) { try store.setData(Data("1".utf8), forKey: "k") }
             #expect(error.code == .lockTimeout)
@@ -130,8 +138,9 @@ struct PermissionTests {
     @Test("Directories are 0700 and the header, lock, records and key file 0600")
     func modes() throws {
         try withTemporaryDirectory { directory in
-            let store = try SodiumFileStore.create(directory: directory + "/a/b/store",
-                                                   key: .keyFile(path: directory + "/store.key"))
+            let store = try SodiumFileStore.create(
+                directory: directory + "/a/b/store",
+                key: .keyFile(path: directory + "/store.key"))
             try store.setData(Data("1".utf8), forKey: "k")
             try store.changeMasterKey(to: .keyFile(path: directory + "/new.key"))
             #expect(try mode(directory + "/a") == 0o700)
@@ -155,7 +164,8 @@ struct EncryptedMigrationTests {
             try store.setData(Data(#"{"name":"Ada","age":"36"}"#.utf8), forKey: "person")
             try store.setData(Data(#"{"version":0,"startDate":700000000}"#.utf8), forKey: "trialInfo")
             try store.setData(Data(#""dark""#.utf8), forKey: "theme")
-            let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 1_800_000_000), deviceIdentity: "device-1")
+            let context = MigrationContext.fixed(
+                now: Date(timeIntervalSince1970: 1_800_000_000), deviceIdentity: "device-1")
             let migrator = Migrator(store: store, chains: SampleModels.all, context: context)
             let reports = try migrator.run()
             #expect(reports.map(\.key) == ["person", "theme", "trialInfo"])
@@ -165,16 +175,27 @@ struct EncryptedMigrationTests {
             #expect(reports.allSatisfy { $0.error == nil })
 
             let reopened = try reopen(directory)
-            #expect(try reopened.data(forKey: "person") == Data(
-                #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#.utf8))
-            #expect(try reopened.data(forKey: "trialInfo") == Data(
-                #"{"data":{"deviceId":"device-1","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#.utf8))
-            #expect(try Vault(store: reopened, context: context).load(Person.chain).map { $0.value } == PersonV3(alias: "Ada", email: "---"))
+            #expect(
+                try reopened.data(forKey: "person")
+                    == Data(
+                        #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#.utf8))
+            #expect(
+                try reopened.data(forKey: "trialInfo")
+                    == Data(
+                        #"{"data":{"deviceId":"device-1","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#
+                            .utf8))
+            #expect(
+                try Vault(store: reopened, context: context).load(Person.chain).map { $0.value }
+                    == PersonV3(alias: "Ada", email: "---"))
             let trial = try Vault(store: reopened, context: context).load(TrialInfo.chain)
-            #expect(trial?.value == (TrialInfoV2(startDate: Date(timeIntervalSinceReferenceDate: 700_000_000),
-                                                  deviceId: "device-1")))
+            #expect(
+                trial?.value
+                    == (TrialInfoV2(
+                        startDate: Date(timeIntervalSinceReferenceDate: 700_000_000),
+                        deviceId: "device-1")))
             #expect(try reopened.data(forKey: "theme") == Data(#""dark""#.utf8))
-            #expect(try Migrator(store: reopened, chains: SampleModels.all, context: context).run().map(\.state)
+            #expect(
+                try Migrator(store: reopened, chains: SampleModels.all, context: context).run().map(\.state)
                     == [.current, .unmanaged, .current])
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Keepsake
 import Testing
+
 @testable import KeepsakeSodium
 
 /// The test vectors of `docs/FORMAT.md` §8, committed in `Vectors/*.json`.
@@ -49,7 +50,8 @@ struct FormatVectorTests {
         var file: String
     }
 
-    static let vectorsDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Vectors")
+    static let vectorsDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Vectors")
 
     static let names = ["key-file-store", "passphrase-store"]
 
@@ -58,7 +60,7 @@ struct FormatVectorTests {
         let records = [
             ("person", #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#),
             ("trialInfo", #"{"version":0,"startDate":700000000}"#),
-            ("ünïcode ✓", #""x""#),
+            ("ünïcode ✓", #""x""#)
         ]
         let passphrase = name == "passphrase-store"
         return Vector(
@@ -77,9 +79,10 @@ struct FormatVectorTests {
             derived: Derived(wrapKey: "", checkKey: "", recordKey: "", nameKey: ""),
             headerFile: "",
             records: records.prefix(passphrase ? 1 : 3).enumerated().map { index, record in
-                Record(recordKey: record.0, plaintext: record.1,
-                       nonce: Hex.encode(counting(from: UInt8(0x10 * (index + 1)), count: 24)),
-                       nameHash: "", fileName: "", associatedData: "", file: "")
+                Record(
+                    recordKey: record.0, plaintext: record.1,
+                    nonce: Hex.encode(counting(from: UInt8(0x10 * (index + 1)), count: 24)),
+                    nameHash: "", fileName: "", associatedData: "", file: "")
             })
     }
 
@@ -90,22 +93,26 @@ struct FormatVectorTests {
             let passphrase = input.keyKind == "passphrase"
             var scripted: [[UInt8]] = []
             if passphrase { scripted.append(try hex(input.salt)) }
-            scripted += [try hex(input.storeId), try hex(input.dataKey),
-                         try hex(input.wrapNonce)]
+            scripted += [
+                try hex(input.storeId), try hex(input.dataKey),
+                try hex(input.wrapNonce)
+            ]
             scripted += try input.records.map { try hex($0.nonce) }
             let random = ScriptedRandom(scripted)
             let key: MasterKeySource
             let limits: PassphraseLimits
             if passphrase {
                 key = .passphrase(SecureBytes(copying: Array(try #require(input.passphrase).utf8)), origin: "vector")
-                limits = try PassphraseLimits(opsLimit: try #require(input.opsLimit), memLimit: try #require(input.memLimit))
+                limits = try PassphraseLimits(
+                    opsLimit: try #require(input.opsLimit), memLimit: try #require(input.memLimit))
             } else {
                 try writeKeyFile(try hex(input.masterKey), to: directory + "/master.key")
                 key = .keyFile(path: directory + "/master.key")
                 limits = fastLimits
             }
-            let store = try SodiumFileStore.create(directory: directory + "/store", key: key, passphraseLimits: limits,
-                                                   lockTimeout: .seconds(5), fileSystem: .live, random: random.source)
+            let store = try SodiumFileStore.create(
+                directory: directory + "/store", key: key, passphraseLimits: limits,
+                lockTimeout: .seconds(5), fileSystem: .live, random: random.source)
             for record in input.records {
                 try store.setData(Data(record.plaintext.utf8), forKey: record.recordKey)
             }
@@ -131,7 +138,8 @@ struct FormatVectorTests {
                 let nameHash = store.subkeys.nameHash(of: record.recordKey)
                 record.nameHash = Hex.encode(nameHash)
                 record.fileName = store.subkeys.fileName(of: record.recordKey)
-                record.associatedData = Hex.encode(RecordFile.associatedData(storeID: store.storeID, nameHash: nameHash))
+                record.associatedData = Hex.encode(
+                    RecordFile.associatedData(storeID: store.storeID, nameHash: nameHash))
                 record.file = Hex.encode(try readBytes(directory + "/store/" + record.fileName))
                 return record
             }
@@ -198,7 +206,8 @@ struct FormatVectorTests {
         #expect(Hex.encode(file[10..<34]) == record.nonce)
         #expect(file.count == 34 + 4 + record.recordKey.utf8.count + record.plaintext.utf8.count + 16)
         #expect(record.fileName == record.nameHash + ".ksr")
-        #expect(record.associatedData == Hex.encode(Array("KSRECRD".utf8) + [1, 1, 0]) + vector.storeId + record.nameHash)
+        #expect(
+            record.associatedData == Hex.encode(Array("KSRECRD".utf8) + [1, 1, 0]) + vector.storeId + record.nameHash)
         let header = try hex(vector.headerFile)
         #expect(Array(header[0..<8]) == Array("KSSTORE".utf8) + [1])
         #expect(Hex.encode(header[12..<28]) == vector.storeId)

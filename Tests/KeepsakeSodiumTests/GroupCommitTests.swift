@@ -2,6 +2,7 @@ import Foundation
 import Keepsake
 import Synchronization
 import Testing
+
 @testable import KeepsakeSodium
 
 @Suite("Group commit of a batch")
@@ -17,7 +18,7 @@ struct GroupCommitTests {
                 StoreWrite(key: "a", value: Data("2".utf8), expectation: .unchanged(Data("1".utf8))),
                 StoreWrite(key: "b", value: nil),
                 StoreWrite(key: "c", value: Data("3".utf8), expectation: .unchanged(nil)),
-                StoreWrite(key: "d", value: Data("4".utf8), expectation: .unchanged(Data("not there".utf8))),
+                StoreWrite(key: "d", value: Data("4".utf8), expectation: .unchanged(Data("not there".utf8)))
             ])
             #expect(results == [.applied, .applied, .applied, .applied, .conflict])
             #expect(try store.keys() == ["a", "c"])

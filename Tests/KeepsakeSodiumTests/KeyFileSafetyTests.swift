@@ -2,7 +2,9 @@ import Foundation
 import Keepsake
 import Synchronization
 import Testing
+
 @testable import KeepsakeSodium
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,8 +12,9 @@ import Glibc
 /// Key files: refused when others may read them; never a copy of a key left behind.
 @Suite("Key file safety")
 struct KeyFileSafetyTests {
-    @Test("a key file group or others may read or write is refused on open, with the chmod that fixes it",
-          arguments: [0o644, 0o640, 0o604, 0o620, 0o660])
+    @Test(
+        "a key file group or others may read or write is refused on open, with the chmod that fixes it",
+        arguments: [0o644, 0o640, 0o604, 0o620, 0o660])
     func looseModeOnOpen(_ mode: Int) throws {
         try withTemporaryDirectory { (directory: String) throws in
             let store = try makeKeyFileStore(in: directory)
@@ -51,15 +54,18 @@ struct KeyFileSafetyTests {
             let seen = Mutex<[String]?>(nil)
             let files = FileSystem { step in
                 if step == .link {
-                    seen.withLock { $0 = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? ["unlistable"] }
+                    seen.withLock {
+                        $0 = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? ["unlistable"]
+                    }
                     return EIO  // the process "dies" here: nothing after this runs
                 }
                 return nil
             }
             #expect(throws: KeepsakeError.self) {
-                _ = try SodiumFileStore.create(directory: directory + "/store", key: .keyFile(path: directory + "/store.key"),
-                                               passphraseLimits: fastLimits, lockTimeout: .seconds(1),
-                                               fileSystem: files, random: .system)
+                _ = try SodiumFileStore.create(
+                    directory: directory + "/store", key: .keyFile(path: directory + "/store.key"),
+                    passphraseLimits: fastLimits, lockTimeout: .seconds(1),
+                    fileSystem: files, random: .system)
             }
             #expect(seen.withLock { $0 } == ["store"], "only the store directory: no file holds the key by name")
             #expect(try listing(directory) == ["store"])
@@ -70,13 +76,14 @@ struct KeyFileSafetyTests {
     func namedTemporaryFallback() throws {
         try withTemporaryDirectory { (directory: String) throws in
             let seen = Mutex<[String]>([])
-            let files = FileSystem(fault: { step in
-                if step == .link {
-                    seen.withLock { $0 = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] }
-                    return EIO
-                }
-                return nil
-            }, unnamedFiles: false)
+            let files = FileSystem(
+                fault: { step in
+                    if step == .link {
+                        seen.withLock { $0 = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] }
+                        return EIO
+                    }
+                    return nil
+                }, unnamedFiles: false)
             let key = KeyFile(path: directory + "/new.key", fileSystem: files)
             #expect(throws: KeepsakeError.self) { _ = try key.masterKey(createIfAbsent: true) }
             let temporaries = seen.withLock { $0 }.filter { $0 != "new.key" }
@@ -101,7 +108,9 @@ struct KeyFileSafetyTests {
             let reopened = try reopen(directory)
             #expect(try reopened.data(forKey: "k") == Data("1".utf8))
             #expect(try listing(directory) == [".store.key.tmp-notours", ".tmp-0123456789abcdef", "store", "store.key"])
-            #expect(try listing(directory + "/store") == [store.subkeys.fileName(of: "k"), "keepsake.header", "keepsake.lock"].sorted())
+            #expect(
+                try listing(directory + "/store")
+                    == [store.subkeys.fileName(of: "k"), "keepsake.header", "keepsake.lock"].sorted())
         }
     }
 }
@@ -118,9 +127,12 @@ struct HeaderLimitTests {
         ).encoded
     }
 
-    @Test("limits above twice SENSITIVE are refused at parse, before any Argon2id runs",
-          arguments: [(UInt64(9), UInt64(64 * 1024)), (UInt64(1), UInt64(2_147_483_648 + 1024)),
-                      (UInt64(4_294_967_295), UInt64(4_398_046_510_080))])
+    @Test(
+        "limits above twice SENSITIVE are refused at parse, before any Argon2id runs",
+        arguments: [
+            (UInt64(9), UInt64(64 * 1024)), (UInt64(1), UInt64(2_147_483_648 + 1024)),
+            (UInt64(4_294_967_295), UInt64(4_398_046_510_080))
+        ])
     func refused(_ limits: (UInt64, UInt64)) {
         #expect(throws: FormatFailure.self) { try StoreHeader.parse(header(opsLimit: limits.0, memLimit: limits.1)) }
         #expect(throws: KeepsakeError.self) { try PassphraseLimits(opsLimit: limits.0, memLimit: limits.1) }

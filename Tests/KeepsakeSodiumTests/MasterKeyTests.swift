@@ -1,7 +1,9 @@
 import Foundation
 import Keepsake
 import Testing
+
 @testable import KeepsakeSodium
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -61,7 +63,8 @@ struct MasterKeyTests {
             for length in [0, 31, 33, 64] {
                 try writeKeyFile(counting(from: 0, count: length), to: directory + "/bad.key")
                 let error = try #require(throws: KeepsakeError.self) {
-                    _ = try SodiumFileStore(directory: directory + "/store", key: .keyFile(path: directory + "/bad.key"))
+                    _ = try SodiumFileStore(
+                        directory: directory + "/store", key: .keyFile(path: directory + "/bad.key"))
                 }
                 #expect(error.code == .invalidArgument)
                 #expect(error.message.contains("bad.key"))
@@ -72,8 +75,9 @@ struct MasterKeyTests {
     @Test("A passphrase store opens with its passphrase and refuses another with wrongKey, never quoting it")
     func passphrases() throws {
         try withTemporaryDirectory { directory in
-            let store = try SodiumFileStore.create(directory: directory + "/store", key: passphrase("open sesame"),
-                                                   passphraseLimits: fastLimits)
+            let store = try SodiumFileStore.create(
+                directory: directory + "/store", key: passphrase("open sesame"),
+                passphraseLimits: fastLimits)
             try store.setData(Data("1".utf8), forKey: "a")
             let header = try StoreHeader.parse(readBytes(directory + "/store/keepsake.header"))
             #expect(header.keyKind == .passphrase)
@@ -94,8 +98,9 @@ struct MasterKeyTests {
     @Test("The interactive Argon2id limits work end to end")
     func interactiveLimits() throws {
         try withTemporaryDirectory { directory in
-            let store = try SodiumFileStore.create(directory: directory + "/store", key: passphrase("pw"),
-                                                   passphraseLimits: .interactive)
+            let store = try SodiumFileStore.create(
+                directory: directory + "/store", key: passphrase("pw"),
+                passphraseLimits: .interactive)
             try store.setData(Data("1".utf8), forKey: "a")
             let header = try StoreHeader.parse(readBytes(directory + "/store/keepsake.header"))
             #expect(header.opsLimit == PassphraseLimits.interactive.opsLimit)
@@ -113,7 +118,8 @@ struct MasterKeyTests {
             }
             #expect(byPassphrase.code == .wrongKey)
             #expect(byPassphrase.message.contains("protected by a key"))
-            _ = try SodiumFileStore.create(directory: directory + "/p", key: passphrase("x"), passphraseLimits: fastLimits)
+            _ = try SodiumFileStore.create(
+                directory: directory + "/p", key: passphrase("x"), passphraseLimits: fastLimits)
             let byFile = try #require(throws: KeepsakeError.self) {
                 _ = try SodiumFileStore(directory: directory + "/p", key: .keyFile(path: directory + "/store.key"))
             }
@@ -127,7 +133,8 @@ struct MasterKeyTests {
     func invalidArguments() throws {
         try withTemporaryDirectory { directory in
             let empty = try #require(throws: KeepsakeError.self) {
-                _ = try SodiumFileStore.create(directory: directory + "/s", key: passphrase(""), passphraseLimits: fastLimits)
+                _ = try SodiumFileStore.create(
+                    directory: directory + "/s", key: passphrase(""), passphraseLimits: fastLimits)
             }
             #expect(empty.code == .invalidArgument)
             #expect(try listing(directory + "/s").contains("keepsake.header") == false)
@@ -164,7 +171,9 @@ struct MasterKeyTests {
             let store = try SodiumFileStore.create(directory: directory + "/s", key: .provider(FixedProvider()))
             try store.setData(Data("1".utf8), forKey: "a")
             try writeKeyFile(counting(from: 42, count: 32), to: directory + "/same.key")
-            #expect(try SodiumFileStore(directory: directory + "/s", key: .keyFile(path: directory + "/same.key")).keys() == ["a"])
+            #expect(
+                try SodiumFileStore(directory: directory + "/s", key: .keyFile(path: directory + "/same.key")).keys()
+                    == ["a"])
             try writeKeyFile(counting(from: 43, count: 32), to: directory + "/other.key")
             let error = try #require(throws: KeepsakeError.self) {
                 _ = try SodiumFileStore(directory: directory + "/s", key: .keyFile(path: directory + "/other.key"))
@@ -190,7 +199,8 @@ struct RekeyTests {
             #expect(try mode(directory + "/new.key") == 0o600)
             let filesAfter = try recordFiles(directory + "/store").map { try readBytes(directory + "/store/" + $0) }
             #expect(filesBefore == filesAfter)
-            let reopened = try SodiumFileStore(directory: directory + "/store", key: .keyFile(path: directory + "/new.key"))
+            let reopened = try SodiumFileStore(
+                directory: directory + "/store", key: .keyFile(path: directory + "/new.key"))
             for (key, value) in records { #expect(try reopened.data(forKey: key) == value) }
             let old = try #require(throws: KeepsakeError.self) { _ = try reopen(directory) }
             #expect(old.code == .wrongKey)
@@ -204,7 +214,8 @@ struct RekeyTests {
     func passphraseChanges() throws {
         try withTemporaryDirectory { directory in
             let path = directory + "/store"
-            let store = try SodiumFileStore.create(directory: path, key: passphrase("one"), passphraseLimits: fastLimits)
+            let store = try SodiumFileStore.create(
+                directory: path, key: passphrase("one"), passphraseLimits: fastLimits)
             try store.setData(Data("kept".utf8), forKey: "a")
             try store.changeMasterKey(to: passphrase("two"), passphraseLimits: fastLimits)
             #expect(try SodiumFileStore(directory: path, key: passphrase("two")).data(forKey: "a") == Data("kept".utf8))
@@ -213,7 +224,8 @@ struct RekeyTests {
             let byFile = try SodiumFileStore(directory: path, key: .keyFile(path: directory + "/k"))
             #expect(try byFile.data(forKey: "a") == Data("kept".utf8))
             try byFile.changeMasterKey(to: passphrase("three"), passphraseLimits: fastLimits)
-            #expect(try SodiumFileStore(directory: path, key: passphrase("three")).data(forKey: "a") == Data("kept".utf8))
+            #expect(
+                try SodiumFileStore(directory: path, key: passphrase("three")).data(forKey: "a") == Data("kept".utf8))
             #expect(try byFile.keyGeneration() == 4)
         }
     }
@@ -229,7 +241,8 @@ struct RekeyTests {
                     try store.setData(Data("two".utf8), forKey: "b")
                     let plan = FaultPlan(failAt: failAt)
                     let faulty = try reopen(directory, fileSystem: plan.fileSystem)
-                    let newKey: MasterKeySource = newKind == "key file"
+                    let newKey: MasterKeySource =
+                        newKind == "key file"
                         ? .keyFile(path: directory + "/new.key") : passphrase("new")
                     do {
                         try faulty.changeMasterKey(to: newKey, passphraseLimits: fastLimits)
@@ -240,10 +253,13 @@ struct RekeyTests {
                     }
                     let opensWithOld = try opens(directory + "/store", with: .keyFile(path: directory + "/store.key"))
                     let opensWithNew = try opens(directory + "/store", with: newKey)
-                    let opened: SodiumFileStore = try plan.fired ? reopen(directory)
+                    let opened: SodiumFileStore =
+                        try plan.fired
+                        ? reopen(directory)
                         : SodiumFileStore(directory: directory + "/store", key: newKey)
-                    #expect(plan.fired ? (opensWithOld && !opensWithNew) : (opensWithNew && !opensWithOld),
-                            "\(newKind), failing step \(failAt) of \(plan.steps)")
+                    #expect(
+                        plan.fired ? (opensWithOld && !opensWithNew) : (opensWithNew && !opensWithOld),
+                        "\(newKind), failing step \(failAt) of \(plan.steps)")
                     #expect(try opened.allData().map(\.key) == ["a", "b"])
                     #expect(try opened.data(forKey: "a") == Data("one".utf8))
                     #expect(try listing(directory + "/store").allSatisfy { !$0.hasPrefix(".tmp-") })
@@ -268,9 +284,12 @@ struct RekeyTests {
             // What a crash between the rename and the removal of the rollback link leaves.
             try writeBytes(oldHeader, to: directory + "/store/.tmp-00000000deadbeef")
             try writeBytes([1, 2, 3], to: directory + "/store/.tmp-0000000000c0ffee")
-            let reopened = try SodiumFileStore(directory: directory + "/store", key: .keyFile(path: directory + "/new.key"))
+            let reopened = try SodiumFileStore(
+                directory: directory + "/store", key: .keyFile(path: directory + "/new.key"))
             #expect(try reopened.data(forKey: "a") == Data("one".utf8))
-            #expect(try listing(directory + "/store") == [store.subkeys.fileName(of: "a"), "keepsake.header", "keepsake.lock"].sorted())
+            #expect(
+                try listing(directory + "/store")
+                    == [store.subkeys.fileName(of: "a"), "keepsake.header", "keepsake.lock"].sorted())
         }
     }
 }

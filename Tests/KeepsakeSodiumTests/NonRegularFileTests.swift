@@ -2,6 +2,7 @@ import Foundation
 import Keepsake
 import Migrations
 import Testing
+
 @testable import KeepsakeSodium
 
 /// A FIFO, socket or device where the store expects a file is refused at once, never waited on.
@@ -20,7 +21,8 @@ struct NonRegularFileTests {
             #expect(error.cause == fifoCause)
             #expect(error.message.contains("key file \(directory)/store.key"))
             #expect(throws: KeepsakeError.self) {
-                _ = try SodiumFileStore.create(directory: directory + "/other", key: .keyFile(path: directory + "/store.key"))
+                _ = try SodiumFileStore.create(
+                    directory: directory + "/other", key: .keyFile(path: directory + "/store.key"))
             }
         }
     }
@@ -52,7 +54,10 @@ struct NonRegularFileTests {
             #expect(try store.keys() == ["person"])
             let records = try store.allRecords()
             #expect(records.map(\.key) == [name, "person"])
-            guard case let .failure(listed) = records[0].result else { Issue.record("the FIFO read as a record"); return }
+            guard case let .failure(listed) = records[0].result else {
+                Issue.record("the FIFO read as a record")
+                return
+            }
             #expect(listed.cause == fifoCause)
             let reports = try Migrator(store: store, chains: SampleModels.all, context: .fixed(now: Date())).run()
             #expect(reports.map(\.state) == [.unreadable, .migrated])

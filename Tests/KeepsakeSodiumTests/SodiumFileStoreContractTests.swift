@@ -2,6 +2,7 @@ import Foundation
 import Keepsake
 import KeepsakeTesting
 import Testing
+
 @testable import KeepsakeSodium
 
 @Suite("SodiumFileStore keeps the store contract")
@@ -16,8 +17,9 @@ struct SodiumFileStoreContractTests {
     @Test("A passphrase store passes every contract check", arguments: StoreContract.checks)
     func passphraseContract(_ check: StoreContract.Check) throws {
         try withTemporaryDirectory { directory in
-            let store = try SodiumFileStore.create(directory: directory + "/store", key: passphrase("correct horse"),
-                                                   passphraseLimits: fastLimits)
+            let store = try SodiumFileStore.create(
+                directory: directory + "/store", key: passphrase("correct horse"),
+                passphraseLimits: fastLimits)
             try check.run(on: store)
         }
     }
@@ -111,7 +113,8 @@ struct SodiumFileStoreContractTests {
 }
 
 func withTemporaryDirectoryAsync(_ body: (String) async throws -> Void) async throws {
-    var template = Array(((NSTemporaryDirectory() as NSString).appendingPathComponent("keepsake-sodium-XXXXXX")).utf8CString)
+    var template = Array(
+        ((NSTemporaryDirectory() as NSString).appendingPathComponent("keepsake-sodium-XXXXXX")).utf8CString)
     guard let made = mkdtemp(&template) else { throw TestFailure("mkdtemp failed") }
     let path = String(cString: made)
     defer { try? FileManager.default.removeItem(atPath: path) }  // cleanup only

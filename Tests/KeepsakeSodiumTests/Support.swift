@@ -1,14 +1,17 @@
 import Foundation
 import Keepsake
 import Synchronization
+
 @testable import KeepsakeSodium
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A fresh private directory under the system temporary directory, removed afterwards.
 func withTemporaryDirectory<R>(_ body: (String) throws -> R) throws -> R {
-    var template = Array(((NSTemporaryDirectory() as NSString).appendingPathComponent("keepsake-sodium-XXXXXX")).utf8CString)
+    var template = Array(
+        ((NSTemporaryDirectory() as NSString).appendingPathComponent("keepsake-sodium-XXXXXX")).utf8CString)
     guard let made = mkdtemp(&template) else { throw TestFailure("mkdtemp failed, errno \(errno)") }
     let path = String(cString: made)
     defer { try? FileManager.default.removeItem(atPath: path) }  // cleanup only: not a value under test
@@ -30,14 +33,16 @@ func passphrase(_ text: String) -> MasterKeySource {
 
 /// A new key-file store in `directory/store`, its key file at `directory/store.key`.
 func makeKeyFileStore(in directory: String, fileSystem: FileSystem = .live) throws -> SodiumFileStore {
-    try SodiumFileStore.create(directory: directory + "/store", key: .keyFile(path: directory + "/store.key"),
-                               passphraseLimits: fastLimits, lockTimeout: .seconds(10),
-                               fileSystem: fileSystem, random: .system)
+    try SodiumFileStore.create(
+        directory: directory + "/store", key: .keyFile(path: directory + "/store.key"),
+        passphraseLimits: fastLimits, lockTimeout: .seconds(10),
+        fileSystem: fileSystem, random: .system)
 }
 
 func reopen(_ directory: String, fileSystem: FileSystem = .live) throws -> SodiumFileStore {
-    try SodiumFileStore(directory: directory + "/store", key: .keyFile(path: directory + "/store.key"),
-                        lockTimeout: .seconds(10), fileSystem: fileSystem, random: .system)
+    try SodiumFileStore(
+        directory: directory + "/store", key: .keyFile(path: directory + "/store.key"),
+        lockTimeout: .seconds(10), fileSystem: fileSystem, random: .system)
 }
 
 func readBytes(_ path: String) throws -> [UInt8] {
@@ -103,7 +108,8 @@ final class ScriptedRandom: Sendable {
         queue.withLock { queue in
             precondition(!queue.isEmpty, "ScriptedRandom ran out of values")
             let value = queue.removeFirst()
-            precondition(value.count == count, "ScriptedRandom: asked for \(count) bytes, next value has \(value.count)")
+            precondition(
+                value.count == count, "ScriptedRandom: asked for \(count) bytes, next value has \(value.count)")
             return value
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import Keepsake
 import Migrations
 import Testing
+
 @testable import KeepsakeSodium
 
 /// What the format detects (FORMAT.md §7): every check here must fail with a typed error whose
@@ -142,15 +143,17 @@ struct TamperTests {
             let store = try makeKeyFileStore(in: directory)
             let path = directory + "/store"
             try store.setData(Data(#"{"name":"Ada","age":"36"}"#.utf8), forKey: "person")
-            try store.setData(Data(#"{"version":1,"startDate":0,"deviceId":"d","userId":"u"}"#.utf8), forKey: "trialInfo")
+            try store.setData(
+                Data(#"{"version":1,"startDate":0,"deviceId":"d","userId":"u"}"#.utf8), forKey: "trialInfo")
             try store.setData(Data(#""dark""#.utf8), forKey: "theme")
             let bad = store.subkeys.fileName(of: "theme")
             var bytes = try readBytes(path + "/" + bad)
             bytes[40] ^= 0x01
             try writeBytes(bytes, to: path + "/" + bad)
 
-            let migrator = Migrator(store: store, chains: SampleModels.all,
-                                    context: .fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "dev"))
+            let migrator = Migrator(
+                store: store, chains: SampleModels.all,
+                context: .fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "dev"))
             let plan = try migrator.plan()
             #expect(plan.map(\.key) == [bad, "person", "trialInfo"])
             #expect(plan.map(\.state) == [.unreadable, .outdated, .outdated])
@@ -158,7 +161,9 @@ struct TamperTests {
             #expect(reports.map(\.state) == [.unreadable, .migrated, .migrated])
             #expect(reports[0].error?.code == .corruptRecord)
             #expect(reports[0].error?.message.contains(bad) == true)
-            #expect(try store.data(forKey: "person") == Data(#"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#.utf8))
+            #expect(
+                try store.data(forKey: "person")
+                    == Data(#"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#.utf8))
             #expect(try readBytes(path + "/" + bad) == bytes, "the bad file is left as it is")
         }
     }
@@ -180,10 +185,12 @@ struct TamperTests {
         try withTemporaryDirectory { directory in
             let (store, path, name, _) = try prepare(directory)
             // The same data key under another store id: only the associated data differs.
-            let twin = SodiumFileStore(directory: path, storeID: counting(from: 1, count: 16), dataKey: store.dataKey,
-                                       lockTimeout: .seconds(1), fileSystem: .live, random: .system)
-            let forged = RecordFile.seal(value: Data("forged".utf8), recordKey: "k", storeID: twin.storeID,
-                                         keys: twin.subkeys, nonce: counting(from: 9, count: 24))
+            let twin = SodiumFileStore(
+                directory: path, storeID: counting(from: 1, count: 16), dataKey: store.dataKey,
+                lockTimeout: .seconds(1), fileSystem: .live, random: .system)
+            let forged = RecordFile.seal(
+                value: Data("forged".utf8), recordKey: "k", storeID: twin.storeID,
+                keys: twin.subkeys, nonce: counting(from: 9, count: 24))
             try writeBytes([UInt8](forged), to: path + "/" + name)
             expectCorruptRecord(store)
             #expect(try twin.data(forKey: "k") == Data("forged".utf8))
@@ -209,7 +216,8 @@ struct TamperTests {
         try withTemporaryDirectory { directory in
             let (_, path, _, _) = try prepare(directory)
             // The other store uses the same key file, so its header passes the key check.
-            let other = try SodiumFileStore.create(directory: directory + "/other", key: .keyFile(path: directory + "/store.key"))
+            let other = try SodiumFileStore.create(
+                directory: directory + "/other", key: .keyFile(path: directory + "/store.key"))
             try writeBytes(try readBytes(directory + "/other/keepsake.header"), to: path + "/keepsake.header")
             let opened = try reopen(directory)
             #expect(opened.identifier == other.identifier)

@@ -5,15 +5,24 @@ import Migrations
 import Testing
 
 // Deliberately broken chains.
-private struct GapV0: ModelVersion { static let version = 0; let a: String }
+private struct GapV0: ModelVersion {
+    static let version = 0
+    let a: String
+}
 private struct GapV2: ModelVersion {
     typealias Predecessor = GapV0
     static let version = 2
     let a: String
     init(migrating previous: GapV0, context: MigrationContext) { a = previous.a }
 }
-private struct StartsAtOne: ModelVersion { static let version = 1; let a: String }
-private struct DupV0: ModelVersion { static let version = 0; let a: String }
+private struct StartsAtOne: ModelVersion {
+    static let version = 1
+    let a: String
+}
+private struct DupV0: ModelVersion {
+    static let version = 0
+    let a: String
+}
 private struct DupV0Again: ModelVersion {
     typealias Predecessor = DupV0
     static let version = 0
@@ -43,15 +52,17 @@ struct ChainTests {
         #expect(Person.chain.name == "Person")
         #expect(Person.chain.defaultKeys == ["person"])
         #expect(Person.chain.versionSummaries.map(\.version) == [0, 1, 2, 3])
-        #expect(Person.chain.versionSummaries.map(\.storedKeys?.required) == [
-            ["name", "age"], ["name", "age", "email"], ["alias", "age", "email"], ["alias", "email"],
-        ])
+        #expect(
+            Person.chain.versionSummaries.map(\.storedKeys?.required) == [
+                ["name", "age"], ["name", "age", "email"], ["alias", "age", "email"], ["alias", "email"]
+            ])
         #expect(TrialInfo.chain.name == "TrialInfo")
         #expect(TrialInfo.chain.defaultKeys == ["trialInfo"])
-        #expect(TrialInfo.chain.versionSummaries.map(\.storedKeys?.required) == [
-            ["version", "startDate"], ["version", "startDate", "deviceId", "userId"],
-            ["version", "startDate", "deviceId"],
-        ])
+        #expect(
+            TrialInfo.chain.versionSummaries.map(\.storedKeys?.required) == [
+                ["version", "startDate"], ["version", "startDate", "deviceId", "userId"],
+                ["version", "startDate", "deviceId"]
+            ])
     }
 
     @Test("a gap between versions is rejected, naming the chain and the version")
@@ -117,7 +128,8 @@ struct ChainTests {
 
     @Test("a fixed context hands out identifiers in order")
     func fixedContextIdentifiers() {
-        let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 5), deviceIdentity: "d", identifierPrefix: "x")
+        let context = MigrationContext.fixed(
+            now: Date(timeIntervalSince1970: 5), deviceIdentity: "d", identifierPrefix: "x")
         #expect(context.makeIdentifier() == "x-1")
         #expect(context.makeIdentifier() == "x-2")
         #expect(context.now == Date(timeIntervalSince1970: 5))

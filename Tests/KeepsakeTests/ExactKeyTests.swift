@@ -1,7 +1,8 @@
 import Foundation
-@testable import Keepsake
 import Migrations
 import Testing
+
+@testable import Keepsake
 
 /// Keys are exact strings: compared by their UTF-8 bytes, never by Swift's canonical
 /// equivalence, so `"caf\u{E9}"` (é composed) and `"cafe\u{301}"` (e + combining accent) are two
@@ -30,7 +31,8 @@ struct ExactKeyTests {
         #expect(try store.data(forKey: decomposed) == bytes("[1,  2]"))
         try store.setData(bytes("7"), forKey: composed)
         #expect(try store.data(forKey: decomposed) == bytes("[1,  2]"))
-        #expect(try String(contentsOfFile: path, encoding: .utf8)
+        #expect(
+            try String(contentsOfFile: path, encoding: .utf8)
                 == "{\n  \"\(decomposed)\": [1,  2],\n  \"\(composed)\": 7\n}\n")
     }
 
@@ -46,14 +48,20 @@ struct ExactKeyTests {
     @Test("JSON member names are exact: both forms are two members, the same bytes twice a duplicate")
     func memberNames() throws {
         let value = try JSONParser.parse(Data("{\"\(composed)\": 1, \"\(decomposed)\": 2}".utf8))
-        guard case let .object(object) = value else { Issue.record("not an object"); return }
+        guard case let .object(object) = value else {
+            Issue.record("not an object")
+            return
+        }
         guard case .number("1")? = object[composed], case .number("2")? = object[decomposed] else {
             Issue.record("the members were merged or swapped")
             return
         }
-        #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(Data("{\"\(composed)\": 1, \"\(composed)\": 2}".utf8)) }
         #expect(throws: JSONSyntaxError.self) {
-            try JSONParser.withParser(Data("{\"\(composed)\": 1, \"\(composed)\": 2}".utf8)) { parser throws(JSONSyntaxError) in
+            try JSONParser.parse(Data("{\"\(composed)\": 1, \"\(composed)\": 2}".utf8))
+        }
+        #expect(throws: JSONSyntaxError.self) {
+            try JSONParser.withParser(Data("{\"\(composed)\": 1, \"\(composed)\": 2}".utf8)) {
+                parser throws(JSONSyntaxError) in
                 _ = try parser.skipValue()
             }
         }
@@ -75,8 +83,9 @@ struct ExactKeyTests {
         let store = InMemoryStore()
         try store.setData(person, forKey: composed)
         try store.setData(person, forKey: decomposed)
-        let migrator = Migrator(store: store, chains: SampleModels.all, context: .fixed(now: Date()),
-                                keyModels: [composed: "Person"])
+        let migrator = Migrator(
+            store: store, chains: SampleModels.all, context: .fixed(now: Date()),
+            keyModels: [composed: "Person"])
         let reports = try migrator.plan()
         #expect(reports.map { Array($0.key.utf8) } == [Array(decomposed.utf8), Array(composed.utf8)])
         #expect(reports.map(\.state) == [.unmanaged, .outdated])

@@ -46,11 +46,15 @@ struct ForwardCompatibilityTests {
     @Test("a version that declares older readers compatible records the oldest reader in its envelope")
     func envelopeNamesOldestReader() throws {
         try ChainValidation.validate(newerRelease)
-        #expect(try newerRelease.encode(MemoV1(text: "hi", color: "red")) == bytes(
-            #"{"data":{"color":"red","text":"hi"},"oldestReader":0,"schema":"Memo","version":1}"#))
+        #expect(
+            try newerRelease.encode(MemoV1(text: "hi", color: "red"))
+                == bytes(
+                    #"{"data":{"color":"red","text":"hi"},"oldestReader":0,"schema":"Memo","version":1}"#))
         // A version without the declaration writes the envelope exactly as before.
-        #expect(try Person.chain.encode(PersonV3(alias: "a", email: "b")) == bytes(
-            #"{"data":{"alias":"a","email":"b"},"schema":"Person","version":3}"#))
+        #expect(
+            try Person.chain.encode(PersonV3(alias: "a", email: "b"))
+                == bytes(
+                    #"{"data":{"alias":"a","email":"b"},"schema":"Person","version":3}"#))
     }
 
     @Test("the older release reads it as its own latest type, says it is newer, and writes nothing")
@@ -67,7 +71,8 @@ struct ForwardCompatibilityTests {
         let loaded = try #require(try Vault(store: store, context: context).load(olderRelease))
         #expect(loaded.value == MemoV0(text: "hi"))
         #expect(loaded.writeBack == .notNeeded)
-        let report = try #require(try Migrator(store: store, chains: [olderRelease.erased], context: context).run().first)
+        let report = try #require(
+            try Migrator(store: store, chains: [olderRelease.erased], context: context).run().first)
         #expect(report.state == .newerReadable && report.error == nil && report.storedVersion == 1)
         #expect(try store.data(forKey: "memo") == stored, "never migrated or rewritten on its own")
     }
@@ -76,8 +81,11 @@ struct ForwardCompatibilityTests {
     func olderSavesNewerKeepsItsKeys() throws {
         let store = InMemoryStore(contents: ["memo": try newerRelease.encode(MemoV1(text: "hi", color: "red"))])
         try Vault(store: store, context: context).save(MemoV0(text: "changed by the older release"), in: olderRelease)
-        #expect(try store.data(forKey: "memo") == bytes(
-            #"{"data":{"color":"red","text":"changed by the older release"},"oldestReader":0,"schema":"Memo","version":1}"#))
+        #expect(
+            try store.data(forKey: "memo")
+                == bytes(
+                    #"{"data":{"color":"red","text":"changed by the older release"},"oldestReader":0,"schema":"Memo","version":1}"#
+                ))
         let newer = try #require(try Vault(store: store, context: context).load(newerRelease))
         #expect(newer.value == MemoV1(text: "changed by the older release", color: "red"))
         #expect(newer.writeBack == .notNeeded && !newer.wasMigrated)
@@ -101,8 +109,9 @@ struct ForwardCompatibilityTests {
         #expect(olderRelease.outcome(of: stored, context: context).error?.code == .newerVersion)
     }
 
-    @Test("an oldest reader that is not an integer between 0 and the version is a corrupt record",
-          arguments: [#""0""#, "-1", "3", "1.5"])
+    @Test(
+        "an oldest reader that is not an integer between 0 and the version is a corrupt record",
+        arguments: [#""0""#, "-1", "3", "1.5"])
     func corruptOldestReader(_ reader: String) {
         let stored = bytes(#"{"data":{"text":"x"},"oldestReader":\#(reader),"schema":"Memo","version":2}"#)
         #expect(olderRelease.outcome(of: stored, context: context).error?.code == .corruptRecord)

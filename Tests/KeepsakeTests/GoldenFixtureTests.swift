@@ -29,7 +29,9 @@ struct GoldenFixtureTests {
         #expect(result.load.writeBack == (storedVersion == 3 ? .notNeeded : .written))
     }
 
-    @Test("a stored TrialInfo migrates to the expected latest record, start date intact", arguments: try fixtures("TrialInfo"))
+    @Test(
+        "a stored TrialInfo migrates to the expected latest record, start date intact",
+        arguments: try fixtures("TrialInfo"))
     func trialInfo(_ fixture: GoldenFixture) throws {
         let result = try fixture.verify(TrialInfo.chain, context: fixtureContext)
         #expect(result.loaded.version == 2)

@@ -26,17 +26,20 @@ private final class InterferingStore: RecordStore {
 
 @Suite("Migrator")
 struct MigratorTests {
-    let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "dev", identifierPrefix: "u")
+    let context = MigrationContext.fixed(
+        now: Date(timeIntervalSince1970: 0), deviceIdentity: "dev", identifierPrefix: "u")
 
     func seededStore() -> InMemoryStore {
-        InMemoryStore(name: "batch", contents: [
-            "person": bytes(#"{"name":"Ada","age":"36"}"#),
-            "trialInfo": bytes(#"{"version":1,"startDate":700000000,"deviceId":"old","userId":"u0"}"#),
-            "theme": bytes(#""dark""#),
-            "broken": bytes(#"{"name":1}"#),
-            "future": bytes(#"{"schema":"Person","version":8,"data":{}}"#),
-            "other": bytes(#"{"schema":"Invoice","version":1,"data":{}}"#),
-        ])
+        InMemoryStore(
+            name: "batch",
+            contents: [
+                "person": bytes(#"{"name":"Ada","age":"36"}"#),
+                "trialInfo": bytes(#"{"version":1,"startDate":700000000,"deviceId":"old","userId":"u0"}"#),
+                "theme": bytes(#""dark""#),
+                "broken": bytes(#"{"name":1}"#),
+                "future": bytes(#"{"schema":"Person","version":8,"data":{}}"#),
+                "other": bytes(#"{"schema":"Invoice","version":1,"data":{}}"#)
+            ])
     }
 
     func migrator(_ store: any RecordStore) -> Migrator {
@@ -50,8 +53,11 @@ struct MigratorTests {
         let reports = try migrator(store).plan()
         let byKey = Dictionary(uniqueKeysWithValues: reports.map { ($0.key, $0) })
         #expect(reports.map(\.key) == ["broken", "future", "other", "person", "theme", "trialInfo"])
-        #expect(byKey["person"] == RecordReport(key: "person", schema: "Person", storedVersion: 0, latestVersion: 3,
-                                                state: .outdated, form: .bare, steps: [1, 2, 3]))
+        #expect(
+            byKey["person"]
+                == RecordReport(
+                    key: "person", schema: "Person", storedVersion: 0, latestVersion: 3,
+                    state: .outdated, form: .bare, steps: [1, 2, 3]))
         #expect(byKey["trialInfo"]?.state == .outdated)
         #expect(byKey["trialInfo"]?.form == .inlineVersion)
         #expect(byKey["trialInfo"]?.steps == [2])
@@ -73,13 +79,21 @@ struct MigratorTests {
         let before = try untouched.map { try store.data(forKey: $0) }
         let reports = try migrator(store).run()
         let states = Dictionary(uniqueKeysWithValues: reports.map { ($0.key, $0.state) })
-        #expect(states == ["broken": .unreadable, "future": .newer, "other": .unmanaged, "person": .migrated,
-                           "theme": .unmanaged, "trialInfo": .migrated])
+        #expect(
+            states == [
+                "broken": .unreadable, "future": .newer, "other": .unmanaged, "person": .migrated,
+                "theme": .unmanaged, "trialInfo": .migrated
+            ])
         #expect(try untouched.map { try store.data(forKey: $0) } == before)
-        #expect(try store.data(forKey: "person") == bytes(
-            #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#))
-        #expect(try store.data(forKey: "trialInfo") == bytes(
-            #"{"data":{"deviceId":"old","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#))
+        #expect(
+            try store.data(forKey: "person")
+                == bytes(
+                    #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#))
+        #expect(
+            try store.data(forKey: "trialInfo")
+                == bytes(
+                    #"{"data":{"deviceId":"old","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#
+                ))
 
         let snapshot = try store.allData().map(\.data)
         let again = try migrator(store).run()
@@ -92,12 +106,14 @@ struct MigratorTests {
     func backup() throws {
         let store = seededStore()
         let directory = try temporaryDirectory()
-        let destination = BackupDirectory.timestamped(in: directory + "/backups", at: Date(timeIntervalSince1970: 1_763_700_000))
+        let destination = BackupDirectory.timestamped(
+            in: directory + "/backups", at: Date(timeIntervalSince1970: 1_763_700_000))
         #expect(destination.path.hasSuffix("/backups/20251121T044000Z"))
         let reports = try migrator(store).run(backup: destination)
         let person = try #require(reports.first { $0.key == "person" })
         #expect(person.backupPath == destination.path + "/person.json")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: destination.path + "/person.json"))
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: destination.path + "/person.json"))
                 == bytes(#"{"name":"Ada","age":"36"}"#))
         #expect(try mode(of: destination.path + "/person.json") == 0o600)
         #expect(try mode(of: destination.path) == 0o700)
@@ -117,9 +133,13 @@ struct MigratorTests {
             paths.append(destination.path)
             _ = try migrator(store).run(backup: destination)
         }
-        #expect(paths.map { ($0 as NSString).lastPathComponent } == ["20251121T044000Z", "20251121T044000Z-2", "20251121T044000Z-3"])
+        #expect(
+            paths.map { ($0 as NSString).lastPathComponent } == [
+                "20251121T044000Z", "20251121T044000Z-2", "20251121T044000Z-3"
+            ])
         for (run, path) in paths.enumerated() {
-            #expect(try Data(contentsOf: URL(fileURLWithPath: path + "/person.json"))
+            #expect(
+                try Data(contentsOf: URL(fileURLWithPath: path + "/person.json"))
                     == bytes(#"{"name":"Run \#(run + 1)","age":"36"}"#))
             #expect(try mode(of: path) == 0o700)
         }
@@ -128,14 +148,20 @@ struct MigratorTests {
     @Test("a second backup of a key in the same directory is kept beside the first, never over it")
     func backupFilesNeverOverwritten() throws {
         let destination = BackupDirectory(path: try temporaryDirectory() + "/b")
-        #expect(try destination.save(bytes("1"), forKey: "person", store: "memory:x") == destination.path + "/person.json")
-        #expect(try destination.save(bytes("2"), forKey: "person", store: "memory:x") == destination.path + "/person~2.json")
-        #expect(try destination.save(bytes("3"), forKey: "person", store: "memory:x") == destination.path + "/person~3.json")
+        #expect(
+            try destination.save(bytes("1"), forKey: "person", store: "memory:x") == destination.path + "/person.json")
+        #expect(
+            try destination.save(bytes("2"), forKey: "person", store: "memory:x") == destination.path + "/person~2.json"
+        )
+        #expect(
+            try destination.save(bytes("3"), forKey: "person", store: "memory:x") == destination.path + "/person~3.json"
+        )
         #expect(try Data(contentsOf: URL(fileURLWithPath: destination.path + "/person.json")) == bytes("1"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: destination.path + "/person~2.json")) == bytes("2"))
         #expect(BackupDirectory.fileName(forKey: "person~2") == "person%7E2.json", "no key's file name has a ~")
         destination.removeIfEmpty()
-        #expect(FileManager.default.fileExists(atPath: destination.path), "a directory holding backups is never removed")
+        #expect(
+            FileManager.default.fileExists(atPath: destination.path), "a directory holding backups is never removed")
     }
 
     @Test("backup file names escape characters that are not safe in a file name")

@@ -7,7 +7,10 @@ import Testing
 // no key list anywhere.
 
 private enum Appearance: String, Codable, Sendable { case light, dark, system }  // not CaseIterable
-private enum Density: Int, Codable, Sendable, CaseIterable { case compact = 1, regular = 2 }
+private enum Density: Int, Codable, Sendable, CaseIterable {
+    case compact = 1
+    case regular = 2
+}
 private enum Sync: Codable, Sendable, Equatable {  // associated values
     case off
     case every(minutes: Int)
@@ -43,8 +46,10 @@ private struct ProfileV1: ModelVersion, Equatable {
     var limits: [String: Int]
     var nickname: String?
 
-    init(id: UUID, displayName: String, theme: Appearance, density: Density, homepage: URL?, created: Date, avatar: Data,
-         balance: Decimal, window: Window, sync: Sync, tags: [String], limits: [String: Int], nickname: String?) {
+    init(
+        id: UUID, displayName: String, theme: Appearance, density: Density, homepage: URL?, created: Date, avatar: Data,
+        balance: Decimal, window: Window, sync: Sync, tags: [String], limits: [String: Int], nickname: String?
+    ) {
         self.id = id
         self.displayName = displayName
         self.theme = theme
@@ -61,9 +66,10 @@ private struct ProfileV1: ModelVersion, Equatable {
     }
 
     init(migrating previous: ProfileV0, context: MigrationContext) {
-        self.init(id: previous.id, displayName: previous.name, theme: previous.theme, density: .regular, homepage: nil,
-                  created: context.now, avatar: Data(), balance: 0, window: Window(width: 800, height: 600, theme: .system),
-                  sync: .off, tags: [], limits: [:], nickname: nil)
+        self.init(
+            id: previous.id, displayName: previous.name, theme: previous.theme, density: .regular, homepage: nil,
+            created: context.now, avatar: Data(), balance: 0, window: Window(width: 800, height: 600, theme: .system),
+            sync: .off, tags: [], limits: [:], nickname: nil)
     }
 }
 
@@ -79,7 +85,9 @@ private struct ProfileV2: ModelVersion, Equatable {
     var locale: String
 
     enum CodingKeys: String, CodingKey {
-        case id = "profile_id", displayName = "display_name", theme, window, sync, locale
+        case id = "profile_id"
+        case displayName = "display_name"
+        case theme, window, sync, locale
     }
 
     init(id: UUID, displayName: String, theme: Appearance, window: Window, sync: Sync, locale: String) {
@@ -102,8 +110,9 @@ private struct ProfileV2: ModelVersion, Equatable {
     }
 
     init(migrating previous: ProfileV1, context: MigrationContext) {
-        self.init(id: previous.id, displayName: previous.displayName, theme: previous.theme, window: previous.window,
-                  sync: previous.sync, locale: "en")
+        self.init(
+            id: previous.id, displayName: previous.displayName, theme: previous.theme, window: previous.window,
+            sync: previous.sync, locale: "en")
     }
 }
 
@@ -117,17 +126,27 @@ private let profileID = UUID(uuidString: "6F1C2B9A-7E55-4D7B-9B0E-2F4C1A3D5E6F")
 struct OwnModelsTests {
     let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 1_700_000_000))
 
-    @Test("the stored keys of enum, UUID, URL, Date, Data, Decimal, nested and custom-keyed fields are read off Decodable")
+    @Test(
+        "the stored keys of enum, UUID, URL, Date, Data, Decimal, nested and custom-keyed fields are read off Decodable"
+    )
     func keysAreInferred() throws {
         try ChainValidation.validate(Profile.chain)
         let keys = Profile.chain.versionSummaries.map(\.storedKeys)
         #expect(keys[0] == StoredKeys(required: ["id", "name", "theme"]))
-        #expect(keys[1] == StoredKeys(
-            required: ["id", "displayName", "theme", "density", "created", "avatar", "balance", "window", "sync", "tags",
-                       "limits"],
-            optional: ["homepage", "nickname"]))
-        #expect(keys[2] == StoredKeys(required: ["profile_id", "display_name", "theme", "window", "sync"],
-                                      optional: ["locale"]))
+        #expect(
+            keys[1]
+                == StoredKeys(
+                    required: [
+                        "id", "displayName", "theme", "density", "created", "avatar", "balance", "window", "sync",
+                        "tags",
+                        "limits"
+                    ],
+                    optional: ["homepage", "nickname"]))
+        #expect(
+            keys[2]
+                == StoredKeys(
+                    required: ["profile_id", "display_name", "theme", "window", "sync"],
+                    optional: ["locale"]))
     }
 
     @Test("a bare V0 record is recognised by its keys and migrated through both steps")
@@ -136,8 +155,11 @@ struct OwnModelsTests {
         let record = try Profile.chain.read(Data(stored.utf8), context: context)
         #expect(record.storedVersion == 0)
         #expect(record.form == .bare)
-        #expect(record.value == ProfileV2(id: profileID, displayName: "Ada", theme: .dark,
-                                          window: Window(width: 800, height: 600, theme: .system), sync: .off, locale: "en"))
+        #expect(
+            record.value
+                == ProfileV2(
+                    id: profileID, displayName: "Ada", theme: .dark,
+                    window: Window(width: 800, height: 600, theme: .system), sync: .off, locale: "en"))
     }
 
     @Test("an inline-version V1 record with every field type reads back exactly")
@@ -159,14 +181,16 @@ struct OwnModelsTests {
 
     @Test("an envelope of the latest version with custom keys is current, and saving round-trips it byte for byte")
     func envelopeRecord() throws {
-        let value = ProfileV2(id: profileID, displayName: "Ada", theme: .system,
-                              window: Window(width: 1, height: 2, theme: .light), sync: .every(minutes: 15), locale: "fr")
+        let value = ProfileV2(
+            id: profileID, displayName: "Ada", theme: .system,
+            window: Window(width: 1, height: 2, theme: .light), sync: .every(minutes: 15), locale: "fr")
         let bytes = try Profile.chain.encode(value)
-        #expect(String(decoding: bytes, as: UTF8.self) == """
-            {"data":{"display_name":"Ada","locale":"fr","profile_id":"6F1C2B9A-7E55-4D7B-9B0E-2F4C1A3D5E6F",\
-            "sync":{"every":{"minutes":15}},"theme":"system","window":{"height":2,"theme":"light","width":1}},\
-            "schema":"Profile","version":2}
-            """)
+        #expect(
+            String(decoding: bytes, as: UTF8.self) == """
+                {"data":{"display_name":"Ada","locale":"fr","profile_id":"6F1C2B9A-7E55-4D7B-9B0E-2F4C1A3D5E6F",\
+                "sync":{"every":{"minutes":15}},"theme":"system","window":{"height":2,"theme":"light","width":1}},\
+                "schema":"Profile","version":2}
+                """)
         guard case let .current(record) = Profile.chain.outcome(of: bytes, context: context) else {
             Issue.record("expected a current record")
             return
@@ -178,7 +202,8 @@ struct OwnModelsTests {
     @Test("an enum value the version does not know is a corrupt record naming the field, not a crash")
     func unknownEnumValue() throws {
         let stored = #"{"id":"6F1C2B9A-7E55-4D7B-9B0E-2F4C1A3D5E6F","name":"Ada","theme":"sepia"}"#
-        guard case let .failed(error, stored: info) = Profile.chain.outcome(of: Data(stored.utf8), context: context) else {
+        guard case let .failed(error, stored: info) = Profile.chain.outcome(of: Data(stored.utf8), context: context)
+        else {
             Issue.record("expected a failure")
             return
         }

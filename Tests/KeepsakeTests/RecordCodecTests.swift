@@ -4,7 +4,10 @@ import Migrations
 import Synchronization
 import Testing
 
-private struct AmbiguousV0: ModelVersion { static let version = 0; let a: String }
+private struct AmbiguousV0: ModelVersion {
+    static let version = 0
+    let a: String
+}
 private struct AmbiguousV1: ModelVersion {
     typealias Predecessor = AmbiguousV0
     static let version = 1
@@ -12,7 +15,10 @@ private struct AmbiguousV1: ModelVersion {
     init(migrating previous: AmbiguousV0, context: MigrationContext) { a = previous.a + "!" }
 }
 
-private struct FailingV0: ModelVersion { static let version = 0; let n: Int }
+private struct FailingV0: ModelVersion {
+    static let version = 0
+    let n: Int
+}
 private struct FailingV1: ModelVersion {
     typealias Predecessor = FailingV0
     static let version = 1
@@ -27,10 +33,18 @@ private struct FailingV1: ModelVersion {
 /// Encodes differently every time: its round trip can never verify.
 private final class Counter: Sendable {
     let value = Mutex(0)
-    func next() -> Int { value.withLock { $0 += 1; return $0 } }
+    func next() -> Int {
+        value.withLock {
+            $0 += 1
+            return $0
+        }
+    }
 }
 private let unstableCounter = Counter()
-private struct UnstableV0: ModelVersion { static let version = 0; let n: Int }
+private struct UnstableV0: ModelVersion {
+    static let version = 0
+    let n: Int
+}
 private struct UnstableV1: ModelVersion {
     typealias Predecessor = UnstableV0
     static let version = 1
@@ -111,12 +125,13 @@ struct RecordCodecTests {
         #expect(inline.message.contains("unknown extra"))
     }
 
-    @Test("records from a newer release are reported in every form and never overwritten",
-          arguments: [
-              #"{"schema":"Person","version":4,"data":{"alias":"a","email":"e","phone":"p"}}"#,
-              #"{"version":4,"alias":"a"}"#,
-              #""{\"schema\":\"Person\",\"version\":9,\"data\":{}}""#,
-          ])
+    @Test(
+        "records from a newer release are reported in every form and never overwritten",
+        arguments: [
+            #"{"schema":"Person","version":4,"data":{"alias":"a","email":"e","phone":"p"}}"#,
+            #"{"version":4,"alias":"a"}"#,
+            #""{\"schema\":\"Person\",\"version\":9,\"data\":{}}""#
+        ])
     func newer(_ stored: String) throws {
         let error = try loadError(Person.chain, stored)
         #expect(error.code == .newerVersion)
@@ -146,27 +161,31 @@ struct RecordCodecTests {
         #expect(!error.description.contains("36"))
     }
 
-    @Test("values that are not objects are rejected", arguments: [
-        ("42", KeepsakeError.Code.unrecognisedRecord),
-        ("[1,2]", .unrecognisedRecord),
-        ("null", .unrecognisedRecord),
-        (#""plain text""#, .corruptRecord),
-        (#""[1"]"#, .corruptRecord),
-    ])
+    @Test(
+        "values that are not objects are rejected",
+        arguments: [
+            ("42", KeepsakeError.Code.unrecognisedRecord),
+            ("[1,2]", .unrecognisedRecord),
+            ("null", .unrecognisedRecord),
+            (#""plain text""#, .corruptRecord),
+            (#""[1"]"#, .corruptRecord)
+        ])
     func wrongType(_ stored: String, _ code: KeepsakeError.Code) throws {
         #expect(try loadError(Person.chain, stored).code == code)
     }
 
     @Test("an envelope of another model is a schema mismatch")
     func schemaMismatch() throws {
-        let error = try loadError(Person.chain,
+        let error = try loadError(
+            Person.chain,
             #"{"schema":"TrialInfo","version":2,"data":{"version":2,"startDate":0,"deviceId":"d"}}"#)
         #expect(error.code == .schemaMismatch)
     }
 
     @Test("an envelope whose data disagrees about the version is corrupt")
     func envelopeVersionDisagreement() throws {
-        let error = try loadError(TrialInfo.chain,
+        let error = try loadError(
+            TrialInfo.chain,
             #"{"schema":"TrialInfo","version":1,"data":{"version":2,"startDate":0,"deviceId":"d","userId":"u"}}"#)
         #expect(error.code == .corruptRecord)
     }
@@ -233,10 +252,14 @@ struct RecordCodecTests {
     @Test("saving stores the latest version in a sorted envelope with ISO 8601 dates")
     func save() throws {
         let store = InMemoryStore()
-        try Vault(store: store).save(TrialInfoV2(startDate: Date(timeIntervalSince1970: 1_700_000_000.25), deviceId: "d"),
-                             in: TrialInfo.chain)
-        #expect(try store.data(forKey: "trialInfo") == bytes(
-            #"{"data":{"deviceId":"d","startDate":"2023-11-14T22:13:20.250Z","version":2},"schema":"TrialInfo","version":2}"#))
+        try Vault(store: store).save(
+            TrialInfoV2(startDate: Date(timeIntervalSince1970: 1_700_000_000.25), deviceId: "d"),
+            in: TrialInfo.chain)
+        #expect(
+            try store.data(forKey: "trialInfo")
+                == bytes(
+                    #"{"data":{"deviceId":"d","startDate":"2023-11-14T22:13:20.250Z","version":2},"schema":"TrialInfo","version":2}"#
+                ))
     }
 
     @Test("saving over an envelope of another model is refused")
@@ -254,7 +277,8 @@ struct RecordCodecTests {
         let (state, written) = try load(TrialInfo.chain, #"{"version":0,"startDate":700000000.987654}"#)
         let start = Date(timeIntervalSinceReferenceDate: 700_000_000.987654)
         #expect(state?.value.startDate == start, "in memory the date is exact")
-        #expect(String(decoding: written ?? Data(), as: UTF8.self).contains(#""startDate":"2023-03-08T20:26:40.987654Z""#))
+        #expect(
+            String(decoding: written ?? Data(), as: UTF8.self).contains(#""startDate":"2023-03-08T20:26:40.987654Z""#))
         let reread = try Vault(store: InMemoryStore(contents: ["trialInfo": written ?? Data()]), context: context)
             .load(TrialInfo.chain)
         #expect(reread?.value.startDate == start, "the written date reads back equal")

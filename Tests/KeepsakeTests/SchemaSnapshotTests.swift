@@ -250,8 +250,9 @@ private func snapshotFailure(_ chain: AnyModelChain, file: URL) throws -> Schema
 struct SchemaSnapshotTests {
     // MARK: The committed snapshots
 
-    @Test("the committed snapshot of each sample chain (Migrations/Schemas/NAME.json) matches the chain",
-          arguments: ["Person", "TrialInfo"])
+    @Test(
+        "the committed snapshot of each sample chain (Migrations/Schemas/NAME.json) matches the chain",
+        arguments: ["Person", "TrialInfo"])
     func committedSnapshots(_ name: String) throws {
         let chain = try #require(SampleModels.all.first { $0.name == name })
         let file = schemasURL.appendingPathComponent(name + ".json")
@@ -270,15 +271,21 @@ struct SchemaSnapshotTests {
         #expect(snapshot.chain == "Person")
         #expect(Array(snapshot.versions.map(\.type).prefix(4)) == ["PersonV0", "PersonV1", "PersonV2", "PersonV3"])
         #expect(snapshot.versions[1].keys == ["age", "email", "name"])
-        #expect(snapshot.versions[1].shape == RecordShape(fields: [
-            "name": .required(.string), "age": .required(.string), "email": .required(.string),
-        ]))
-        #expect(snapshot.versions[3].shape == RecordShape(fields: ["alias": .required(.string), "email": .required(.string)]))
+        #expect(
+            snapshot.versions[1].shape
+                == RecordShape(fields: [
+                    "name": .required(.string), "age": .required(.string), "email": .required(.string)
+                ]))
+        #expect(
+            snapshot.versions[3].shape
+                == RecordShape(fields: ["alias": .required(.string), "email": .required(.string)]))
         let trial = try JSONDecoder().decode(
             SchemaSnapshot.self, from: Data(contentsOf: schemasURL.appendingPathComponent("TrialInfo.json")))
-        #expect(trial.versions[2].shape == RecordShape(fields: [
-            "version": .required(.integer), "startDate": .required(.date), "deviceId": .required(.string),
-        ]))
+        #expect(
+            trial.versions[2].shape
+                == RecordShape(fields: [
+                    "version": .required(.integer), "startDate": .required(.date), "deviceId": .required(.string)
+                ]))
     }
 
     // MARK: Exporting
@@ -301,7 +308,9 @@ struct SchemaSnapshotTests {
         _ = try SchemaSnapshot.check(sampleChain, file: file)
         let before = try FileManager.default.attributesOfItem(atPath: file.path)[.modificationDate] as? Date
         let report = try SchemaSnapshot.check(sampleChain, file: file)
-        #expect(report == SchemaSnapshot.Report(chain: "Sample", checked: [0, 1], recorded: [], createdFile: false, notes: []))
+        #expect(
+            report
+                == SchemaSnapshot.Report(chain: "Sample", checked: [0, 1], recorded: [], createdFile: false, notes: []))
         #expect(try contents(file) == sampleSnapshotJSON)
         #expect(try FileManager.default.attributesOfItem(atPath: file.path)[.modificationDate] as? Date == before)
     }
@@ -310,10 +319,11 @@ struct SchemaSnapshotTests {
     func roundTrips() throws {
         let snapshot = SchemaSnapshot(sampleChain)
         #expect(try JSONDecoder().decode(SchemaSnapshot.self, from: snapshot.encoded()) == snapshot)
-        #expect(snapshot.versions[1].shape?.description == """
-            {createdAt: date, kind: string, note?: string, owner: {id: uuid, name: string}, scores: [string: number], \
-            tags: [string], title: string}
-            """)
+        #expect(
+            snapshot.versions[1].shape?.description == """
+                {createdAt: date, kind: string, note?: string, owner: {id: uuid, name: string}, scores: [string: number], \
+                tags: [string], title: string}
+                """)
     }
 
     // MARK: Failing on a changed released version
@@ -324,14 +334,18 @@ struct SchemaSnapshotTests {
         _ = try SchemaSnapshot.check(sampleChain, file: file)
         let error = try snapshotFailure(ModelChain<AddedV1>(name: "Sample", defaultKeys: []).erased, file: file)
         #expect(error.chain == "Sample")
-        #expect(error.changes == [
-            .init(kind: .shapeChanged, version: 1, typeName: "AddedV1", key: "priority",
-                  reason: "added (now: required integer)"),
-        ])
-        #expect(error.description.hasPrefix("""
-            Schema snapshot Sample.json of chain 'Sample' does not match the chain: version 1 (AddedV1), \
-            key 'priority': added (now: required integer). A released version is frozen
-            """))
+        #expect(
+            error.changes == [
+                .init(
+                    kind: .shapeChanged, version: 1, typeName: "AddedV1", key: "priority",
+                    reason: "added (now: required integer)")
+            ])
+        #expect(
+            error.description.hasPrefix(
+                """
+                Schema snapshot Sample.json of chain 'Sample' does not match the chain: version 1 (AddedV1), \
+                key 'priority': added (now: required integer). A released version is frozen
+                """))
         #expect(error.description.contains("make the change in a new version"))
         #expect(try contents(file) == sampleSnapshotJSON, "a failing check leaves the file as it was")
     }
@@ -341,9 +355,12 @@ struct SchemaSnapshotTests {
         let file = try temporarySnapshotFile()
         _ = try SchemaSnapshot.check(sampleChain, file: file)
         let error = try snapshotFailure(ModelChain<RemovedV1>(name: "Sample", defaultKeys: []).erased, file: file)
-        #expect(error.changes == [
-            .init(kind: .shapeChanged, version: 1, typeName: "RemovedV1", key: "kind", reason: "removed (was: required string)"),
-        ])
+        #expect(
+            error.changes == [
+                .init(
+                    kind: .shapeChanged, version: 1, typeName: "RemovedV1", key: "kind",
+                    reason: "removed (was: required string)")
+            ])
         #expect(error.description.contains("version 1 (RemovedV1), key 'kind': removed (was: required string)"))
     }
 
@@ -353,7 +370,8 @@ struct SchemaSnapshotTests {
         _ = try SchemaSnapshot.check(sampleChain, file: file)
         let error = try snapshotFailure(ModelChain<RetypedV1>(name: "Sample", defaultKeys: []).erased, file: file)
         #expect(error.changes.map(\.key) == ["owner.id", "scores[*]"])
-        #expect(error.changes.map(\.reason) == ["type changed from uuid to string", "type changed from number to integer"])
+        #expect(
+            error.changes.map(\.reason) == ["type changed from uuid to string", "type changed from number to integer"])
         #expect(error.changes.allSatisfy { $0.version == 1 && $0.typeName == "RetypedV1" })
     }
 
@@ -362,7 +380,9 @@ struct SchemaSnapshotTests {
         let file = try temporarySnapshotFile()
         _ = try SchemaSnapshot.check(sampleChain, file: file)
         let error = try snapshotFailure(ModelChain<RequiredNoteV1>(name: "Sample", defaultKeys: []).erased, file: file)
-        #expect(error.changes.map(\.description) == ["version 1 (RequiredNoteV1), key 'note': made required (was optional)"])
+        #expect(
+            error.changes.map(\.description) == ["version 1 (RequiredNoteV1), key 'note': made required (was optional)"]
+        )
     }
 
     @Test("a snapshot whose released shape was edited by hand fails the same way (a key made optional)")
@@ -382,12 +402,17 @@ struct SchemaSnapshotTests {
         let file = try temporarySnapshotFile()
         _ = try SchemaSnapshot.check(sampleChain, file: file)
         let error = try snapshotFailure(ModelChain<SampleV0>(name: "Sample", defaultKeys: []).erased, file: file)
-        #expect(error.changes == [
-            .init(kind: .versionRemoved, version: 1, typeName: "SampleV1", key: nil, reason: """
-                the version is in the snapshot but no longer in the chain, so its records can no longer be read
-                """),
-        ])
-        #expect(error.description.contains("version 1 (SampleV1): the version is in the snapshot but no longer in the chain"))
+        #expect(
+            error.changes == [
+                .init(
+                    kind: .versionRemoved, version: 1, typeName: "SampleV1", key: nil,
+                    reason: """
+                        the version is in the snapshot but no longer in the chain, so its records can no longer be read
+                        """)
+            ])
+        #expect(
+            error.description.contains(
+                "version 1 (SampleV1): the version is in the snapshot but no longer in the chain"))
     }
 
     @Test("another chain's file fails: a chain's name is in every envelope")
@@ -443,17 +468,23 @@ struct SchemaSnapshotTests {
     func keysOnlyVersion() throws {
         let file = try temporarySnapshotFile()
         let report = try SchemaSnapshot.check(ModelChain<OpaqueV0>(name: "Opaque", defaultKeys: []), file: file)
-        #expect(report.notes == [
-            "version 0's shape cannot be read off OpaqueV0's Decodable conformance; only its keys are checked",
-            "Sample.json did not exist and was written; commit it",
-        ])
+        #expect(
+            report.notes == [
+                "version 0's shape cannot be read off OpaqueV0's Decodable conformance; only its keys are checked",
+                "Sample.json did not exist and was written; commit it"
+            ])
         let snapshot = try JSONDecoder().decode(SchemaSnapshot.self, from: Data(contentsOf: file))
-        #expect(snapshot.versions == [
-            .init(version: 0, type: "OpaqueV0", oldestReader: 0, keys: ["code"], optionalKeys: [], shape: nil),
-        ])
+        #expect(
+            snapshot.versions == [
+                .init(version: 0, type: "OpaqueV0", oldestReader: 0, keys: ["code"], optionalKeys: [], shape: nil)
+            ])
         let again = try SchemaSnapshot.check(ModelChain<OpaqueV0>(name: "Opaque", defaultKeys: []), file: file)
-        #expect(again.notes == ["version 0's shape cannot be read off OpaqueV0's Decodable conformance; only its keys are checked"])
-        let error = try snapshotFailure(ModelChain<OpaqueMoreKeysV0>(name: "Opaque", defaultKeys: []).erased, file: file)
+        #expect(
+            again.notes == [
+                "version 0's shape cannot be read off OpaqueV0's Decodable conformance; only its keys are checked"
+            ])
+        let error = try snapshotFailure(
+            ModelChain<OpaqueMoreKeysV0>(name: "Opaque", defaultKeys: []).erased, file: file)
         #expect(error.changes.map(\.description) == ["version 0 (OpaqueMoreKeysV0), key 'note': added (now: optional)"])
     }
 
@@ -463,12 +494,15 @@ struct SchemaSnapshotTests {
     func ambiguousChainFails() throws {
         let file = try temporarySnapshotFile()
         let error = try snapshotFailure(ModelChain<TwinV1>(name: "Twins", defaultKeys: []).erased, file: file)
-        #expect(error.changes == [
-            .init(kind: .ambiguous, version: 1, typeName: "TwinV1", key: nil, reason: """
-                versions 0 (TwinV0) and 1 (TwinV1) could both match one record stored without a version; give one \
-                a required key the other cannot have
-                """),
-        ])
+        #expect(
+            error.changes == [
+                .init(
+                    kind: .ambiguous, version: 1, typeName: "TwinV1", key: nil,
+                    reason: """
+                        versions 0 (TwinV0) and 1 (TwinV1) could both match one record stored without a version; give one \
+                        a required key the other cannot have
+                        """)
+            ])
         #expect(!FileManager.default.fileExists(atPath: file.path), "nothing is written for a failing chain")
     }
 
@@ -484,7 +518,10 @@ struct SchemaSnapshotTests {
 
 // MARK: - Shapes
 
-private enum Level: Int, Codable { case low = 1, high = 2 }
+private enum Level: Int, Codable {
+    case low = 1
+    case high = 2
+}
 private enum Payload: Codable {
     case text(String)
     case number(Int)
@@ -533,36 +570,42 @@ struct RecordShapeTests {
     @Test("every kind of field: plain values, raw-value enums, Foundation types, nested arrays and maps")
     func everyKind() throws {
         let shape = try #require(RecordShape.of(Everything.self))
-        #expect(shape == RecordShape(fields: [
-            "flag": .required(.bool),
-            "ratio": .required(.number),
-            "small": .required(.integer),
-            "level": .required(.integer),
-            "payload": .required(.unknown),
-            "blob": .required(.data),
-            "link": .required(.url),
-            "amount": .required(.decimal),
-            "grid": .required(.array(.array(.integer))),
-            "maybes": .required(.array(.nullable(.string))),
-            "byNumber": .required(.map(.string)),
-            "nestedMaps": .required(.map(.map(.bool))),
-            "tree": .required(.object(RecordShape(fields: [
-                "name": .required(.string),
-                "children": .required(.array(.unknown)),
-                "parent": .optional(.object(RecordShape(fields: ["node": .required(.unknown)]))),
-            ]))),
-            "when": .optional(.date),
-        ]))
+        #expect(
+            shape
+                == RecordShape(fields: [
+                    "flag": .required(.bool),
+                    "ratio": .required(.number),
+                    "small": .required(.integer),
+                    "level": .required(.integer),
+                    "payload": .required(.unknown),
+                    "blob": .required(.data),
+                    "link": .required(.url),
+                    "amount": .required(.decimal),
+                    "grid": .required(.array(.array(.integer))),
+                    "maybes": .required(.array(.nullable(.string))),
+                    "byNumber": .required(.map(.string)),
+                    "nestedMaps": .required(.map(.map(.bool))),
+                    "tree": .required(
+                        .object(
+                            RecordShape(fields: [
+                                "name": .required(.string),
+                                "children": .required(.array(.unknown)),
+                                "parent": .optional(.object(RecordShape(fields: ["node": .required(.unknown)])))
+                            ]))),
+                    "when": .optional(.date)
+                ]))
     }
 
     @Test("a hand-written init(from:): nested containers, nullable and present-only keys")
     func handWritten() throws {
         let shape = try #require(RecordShape.of(Custom.self))
-        #expect(shape == RecordShape(fields: [
-            "size": .required(.object(RecordShape(fields: ["width": .required(.integer)]))),
-            "label": .required(.nullable(.string)),
-            "extra": .required(.bool),
-        ]))
+        #expect(
+            shape
+                == RecordShape(fields: [
+                    "size": .required(.object(RecordShape(fields: ["width": .required(.integer)]))),
+                    "label": .required(.nullable(.string)),
+                    "extra": .required(.bool)
+                ]))
     }
 
     @Test("a type that is not a JSON object, or cannot be probed, has no shape")
@@ -585,14 +628,15 @@ struct RecordShapeTests {
     func json() throws {
         let shape = RecordShape(fields: [
             "a": .optional(.nullable(.array(.map(.uuid)))),
-            "b": .required(.object(RecordShape(fields: ["c": .required(.unknown)]))),
+            "b": .required(.object(RecordShape(fields: ["c": .required(.unknown)])))
         ])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let text = String(decoding: try encoder.encode(shape), as: UTF8.self)
-        #expect(text == #"""
-            {"a":{"required":false,"type":{"nullable":{"array":{"map":"uuid"}}}},"b":{"required":true,"type":{"object":{"c":{"required":true,"type":"unknown"}}}}}
-            """#)
+        #expect(
+            text == #"""
+                {"a":{"required":false,"type":{"nullable":{"array":{"map":"uuid"}}}},"b":{"required":true,"type":{"object":{"c":{"required":true,"type":"unknown"}}}}}
+                """#)
         #expect(try JSONDecoder().decode(RecordShape.self, from: Data(text.utf8)) == shape)
         #expect(throws: DecodingError.self) {
             try JSONDecoder().decode(RecordShape.self, from: Data(#"{"a":{"required":true,"type":"text"}}"#.utf8))

@@ -28,7 +28,9 @@ struct DefaultsStoreTests {
         #expect(try mode(of: (directory as NSString).deletingLastPathComponent) == 0o700)
         #expect(try mode(of: directory + "/suite.json") == 0o600)
         #expect(try mode(of: directory + "/suite.json.lock") == 0o600)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["suite.json", "suite.json.lock"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["suite.json", "suite.json.lock"]
+        )
     }
 
     @Test("writes one member per line with keys sorted, and keeps untouched values byte for byte")
@@ -37,19 +39,21 @@ struct DefaultsStoreTests {
         try bytes(#"{"zeta": [1, 2,   3], "alpha" : {"x":true}}"#).write(to: URL(fileURLWithPath: path))
         let store = DefaultsStore(path: path)
         try store.set(7, forKey: "middle")
-        #expect(try String(contentsOfFile: path, encoding: .utf8) == """
-            {
-              "alpha": {"x":true},
-              "middle": 7,
-              "zeta": [1, 2,   3]
-            }
+        #expect(
+            try String(contentsOfFile: path, encoding: .utf8) == """
+                {
+                  "alpha": {"x":true},
+                  "middle": 7,
+                  "zeta": [1, 2,   3]
+                }
 
-            """)
+                """)
         #expect(try store.data(forKey: "zeta") == bytes("[1, 2,   3]"))
     }
 
-    @Test("a corrupt document is an error naming the store, and is never overwritten",
-          arguments: ["not json", "[1,2]", #"{"a":1,"a":2}"#, #"{"a":1} trailing"#, ""])
+    @Test(
+        "a corrupt document is an error naming the store, and is never overwritten",
+        arguments: ["not json", "[1,2]", #"{"a":1,"a":2}"#, #"{"a":1} trailing"#, ""])
     func corruptDocument(_ contents: String) throws {
         let path = try temporaryDirectory() + "/suite.json"
         try bytes(contents).write(to: URL(fileURLWithPath: path))
@@ -102,13 +106,16 @@ struct DefaultsStoreTests {
     @Test("records and plain values live side by side; a record read migrates and writes back")
     func recordsBesidePlainValues() throws {
         let path = try temporaryDirectory() + "/suite.json"
-        try bytes(#"{"theme":"dark","person":"{\"name\":\"Ada\",\"age\":\"36\"}"}"#).write(to: URL(fileURLWithPath: path))
+        try bytes(#"{"theme":"dark","person":"{\"name\":\"Ada\",\"age\":\"36\"}"}"#).write(
+            to: URL(fileURLWithPath: path))
         let store = DefaultsStore(path: path)
         let context = MigrationContext.fixed(now: Date(), deviceIdentity: "d")
         let state = try Vault(store: store, context: context).load(Person.chain)
         #expect(state?.value == PersonV3(alias: "Ada", email: "---") && state?.storedVersion == 0)
         #expect(try store.value(String.self, forKey: "theme") == "dark")
-        #expect(try store.data(forKey: "person") == bytes(#"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#))
+        #expect(
+            try store.data(forKey: "person")
+                == bytes(#"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#))
     }
 
     @Test("bytes that are not one JSON value are refused before anything is written")
@@ -123,8 +130,9 @@ struct DefaultsStoreTests {
 
     @Test("the default place is $XDG_CONFIG_HOME/<app>/<suite>.json, else ~/.config")
     func defaultPlace() throws {
-        let xdg = try DefaultsStore(suite: "settings", app: "com.example.notes",
-                                    environment: ["XDG_CONFIG_HOME": "/cfg", "HOME": "/home/u"])
+        let xdg = try DefaultsStore(
+            suite: "settings", app: "com.example.notes",
+            environment: ["XDG_CONFIG_HOME": "/cfg", "HOME": "/home/u"])
         #expect(xdg.path == "/cfg/com.example.notes/settings.json")
         let home = try DefaultsStore(suite: "settings", app: "notes", environment: ["HOME": "/home/u"])
         #expect(home.path == "/home/u/.config/notes/settings.json")

@@ -40,7 +40,8 @@ final class FaultyStore: RecordStore {
     func data(forKey key: String) throws(KeepsakeError) -> Data? {
         let data = try base.data(forKey: key)
         if case let .readBackDiffers(target) = fault, key == target, state.withLock({ $0.written.contains(key) }),
-           let data {
+            let data
+        {
             return data + Data("!".utf8)
         }
         return data
@@ -81,7 +82,8 @@ final class FaultyStore: RecordStore {
 
 @Suite("StoreTransfer: copy and move between stores")
 struct StoreTransferTests {
-    let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "dev", identifierPrefix: "u")
+    let context = MigrationContext.fixed(
+        now: Date(timeIntervalSince1970: 0), deviceIdentity: "dev", identifierPrefix: "u")
     let person = bytes(#"{"name":"Ada","age":"36"}"#)
     let personV3 = bytes(#"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#)
     let token = bytes(#""s3cr3t-token""#)
@@ -89,8 +91,11 @@ struct StoreTransferTests {
     /// A real defaults suite holding an old Person, a plain token and a theme.
     func legacySuite() throws -> DefaultsStore {
         let suite = DefaultsStore(path: try temporaryDirectory() + "/legacy.json")
-        try suite.commit([StoreWrite(key: "person", value: person), StoreWrite(key: "apiToken", value: token),
-                          StoreWrite(key: "theme", value: bytes(#""dark""#))]).forEach { #expect($0 == .applied) }
+        let results = try suite.commit([
+            StoreWrite(key: "person", value: person), StoreWrite(key: "apiToken", value: token),
+            StoreWrite(key: "theme", value: bytes(#""dark""#))
+        ])
+        #expect(results == [.applied, .applied, .applied])
         return suite
     }
 
@@ -102,16 +107,22 @@ struct StoreTransferTests {
         Dictionary(uniqueKeysWithValues: try store.allData().map { ($0.key, $0.data) })
     }
 
-    @Test("a move of named keys migrates the managed record, copies the plain value as its bytes, and empties the source of them")
+    @Test(
+        "a move of named keys migrates the managed record, copies the plain value as its bytes, and empties the source of them"
+    )
     func moveNamedKeys() throws {
         let suite = try legacySuite()
         let destination = InMemoryStore(name: "vault")
-        let report = try transfer(suite, destination).run(.keys(["person", "apiToken"]),
-                                                          options: .init(move: true, migrate: true))
+        let report = try transfer(suite, destination).run(
+            .keys(["person", "apiToken"]),
+            options: .init(move: true, migrate: true))
         #expect(report.outcome == .completed)
         #expect(report.records.map(\.state) == [.moved, .moved])
-        #expect(report.records[0] == TransferRecord(key: "person", schema: "Person", storedVersion: 0, writtenVersion: 3,
-                                                    migrated: true, state: .moved))
+        #expect(
+            report.records[0]
+                == TransferRecord(
+                    key: "person", schema: "Person", storedVersion: 0, writtenVersion: 3,
+                    migrated: true, state: .moved))
         #expect(report.records[1] == TransferRecord(key: "apiToken", unmanaged: true, state: .moved))
         #expect(try contents(destination) == ["person": personV3, "apiToken": token])
         #expect(try suite.keys() == ["theme"])
@@ -124,8 +135,12 @@ struct StoreTransferTests {
         let destination = InMemoryStore(name: "copy")
         let report = try transfer(suite, destination).run(.managed)
         #expect(report.outcome == .completed)
-        #expect(report.records == [TransferRecord(key: "person", schema: "Person", storedVersion: 0, writtenVersion: 0,
-                                                  state: .copied)])
+        #expect(
+            report.records == [
+                TransferRecord(
+                    key: "person", schema: "Person", storedVersion: 0, writtenVersion: 0,
+                    state: .copied)
+            ])
         #expect(try contents(destination) == ["person": person])
         #expect(try contents(suite) == before)
         let all = try transfer(suite, InMemoryStore(name: "all")).run(.all)
@@ -145,8 +160,9 @@ struct StoreTransferTests {
         #expect(try contents(destination) == ["apiToken": bytes(#""other""#)])
         #expect(try suite.keys() == ["apiToken", "person", "theme"])
 
-        let replaced = try transfer(suite, destination).run(.keys(["person", "apiToken"]),
-                                                            options: .init(move: true, overwrite: true))
+        let replaced = try transfer(suite, destination).run(
+            .keys(["person", "apiToken"]),
+            options: .init(move: true, overwrite: true))
         #expect(replaced.outcome == .completed)
         #expect(replaced.records[1].replaced)
         #expect(try contents(destination) == ["person": person, "apiToken": token])
@@ -248,16 +264,20 @@ struct StoreTransferTests {
 
     /// The destination held `apiToken` = "old" and `other`; the source holds person, apiToken, theme.
     func faultyRun(_ fault: FaultyStore.Fault, move: Bool = true)
-        throws -> (report: TransferReport, source: [String: Data], destination: [String: Data], before: [String: Data]) {
+        throws -> (report: TransferReport, source: [String: Data], destination: [String: Data], before: [String: Data])
+    {
         let suite = try legacySuite()
         let sourceBefore = try contents(suite)
         let real = DefaultsStore(path: try temporaryDirectory() + "/dest.json")
         try real.setData(bytes(#""old""#), forKey: "apiToken")
         try real.setData(bytes("1"), forKey: "other")
         let before = try contents(real)
-        let source: any RecordStore = [.removalFails, .removalThrows].contains(fault) ? FaultyStore(suite, fault: fault) : suite
-        let destination: any RecordStore = [.removalFails, .removalThrows].contains(fault) ? real : FaultyStore(real, fault: fault)
-        let report = try transfer(source, destination).run(.all, options: .init(move: move, migrate: true, overwrite: true))
+        let source: any RecordStore =
+            [.removalFails, .removalThrows].contains(fault) ? FaultyStore(suite, fault: fault) : suite
+        let destination: any RecordStore =
+            [.removalFails, .removalThrows].contains(fault) ? real : FaultyStore(real, fault: fault)
+        let report = try transfer(source, destination).run(
+            .all, options: .init(move: move, migrate: true, overwrite: true))
         // Never in neither: every source record is in the source or the destination.
         let after = try contents(suite), destinationAfter = try contents(real)
         for key in sourceBefore.keys {
@@ -280,7 +300,9 @@ struct StoreTransferTests {
         #expect(partial.report.records.map(\.state) == [.reverted, .failed, .failed])
     }
 
-    @Test("a read-back that differs: the destination is restored, the source untouched, the record says verificationFailed")
+    @Test(
+        "a read-back that differs: the destination is restored, the source untouched, the record says verificationFailed"
+    )
     func readBackDiffers() throws {
         let run = try faultyRun(.readBackDiffers("person"))
         #expect(run.report.outcome == .reverted)

@@ -16,14 +16,16 @@ struct StoreURITests {
         }
     }
 
-    @Test("each scheme parses into its kind and location, and prints back as given", arguments: [
-        ("defaults:/var/lib/app/settings.json", StoreURI.Scheme.defaults, "/var/lib/app/settings.json"),
-        ("defaults:suite.json", .defaults, "suite.json"),
-        ("file:/var/lib/app/records", .file, "/var/lib/app/records"),
-        ("keyring:com.example.app", .keyring, "com.example.app"),
-        ("memory:previews", .memory, "previews"),
-        ("defaults:C:/odd:name.json", .defaults, "C:/odd:name.json"),
-    ])
+    @Test(
+        "each scheme parses into its kind and location, and prints back as given",
+        arguments: [
+            ("defaults:/var/lib/app/settings.json", StoreURI.Scheme.defaults, "/var/lib/app/settings.json"),
+            ("defaults:suite.json", .defaults, "suite.json"),
+            ("file:/var/lib/app/records", .file, "/var/lib/app/records"),
+            ("keyring:com.example.app", .keyring, "com.example.app"),
+            ("memory:previews", .memory, "previews"),
+            ("defaults:C:/odd:name.json", .defaults, "C:/odd:name.json")
+        ])
     func valid(_ text: String, _ scheme: StoreURI.Scheme, _ location: String) throws {
         let uri = try StoreURI(parsing: text, environment: home)
         #expect(uri.scheme == scheme)
@@ -32,15 +34,17 @@ struct StoreURITests {
         #expect(StoreURI(text) == uri)
     }
 
-    @Test("a leading ~/ of a path is expanded against HOME; a keyring service is kept as written", arguments: [
-        ("defaults:~/settings.json", ["HOME": "/home/ada"], "/home/ada/settings.json"),
-        ("file:~/records", ["HOME": "/home/ada/"], "/home/ada/records"),
-        ("file:~", ["HOME": "/home/ada"], "/home/ada"),
-        ("defaults:~/s.json", ["HOME": "/"], "/s.json"),
-        ("defaults:~ada/s.json", ["HOME": "/home/ada"], "~ada/s.json"),
-        ("defaults:/srv/~/s.json", ["HOME": "/home/ada"], "/srv/~/s.json"),
-        ("keyring:~/service", ["HOME": "/home/ada"], "~/service"),
-    ])
+    @Test(
+        "a leading ~/ of a path is expanded against HOME; a keyring service is kept as written",
+        arguments: [
+            ("defaults:~/settings.json", ["HOME": "/home/ada"], "/home/ada/settings.json"),
+            ("file:~/records", ["HOME": "/home/ada/"], "/home/ada/records"),
+            ("file:~", ["HOME": "/home/ada"], "/home/ada"),
+            ("defaults:~/s.json", ["HOME": "/"], "/s.json"),
+            ("defaults:~ada/s.json", ["HOME": "/home/ada"], "~ada/s.json"),
+            ("defaults:/srv/~/s.json", ["HOME": "/home/ada"], "/srv/~/s.json"),
+            ("keyring:~/service", ["HOME": "/home/ada"], "~/service")
+        ])
     func tildeExpansion(_ text: String, _ environment: [String: String], _ location: String) throws {
         let uri = try StoreURI(parsing: text, environment: environment)
         #expect(uri.location == location)
@@ -48,15 +52,18 @@ struct StoreURITests {
         #expect(try StoreURI(parsing: uri.description, environment: [:]) == uri, "the canonical text parses back")
     }
 
-    @Test("an unknown scheme is refused, naming it and the valid forms", arguments: ["sqlite:x.db", "Defaults:x.json", "http://example.com"])
+    @Test(
+        "an unknown scheme is refused, naming it and the valid forms",
+        arguments: ["sqlite:x.db", "Defaults:x.json", "http://example.com"])
     func unknownScheme(_ text: String) throws {
         let error = try #require(refusal(text))
         #expect(error.code == .invalidArgument)
         let scheme = String(text.prefix { $0 != ":" })
-        #expect(error.message == """
-            unknown store kind '\(scheme)'; a store URI is defaults:PATH, file:DIR, keyring:SERVICE or memory:NAME \
-            (a PATH or DIR may start with ~/)
-            """)
+        #expect(
+            error.message == """
+                unknown store kind '\(scheme)'; a store URI is defaults:PATH, file:DIR, keyring:SERVICE or memory:NAME \
+                (a PATH or DIR may start with ~/)
+                """)
         #expect(StoreURI(text) == nil)
     }
 
@@ -67,9 +74,12 @@ struct StoreURITests {
         #expect(error.message.hasPrefix("'settings.json' is not a store URI; a store URI is defaults:PATH, file:DIR"))
     }
 
-    @Test("an empty location is refused, with the form for that scheme", arguments: [
-        ("defaults:", "defaults:PATH"), ("file:", "file:DIR"), ("keyring:", "keyring:SERVICE"), ("memory:", "memory:NAME"),
-    ])
+    @Test(
+        "an empty location is refused, with the form for that scheme",
+        arguments: [
+            ("defaults:", "defaults:PATH"), ("file:", "file:DIR"), ("keyring:", "keyring:SERVICE"),
+            ("memory:", "memory:NAME")
+        ])
     func emptyLocation(_ text: String, _ form: String) throws {
         let error = try #require(refusal(text))
         #expect(error.code == .invalidArgument)

@@ -14,15 +14,17 @@ struct StoredDateTests {
         "1e400", "-1e400", "1e300", "-1e12", "252423993600",
         #""0000-01-01T00:00:00Z""#, #""10000-01-01T00:00:00Z""#, #""99999-01-01T00:00:00Z""#,
         #""2023-02-30T00:00:00Z""#, #""2023-13-01T00:00:00Z""#, #""2023-01-01T24:00:00Z""#,
-        #""2023-01-01T00:60:00Z""#, #""2023-01-01T00:00:00+25:00""#, #""9999-12-31T23:59:59.99999999999999999Z""#,
+        #""2023-01-01T00:60:00Z""#, #""2023-01-01T00:00:00+25:00""#, #""9999-12-31T23:59:59.99999999999999999Z""#
     ]
 
-    @Test("a record whose date cannot be kept is corruptRecord with the field's path, in every form", arguments: hostileDates)
+    @Test(
+        "a record whose date cannot be kept is corruptRecord with the field's path, in every form",
+        arguments: hostileDates)
     func hostileDate(_ date: String) {
         let forms = [
             #"{"version":0,"startDate":\#(date)}"#,
             #"{"schema":"TrialInfo","version":2,"data":{"version":2,"startDate":\#(date),"deviceId":"d"}}"#,
-            #"{"schema":"TrialInfo","version":0,"data":{"version":0,"startDate":\#(date)}}"#,
+            #"{"schema":"TrialInfo","version":0,"data":{"version":0,"startDate":\#(date)}}"#
         ]
         for form in forms {
             for encodeLatest in [false, true] {
@@ -45,10 +47,12 @@ struct StoredDateTests {
     @Test("one record with a date out of range does not stop the others: they migrate, its bytes stay")
     func batchGoesOn() throws {
         let bad = bytes(#"{"version":0,"startDate":1e400}"#)
-        let store = InMemoryStore(name: "dates", contents: [
-            "trialInfo": bad,
-            "person": bytes(#"{"name":"Ada","age":"36"}"#),
-        ])
+        let store = InMemoryStore(
+            name: "dates",
+            contents: [
+                "trialInfo": bad,
+                "person": bytes(#"{"name":"Ada","age":"36"}"#)
+            ])
         let migrator = Migrator(store: store, chains: SampleModels.all, context: context)
         #expect(try migrator.plan().map(\.state) == [.outdated, .unreadable])
         let reports = try migrator.run()
@@ -57,15 +61,19 @@ struct StoredDateTests {
         #expect(reports[1].error?.code == .corruptRecord)
         #expect(reports[1].error?.key == "trialInfo")
         #expect(try store.data(forKey: "trialInfo") == bad)
-        #expect(try store.data(forKey: "person") == bytes(
-            #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#))
+        #expect(
+            try store.data(forKey: "person")
+                == bytes(
+                    #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#))
         #expect(try migrator.preview(key: "trialInfo")?.report.state == .unreadable)
     }
 
     @Test("a numeric date finer than a millisecond migrates losslessly: the written record reads back the same date")
     func numericSubMillisecond() throws {
         let stored = bytes(#"{"version":0,"startDate":700000000.1234567}"#)
-        guard case let .outdated(record, latest?) = TrialInfo.chain.outcome(of: stored, context: context, encodeLatest: true)
+        guard
+            case let .outdated(record, latest?) = TrialInfo.chain.outcome(
+                of: stored, context: context, encodeLatest: true)
         else {
             Issue.record("not migrated")
             return
@@ -88,10 +96,13 @@ struct StoredDateTests {
         }
     }
 
-    @Test("Vault.save of a date outside the years 0001–9999 throws encodingFailed naming the field, and writes nothing",
-          arguments: [Double.infinity, -1e12, 1e300, 252_423_993_600])
+    @Test(
+        "Vault.save of a date outside the years 0001–9999 throws encodingFailed naming the field, and writes nothing",
+        arguments: [Double.infinity, -1e12, 1e300, 252_423_993_600])
     func unwritableDate(_ seconds: Double) throws {
-        let old = bytes(#"{"data":{"deviceId":"d","startDate":"2023-03-08T20:26:40.123Z","version":2},"schema":"TrialInfo","version":2}"#)
+        let old = bytes(
+            #"{"data":{"deviceId":"d","startDate":"2023-03-08T20:26:40.123Z","version":2},"schema":"TrialInfo","version":2}"#
+        )
         let store = InMemoryStore(name: "dates", contents: ["trialInfo": old])
         let vault = Vault(store: store, context: context)
         let value = TrialInfoV2(startDate: Date(timeIntervalSinceReferenceDate: seconds), deviceId: "d")

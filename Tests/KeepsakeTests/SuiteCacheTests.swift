@@ -1,6 +1,7 @@
 import Foundation
 import Keepsake
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,8 +41,9 @@ struct SuiteCacheTests {
         #expect(try store.keys() == ["a"])
     }
 
-    @Test("a settled suite rewritten in place with the same size and its old modification time restored is read again",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "a settled suite rewritten in place with the same size and its old modification time restored is read again",
+        .timeLimit(.minutes(1)))
     func rewrittenInPlaceWithOldTimes() throws {
         let directory = try temporaryDirectory()
         let path = directory + "/suite.json"
@@ -98,14 +100,15 @@ struct SuiteCacheTests {
 @Suite("Defaults store: values validated without building them")
 struct SkippedValueTests {
     static let refused: [String] = [
-        #"{"a":1,"a":2}"#,                          // plain duplicate names
-        #"{"a":1,"\u0061":2}"#,                     // the same name, once escaped
-        #"{"é":1,"\u00e9":2}"#,                     // the same non-ASCII name, once escaped
-        "{" + (0..<40).map { #""k\#($0)":\#($0)"# }.joined(separator: ",") + #","k3":0}"#,  // past the small-object scan
-        #"{"x":{"y":[{"z":1,"z":1}]}}"#,            // a duplicate deep inside
-        "\"a\u{01}b\"",                             // a control character in a string
+        #"{"a":1,"a":2}"#,  // plain duplicate names
+        #"{"a":1,"\u0061":2}"#,  // the same name, once escaped
+        #"{"é":1,"\u00e9":2}"#,  // the same non-ASCII name, once escaped
+        // Past the small-object scan:
+        "{" + (0..<40).map { #""k\#($0)":\#($0)"# }.joined(separator: ",") + #","k3":0}"#,
+        #"{"x":{"y":[{"z":1,"z":1}]}}"#,  // a duplicate deep inside
+        "\"a\u{01}b\"",  // a control character in a string
         #""unterminated"#,
-        #"["\x"]"#,                                 // an invalid escape
+        #"["\x"]"#  // an invalid escape
     ]
 
     @Test("values the parser refuses are refused, with the store's bytes unchanged", arguments: refused)
@@ -133,7 +136,7 @@ struct SkippedValueTests {
         let values = [
             #"{"a":"plain","b":"esc\"aped\\","c":"café","\u0064":"d"}"#,
             "{" + (0..<40).map { #""k\#($0)":"v\#($0)""# }.joined(separator: ",") + "}",
-            #"[{"x":{"y":[1,2,{"z":null}]}},true,false,-1.5e3]"#,
+            #"[{"x":{"y":[1,2,{"z":null}]}},true,false,-1.5e3]"#
         ]
         for (index, value) in values.enumerated() {
             try store.setData(Data(value.utf8), forKey: "v\(index)")

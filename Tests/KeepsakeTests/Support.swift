@@ -39,8 +39,10 @@ final class LockHolder {
     init(lockPath: String, signals directory: String) throws {
         signals = directory
         process.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        process.arguments = [lockPath, "-c",
-                             "touch '\(directory)/held'; while [ ! -e '\(directory)/release' ]; do sleep 0.02; done"]
+        process.arguments = [
+            lockPath, "-c",
+            "touch '\(directory)/held'; while [ ! -e '\(directory)/release' ]; do sleep 0.02; done"
+        ]
         try process.run()
         let deadline = Date().addingTimeInterval(10)
         while !FileManager.default.fileExists(atPath: directory + "/held") && Date() < deadline {

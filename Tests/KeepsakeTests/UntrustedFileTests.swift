@@ -1,7 +1,8 @@
 import Foundation
-@testable import Keepsake
 import Migrations
 import Testing
+
+@testable import Keepsake
 
 /// Untrusted files: anything but a regular file is refused at once, and parsing stays linear.
 @Suite("Untrusted files and sizes")
@@ -21,8 +22,10 @@ struct UntrustedFileTests {
         let path = try temporaryDirectory() + "/suite.json"
         try makeFIFO(path)
         let store = DefaultsStore(path: path)
-        for attempt in [{ _ = try store.keys() }, { _ = try store.data(forKey: "k") },
-                        { try store.setData(bytes("1"), forKey: "k") }, { _ = try store.allRecords() }] {
+        for attempt in [
+            { _ = try store.keys() }, { _ = try store.data(forKey: "k") },
+            { try store.setData(bytes("1"), forKey: "k") }, { _ = try store.allRecords() }
+        ] {
             let error = keepsakeError(attempt)
             #expect(error?.code == .invalidArgument)
             #expect(error?.store == store.uri)
@@ -36,9 +39,11 @@ struct UntrustedFileTests {
     func otherKinds() throws {
         let directory = try temporaryDirectory()
         try FileManager.default.createDirectory(atPath: directory + "/suite.json", withIntermediateDirectories: false)
-        #expect(keepsakeError { _ = try DefaultsStore(path: directory + "/suite.json").keys() }?.cause
+        #expect(
+            keepsakeError { _ = try DefaultsStore(path: directory + "/suite.json").keys() }?.cause
                 == .other("it is a directory, not a regular file"))
-        #expect(keepsakeError { _ = try DefaultsStore(path: "/dev/zero").keys() }?.cause
+        #expect(
+            keepsakeError { _ = try DefaultsStore(path: "/dev/zero").keys() }?.cause
                 == .other("it is a character device, not a regular file"))
     }
 
@@ -57,7 +62,8 @@ struct UntrustedFileTests {
     func hugeRecord() throws {
         var members: [String] = []
         for index in 0..<100_000 { members.append("\"k\(index)\":\(index)") }
-        let outcome = Person.chain.outcome(of: bytes("{" + members.joined(separator: ",") + "}"), context: .fixed(now: Date()))
+        let outcome = Person.chain.outcome(
+            of: bytes("{" + members.joined(separator: ",") + "}"), context: .fixed(now: Date()))
         #expect(outcome.error?.code == .unrecognisedRecord)
         #expect((outcome.error?.message.count ?? .max) < 1000)
         #expect(outcome.error?.message.contains("(99980 more)") == true)

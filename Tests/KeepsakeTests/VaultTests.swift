@@ -5,8 +5,9 @@ import Testing
 
 extension RecordKeys {
     fileprivate static let person = RecordKey(chain: Person.chain)
-    fileprivate static let profile = RecordKey("profile", chain: Person.chain,
-                                               default: PersonV3(alias: "guest", email: "-"))
+    fileprivate static let profile = RecordKey(
+        "profile", chain: Person.chain,
+        default: PersonV3(alias: "guest", email: "-"))
     fileprivate static let trial = RecordKey(chain: TrialInfo.chain)
 }
 
@@ -46,15 +47,18 @@ struct VaultTests {
         let store = InMemoryStore(name: "vault")
         let vault = Vault(store: store, context: context)
         #expect(try vault.load(.person) == nil)
-        #expect(try vault.value(.profile) == PersonV3(alias: "guest", email: "-"), "the default while nothing is stored")
+        #expect(
+            try vault.value(.profile) == PersonV3(alias: "guest", email: "-"), "the default while nothing is stored")
         #expect(try store.keys().isEmpty, "a default is never written")
         #expect { try vault.value(.person) } throws: { error in
             (error as? KeepsakeError)?.code == .notFound && (error as? KeepsakeError)?.key == "person"
         }
 
         try vault.save(PersonV3(alias: "Ada", email: "ada@example.com"), for: .profile)
-        #expect(try store.data(forKey: "profile") == bytes(
-            #"{"data":{"alias":"Ada","email":"ada@example.com"},"schema":"Person","version":3}"#))
+        #expect(
+            try store.data(forKey: "profile")
+                == bytes(
+                    #"{"data":{"alias":"Ada","email":"ada@example.com"},"schema":"Person","version":3}"#))
         #expect(try vault.value(.profile) == PersonV3(alias: "Ada", email: "ada@example.com"))
         #expect(try vault.keys() == ["profile"])
         try vault.remove(.profile)
@@ -98,7 +102,8 @@ struct VaultTests {
         #expect(try String(contentsOfFile: path, encoding: .utf8) == old, "nothing was written")
 
         holder.release()
-        #expect(try Vault(store: store, context: context).load(.person)?.writeBack == .written, "the next load writes it")
+        #expect(
+            try Vault(store: store, context: context).load(.person)?.writeBack == .written, "the next load writes it")
     }
 
     @Test("write-back can be turned off: the record migrates in memory and stays as stored")
@@ -116,7 +121,8 @@ struct VaultTests {
         let directory = try temporaryDirectory()
         let stored = bytes(#"{"name":"Ada","age":"36"}"#)
         let store = InMemoryStore(contents: ["person": stored])
-        let vault = Vault(store: store, context: context, options: .init(backup: BackupDirectory(path: directory + "/b")))
+        let vault = Vault(
+            store: store, context: context, options: .init(backup: BackupDirectory(path: directory + "/b")))
         #expect(try vault.load(.person)?.writeBack == .written)
         #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/b/person.json")) == stored)
     }
@@ -139,7 +145,7 @@ struct VaultTests {
     func noDeviceIdentity() throws {
         let store = InMemoryStore(contents: [
             "person": bytes(#"{"name":"Ada","age":"36"}"#),
-            "trialInfo": bytes(#"{"version":0,"startDate":700000000}"#),
+            "trialInfo": bytes(#"{"version":0,"startDate":700000000}"#)
         ])
         let vault = Vault(store: store, context: .fixed(now: Date()))  // no device identity
         #expect(try vault.load(.person)?.writeBack == .written, "Person's steps need no identity")
@@ -163,8 +169,10 @@ struct VaultTests {
         #expect { try Vault(store: store, context: context).load(.trial) } throws: { error in
             (error as? KeepsakeError)?.code == .deviceIdentityUnavailable
         }
-        let withID = MigrationContext.live(appID: "com.example.test", machineIDPath: try machineIDFile("0123456789abcdef"))
-        #expect(try withID.requireDeviceIdentity()
+        let withID = MigrationContext.live(
+            appID: "com.example.test", machineIDPath: try machineIDFile("0123456789abcdef"))
+        #expect(
+            try withID.requireDeviceIdentity()
                 == DeviceIdentity.derived(appID: "com.example.test", machineID: "0123456789abcdef"))
     }
 
@@ -204,7 +212,9 @@ struct VaultTests {
         let vault = Vault(store: store, context: context)
         let width = ProcessInfo.processInfo.activeProcessorCount + 2
         let saves = (0..<width).map { index in
-            Task { try await vault.save(PersonV3(alias: "n\(index)", email: "e"), in: Person.chain, forKey: "k\(index)") }
+            Task {
+                try await vault.save(PersonV3(alias: "n\(index)", email: "e"), in: Person.chain, forKey: "k\(index)")
+            }
         }
         // Another task runs while every save waits. Had the saves taken the pool's threads, it
         // could run only once they gave up (lockTimeout), since the lock is released after it.

@@ -10,8 +10,9 @@ struct VersionTests {
     @Test("the version is semantic and CHANGELOG.md's latest release heading names it")
     func changelogNamesTheVersion() throws {
         let parts = KeepsakePackage.version.split(separator: ".", omittingEmptySubsequences: false)
-        #expect(parts.count == 3 && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isASCII) && Int($0) != nil },
-                "\(KeepsakePackage.version)")
+        #expect(
+            parts.count == 3 && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isASCII) && Int($0) != nil },
+            "\(KeepsakePackage.version)")
         let changelog = try String(contentsOf: Self.root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
         let releases = changelog.split(separator: "\n")
             .filter { $0.hasPrefix("## [") && !$0.hasPrefix("## [Unreleased]") }

@@ -53,8 +53,9 @@ func runBinary(
     let out = output.fileHandleForReading.readDataToEndOfFile()
     let err = errors.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return CommandResult(stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
-                         status: process.terminationStatus)
+    return CommandResult(
+        stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
+        status: process.terminationStatus)
 }
 
 /// A temporary suite file seeded with `contents` (written as-is), and its `--store` argument.
@@ -86,12 +87,12 @@ struct Suite {
 /// A suite as an app of each era left it: Person V0 as a JSON string, TrialInfo V0 with a
 /// numeric date, and a plain value.
 let legacySuite = #"""
-{
-  "person": "{\"name\":\"Ada\",\"age\":\"36\"}",
-  "theme": "dark",
-  "trialInfo": {"version":0,"startDate":700000000}
-}
-"""#
+    {
+      "person": "{\"name\":\"Ada\",\"age\":\"36\"}",
+      "theme": "dark",
+      "trialInfo": {"version":0,"startDate":700000000}
+    }
+    """#
 
 func decodeJSON(_ text: String) throws -> Any {
     try JSONSerialization.jsonObject(with: Data(text.utf8))

@@ -21,7 +21,9 @@ struct CopyCLITests {
     func dryRunThenMove() throws {
         let (suite, store, keyFile) = try setUp()
         let before = suite.contents
-        let plan = try copy(["--from", suite.store, "--to", store, "--to-key-file", keyFile, "--move", "--migrate", "--dry-run"])
+        let plan = try copy([
+            "--from", suite.store, "--to", store, "--to-key-file", keyFile, "--move", "--migrate", "--dry-run"
+        ])
         #expect(plan.status == 0, "\(plan.stderr)")
         #expect(plan.stdout.contains("Dry run: move \(suite.store) → \(store) (nothing is written)"))
         #expect(plan.stdout.contains("person     Person     v0    v3  planned"))
@@ -46,7 +48,9 @@ struct CopyCLITests {
     @Test("--json reports the outcome and each record; a named plain value is copied as its exact bytes")
     func json() throws {
         let (suite, store, keyFile) = try setUp()
-        let result = try copy(["--from", suite.store, "--to", store, "--to-key-file", keyFile, "theme", "person", "--json"])
+        let result = try copy([
+            "--from", suite.store, "--to", store, "--to-key-file", keyFile, "theme", "person", "--json"
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         let object = try #require(try decodeJSON(result.stdout) as? [String: Any])
         #expect(object["outcome"] as? String == "completed")
@@ -62,7 +66,8 @@ struct CopyCLITests {
         #expect(records[1]["storedVersion"] as? Int == 0)
         #expect(records[1]["schema"] as? String == "Person")
         #expect(try migrate(["get", "theme", "--store", store, "--key-file", keyFile]).stdout == #""dark""#)
-        #expect(try migrate(["get", "person", "--store", store, "--key-file", keyFile]).stdout
+        #expect(
+            try migrate(["get", "person", "--store", store, "--key-file", keyFile]).stdout
                 == #""{\"name\":\"Ada\",\"age\":\"36\"}""#)
         #expect(suite.contents.contains("theme"), "a copy leaves the source")
     }
@@ -74,14 +79,18 @@ struct CopyCLITests {
         let put = try migrate(["put", "theme", "--store", store, "--key-file", keyFile], stdin: "not JSON at all")
         try #require(put.status == 0, "\(put.stderr)")
 
-        let exists = try copy(["--from", suite.store, "--to", store, "--to-key-file", keyFile, "theme", "person", "--move"])
+        let exists = try copy([
+            "--from", suite.store, "--to", store, "--to-key-file", keyFile, "theme", "person", "--move"
+        ])
         #expect(exists.status == 83, "\(exists.stdout)\(exists.stderr)")
         #expect(exists.stdout.contains("exists"))
         #expect(exists.stdout.contains("notCopied"))
         #expect(exists.stdout.contains("Nothing was written."))
         #expect(suite.contents == before)
 
-        let cannotHold = try copy(["--from", store, "--from-key-file", keyFile, "--to", suite.store, "theme", "--overwrite"])
+        let cannotHold = try copy([
+            "--from", store, "--from-key-file", keyFile, "--to", suite.store, "theme", "--overwrite"
+        ])
         #expect(cannotHold.status == 84, "\(cannotHold.stdout)\(cannotHold.stderr)")
         #expect(cannotHold.stdout.contains("a defaults suite holds JSON values"))
         #expect(suite.contents == before)
@@ -90,20 +99,26 @@ struct CopyCLITests {
         #expect(missing.status == 66)
         #expect(missing.stdout.contains("the source holds no record under this key"))
 
-        let overwrite = try copy(["--from", suite.store, "--to", store, "--to-key-file", keyFile, "theme", "--overwrite"])
+        let overwrite = try copy([
+            "--from", suite.store, "--to", store, "--to-key-file", keyFile, "theme", "--overwrite"
+        ])
         #expect(overwrite.status == 0, "\(overwrite.stdout)")
         #expect(overwrite.stdout.contains("replaced the destination's value"))
         #expect(try migrate(["get", "theme", "--store", store, "--key-file", keyFile]).stdout == #""dark""#)
     }
 
-    @Test("usage errors: key options for the wrong side, --all with keys, a file: side without its key, one store twice")
+    @Test(
+        "usage errors: key options for the wrong side, --all with keys, a file: side without its key, one store twice")
     func usage() throws {
         let (suite, store, keyFile) = try setUp()
         #expect(try copy(["--from", suite.store, "--to", store, "--from-key-file", keyFile]).status == 64)
-        #expect(try copy(["--from", suite.store, "--to", store, "--to-key-file", keyFile, "--all", "theme"]).status == 64)
+        #expect(
+            try copy(["--from", suite.store, "--to", store, "--to-key-file", keyFile, "--all", "theme"]).status == 64)
         let noKey = try copy(["--from", suite.store, "--to", store])
         #expect(noKey.status == 64)
-        #expect(noKey.stderr.contains("--to-key-file PATH, --to-passphrase-file PATH, --to-passphrase-env VAR or --to-keyring-key"))
+        #expect(
+            noKey.stderr.contains(
+                "--to-key-file PATH, --to-passphrase-file PATH, --to-passphrase-env VAR or --to-keyring-key"))
         let same = try copy(["--from", suite.store, "--to", suite.store, "theme"])
         #expect(same.status == 64)
         #expect(same.stderr.contains("the same store"))

@@ -15,13 +15,14 @@ struct CustomMigrateCLITests {
     func models() throws {
         let result = try customMigrate(["models"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout == """
-            Note — latest v1, default keys: note
-            VERSION  TYPE    STORED KEYS
-            v0       NoteV0  {text}
-            v1       NoteV1  {pinned, text}
+        #expect(
+            result.stdout == """
+                Note — latest v1, default keys: note
+                VERSION  TYPE    STORED KEYS
+                v0       NoteV0  {text}
+                v1       NoteV1  {pinned, text}
 
-            """)
+                """)
         let json = try #require(try decodeJSON(try customMigrate(["models", "--json"]).stdout) as? [[String: Any]])
         #expect(json.map { $0["name"] as? String } == ["Note"])
         #expect(json.first?["defaultKeys"] as? [String] == ["note"])
@@ -51,13 +52,14 @@ struct CustomMigrateCLITests {
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.hasPrefix("Run on \(suite.store)\n"))
         #expect(run.stdout.contains("1 migrated, 1 unmanaged"))
-        #expect(suite.contents == """
-            {
-              "note": {"data":{"pinned":false,"text":"hi"},"schema":"Note","version":1},
-              "person": {"name":"Ada","age":"36"}
-            }
+        #expect(
+            suite.contents == """
+                {
+                  "note": {"data":{"pinned":false,"text":"hi"},"schema":"Note","version":1},
+                  "person": {"name":"Ada","age":"36"}
+                }
 
-            """)
+                """)
         let get = try suite.run("get", ["note"], binary: customMigrateBinary)
         #expect(get.stdout == #"{"data":{"pinned":false,"text":"hi"},"schema":"Note","version":1}"#)
         let again = try suite.run("status", ["--json"], binary: customMigrateBinary)
@@ -90,7 +92,8 @@ struct CustomMigrateCLITests {
         #expect(records[0]["schema"] as? String == "Note")
         #expect(records[0]["state"] as? String == "migrated")
         #expect(records[0]["steps"] as? [Int] == [1])
-        #expect(try suite.run("get", ["memo"], binary: customMigrateBinary).stdout
+        #expect(
+            try suite.run("get", ["memo"], binary: customMigrateBinary).stdout
                 == #"{"data":{"pinned":false,"text":"remember"},"schema":"Note","version":1}"#)
     }
 
@@ -101,8 +104,10 @@ struct CustomMigrateCLITests {
         #expect(result.stdout.contains("USAGE: custom-migrate <subcommand>"))
         #expect(result.stdout.contains("`custom-migrate models`"))
         #expect(!result.stdout.contains("`migrate "))
-        for command in ["status", "plan", "run", "show", "get", "put", "delete", "models", "init", "rekey", "copy", "trial",
-                        "doctor"] {
+        for command in [
+            "status", "plan", "run", "show", "get", "put", "delete", "models", "init", "rekey", "copy", "trial",
+            "doctor"
+        ] {
             #expect(result.stdout.contains("  \(command) "), "\(command)")
         }
         #expect(result.stdout.contains("67  a managed record was written by a newer release"))
@@ -113,8 +118,9 @@ struct CustomMigrateCLITests {
         let suite = try Suite(#"{"other": {"text":"x"}}"#)
         let show = try suite.run("show", ["other"], binary: customMigrateBinary)
         #expect(show.status == 64)
-        #expect(show.stderr.contains("(see `custom-migrate models`), or use `custom-migrate get other` for the raw value"),
-                "\(show.stderr)")
+        #expect(
+            show.stderr.contains("(see `custom-migrate models`), or use `custom-migrate get other` for the raw value"),
+            "\(show.stderr)")
     }
 
     @Test("--version exists only when a version is given: the stock migrate has one, the custom one not")
@@ -130,14 +136,16 @@ struct CustomMigrateCLITests {
     @Test("two chains with the same name are refused before anything runs, with exit 1 and the reason")
     func duplicateChains() throws {
         let suite = try Suite(#"{"note": {"text":"hi"}}"#)
-        let result = try customMigrate(["run", "--store", suite.store, "--device-id", "d"],
-                                       environment: ["CUSTOM_MIGRATE_DUPLICATE_CHAIN": "1"])
+        let result = try customMigrate(
+            ["run", "--store", suite.store, "--device-id", "d"],
+            environment: ["CUSTOM_MIGRATE_DUPLICATE_CHAIN": "1"])
         #expect(result.status == 1)
-        #expect(result.stderr == """
-            error: custom-migrate was given two model chains named 'Note'; each chain needs its own name, \
-            since records are matched to chains by name
+        #expect(
+            result.stderr == """
+                error: custom-migrate was given two model chains named 'Note'; each chain needs its own name, \
+                since records are matched to chains by name
 
-            """)
+                """)
         #expect(result.stdout == "")
         #expect(suite.contents == #"{"note": {"text":"hi"}}"#)
     }

@@ -6,8 +6,9 @@ import Testing
 struct DoctorSandboxTests {
     func sandboxLine(_ environment: [String: String]) throws -> [String: Any] {
         let result = try runBinary(migrateBinary, ["doctor", "--json", "--timeout", "2"], environment: environment)
-        let checks = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]],
-                                  "\(result.stdout)\n\(result.stderr)")
+        let checks = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]],
+            "\(result.stdout)\n\(result.stderr)")
         #expect(checks.map { $0["store"] as? String } == ["defaults", "file", "keyring", "sandbox"])
         return try #require(checks.last)
     }

@@ -21,9 +21,13 @@ struct FileStoreCLITests {
         #expect(keyAttributes[.size] as? Int == 32)
         #expect(keyAttributes[.posixPermissions] as? Int == 0o600)
 
-        #expect(try migrate(["put", "person", "--store", store] + key, stdin: #"{"name":"Ada","age":"36"}"#).status == 0)
-        #expect(try migrate(["put", "trialInfo", "--store", store] + key,
-                            stdin: #"{"version":0,"startDate":700000000}"#).status == 0)
+        #expect(
+            try migrate(["put", "person", "--store", store] + key, stdin: #"{"name":"Ada","age":"36"}"#).status == 0)
+        #expect(
+            try migrate(
+                ["put", "trialInfo", "--store", store] + key,
+                stdin: #"{"version":0,"startDate":700000000}"#
+            ).status == 0)
         let status = try migrate(["status", "--store", store, "--json"] + key)
         #expect(status.status == 0)
         #expect(status.stdout.contains(#""state" : "outdated""#))
@@ -31,10 +35,13 @@ struct FileStoreCLITests {
         let run = try migrate(["run", "--store", store, "--device-id", "dev"] + key)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("2 migrated"))
-        #expect(try migrate(["get", "person", "--store", store] + key).stdout
+        #expect(
+            try migrate(["get", "person", "--store", store] + key).stdout
                 == #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#)
-        #expect(try migrate(["get", "trialInfo", "--store", store] + key).stdout
-                == #"{"data":{"deviceId":"dev","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#)
+        #expect(
+            try migrate(["get", "trialInfo", "--store", store] + key).stdout
+                == #"{"data":{"deviceId":"dev","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}"#
+        )
 
         // Nothing readable on disk.
         for name in try FileManager.default.contentsOfDirectory(atPath: directory + "/records") {
@@ -49,7 +56,9 @@ struct FileStoreCLITests {
         let directory = try workspace()
         let store = "file:\(directory)/records"
         #expect(try migrate(["init", "--store", store, "--key-file", directory + "/right.key"]).status == 0)
-        #expect(try migrate(["init", "--store", "file:\(directory)/other", "--key-file", directory + "/wrong.key"]).status == 0)
+        #expect(
+            try migrate(["init", "--store", "file:\(directory)/other", "--key-file", directory + "/wrong.key"]).status
+                == 0)
         let wrong = try migrate(["status", "--store", store, "--key-file", directory + "/wrong.key"])
         #expect(wrong.status == 71)
         #expect(wrong.stderr.contains("key file \(directory)/wrong.key"))
@@ -64,19 +73,25 @@ struct FileStoreCLITests {
         let store = "file:\(directory)/records"
         try Data("correct horse\n".utf8).write(to: URL(fileURLWithPath: directory + "/pw"))
         #expect(try migrate(["init", "--store", store, "--passphrase-file", directory + "/pw"]).status == 0)
-        #expect(try migrate(["put", "person", "--store", store, "--passphrase-file", directory + "/pw"],
-                            stdin: #"{"name":"Ada","age":"36"}"#).status == 0)
+        #expect(
+            try migrate(
+                ["put", "person", "--store", store, "--passphrase-file", directory + "/pw"],
+                stdin: #"{"name":"Ada","age":"36"}"#
+            ).status == 0)
         setenv("KEEPSAKE_TEST_PW", "correct horse", 1)
         setenv("KEEPSAKE_TEST_NEW_PW", "battery staple", 1)
         let viaEnv = try migrate(["get", "person", "--store", store, "--passphrase-env", "KEEPSAKE_TEST_PW"])
         #expect(viaEnv.stdout == #"{"name":"Ada","age":"36"}"#)
-        let rekey = try migrate(["rekey", "--store", store, "--passphrase-env", "KEEPSAKE_TEST_PW",
-                                 "--new-passphrase-env", "KEEPSAKE_TEST_NEW_PW"])
+        let rekey = try migrate([
+            "rekey", "--store", store, "--passphrase-env", "KEEPSAKE_TEST_PW",
+            "--new-passphrase-env", "KEEPSAKE_TEST_NEW_PW"
+        ])
         #expect(rekey.status == 0, "\(rekey.stderr)")
         let old = try migrate(["get", "person", "--store", store, "--passphrase-env", "KEEPSAKE_TEST_PW"])
         #expect(old.status == 71)
         #expect(old.stderr.contains("environment variable KEEPSAKE_TEST_PW"))
-        #expect(try migrate(["get", "person", "--store", store, "--passphrase-env", "KEEPSAKE_TEST_NEW_PW"]).stdout
+        #expect(
+            try migrate(["get", "person", "--store", store, "--passphrase-env", "KEEPSAKE_TEST_NEW_PW"]).stdout
                 == #"{"name":"Ada","age":"36"}"#)
     }
 

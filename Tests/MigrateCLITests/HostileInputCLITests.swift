@@ -5,9 +5,12 @@ import Testing
 /// code, never a crash (a trap ends the process by a signal, which no exit code here matches).
 @Suite("migrate CLI: hostile input")
 struct HostileInputCLITests {
-    @Test("a stored date out of range is exit 65 for status, plan, run and show; the other records still migrate",
-          arguments: ["1e400", "1e300", "-1e12", #""0000-01-01T00:00:00Z""#, #""9999-12-31T23:59:59.99999999999999999Z""#,
-                      #""2023-02-30T00:00:00Z""#])
+    @Test(
+        "a stored date out of range is exit 65 for status, plan, run and show; the other records still migrate",
+        arguments: [
+            "1e400", "1e300", "-1e12", #""0000-01-01T00:00:00Z""#, #""9999-12-31T23:59:59.99999999999999999Z""#,
+            #""2023-02-30T00:00:00Z""#
+        ])
     func storedDateOutOfRange(_ date: String) throws {
         let trial = #"{"version":0,"startDate":\#(date)}"#
         let suite = try Suite(#"{"person": {"name":"Ada","age":"36"}, "trialInfo": \#(trial)}"#)
@@ -28,8 +31,9 @@ struct HostileInputCLITests {
         #expect(suite.contents.contains(#""schema":"Person","version":3"#))
     }
 
-    @Test("trial status and start on a record with a date out of range are unknown (82), and nothing is written",
-          arguments: ["1e400", "-1e12", #""10000-01-01T00:00:00Z""#])
+    @Test(
+        "trial status and start on a record with a date out of range are unknown (82), and nothing is written",
+        arguments: ["1e400", "-1e12", #""10000-01-01T00:00:00Z""#])
     func trialOnHostileDate(_ date: String) throws {
         let contents = #"{"trialInfo": {"version":0,"startDate":\#(date)}}"#
         let suite = try Suite(contents)
@@ -41,14 +45,21 @@ struct HostileInputCLITests {
         #expect(suite.contents == contents)
     }
 
-    @Test("--now outside the years 0001–9999 or an impossible date is a usage error (64), and nothing is written",
-          arguments: ["0000-01-01T00:00:00Z", "99999-01-01T00:00:00Z", "2023-02-30T00:00:00Z", "2023-01-01T24:00:00Z",
-                      "2023-01-01T00:00:00+25:00", "tomorrow"])
+    @Test(
+        "--now outside the years 0001–9999 or an impossible date is a usage error (64), and nothing is written",
+        arguments: [
+            "0000-01-01T00:00:00Z", "99999-01-01T00:00:00Z", "2023-02-30T00:00:00Z", "2023-01-01T24:00:00Z",
+            "2023-01-01T00:00:00+25:00", "tomorrow"
+        ])
     func nowOutOfRange(_ now: String) throws {
         let suite = try Suite()
         for command in ["status", "start"] {
-            let result = try runBinary(migrateBinary, ["trial", command, "--store", suite.store, "--device-id", "d",
-                                                       "--now", now])
+            let result = try runBinary(
+                migrateBinary,
+                [
+                    "trial", command, "--store", suite.store, "--device-id", "d",
+                    "--now", now
+                ])
             #expect(result.status == 64, "\(result.stderr)")
             #expect(result.stderr.contains("--now must be an ISO 8601 time"))
         }
@@ -58,20 +69,27 @@ struct HostileInputCLITests {
     @Test("--now in range is used exactly as given")
     func nowInRange() throws {
         let suite = try Suite()
-        let start = try runBinary(migrateBinary, ["trial", "start", "--store", suite.store, "--device-id", "d",
-                                                  "--now", "9999-12-01T00:00:00.5Z", "--json"])
+        let start = try runBinary(
+            migrateBinary,
+            [
+                "trial", "start", "--store", suite.store, "--device-id", "d",
+                "--now", "9999-12-01T00:00:00.5Z", "--json"
+            ])
         #expect(start.status == 0, "\(start.stderr)")
         #expect(suite.contents.contains(#""startDate":"9999-12-01T00:00:00.500Z""#))
         #expect(suite.contents.contains(#""trialInfo.lastSeen": "9999-12-01T00:00:00.500Z""#))
     }
 
-    @Test("timeouts and trial lengths that cannot be converted are usage errors (64), never a crash", arguments: [
-        ["status", "--keyring-timeout", "inf"], ["status", "--keyring-timeout", "nan"],
-        ["status", "--keyring-timeout", "1e300"], ["status", "--keyring-timeout", "0"],
-        ["status", "--keyring-timeout=-1"], ["trial", "status", "--length-days", "9223372036854775807"],
-        ["trial", "status", "--length-days", "0"], ["trial", "status", "--tolerance-minutes", "9223372036854775807"],
-        ["trial", "status", "--tolerance-minutes=-1"],
-    ])
+    @Test(
+        "timeouts and trial lengths that cannot be converted are usage errors (64), never a crash",
+        arguments: [
+            ["status", "--keyring-timeout", "inf"], ["status", "--keyring-timeout", "nan"],
+            ["status", "--keyring-timeout", "1e300"], ["status", "--keyring-timeout", "0"],
+            ["status", "--keyring-timeout=-1"], ["trial", "status", "--length-days", "9223372036854775807"],
+            ["trial", "status", "--length-days", "0"],
+            ["trial", "status", "--tolerance-minutes", "9223372036854775807"],
+            ["trial", "status", "--tolerance-minutes=-1"]
+        ])
     func unconvertibleOptions(_ arguments: [String]) throws {
         let suite = try Suite()
         let result = try runBinary(migrateBinary, arguments + ["--store", suite.store, "--device-id", "d"])
@@ -91,11 +109,15 @@ struct HostileInputCLITests {
         let store = "file:\(directory)/records"
         let key = ["--key-file", directory + "/records.key"]
         #expect(try migrate(["init", "--store", store] + key).status == 0)
-        for (name, value) in [("person", #"{"name":"Ada","age":"36"}"#), ("theme", #""dark""#),
-                              ("trialInfo", #"{"version":0,"startDate":700000000}"#)] {
+        for (name, value) in [
+            ("person", #"{"name":"Ada","age":"36"}"#), ("theme", #""dark""#),
+            ("trialInfo", #"{"version":0,"startDate":700000000}"#)
+        ] {
             #expect(try migrate(["put", name, "--store", store] + key, stdin: value).status == 0)
         }
-        let files = try FileManager.default.contentsOfDirectory(atPath: directory + "/records").filter { $0.hasSuffix(".ksr") }
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory + "/records").filter {
+            $0.hasSuffix(".ksr")
+        }
         #expect(files.count == 3)
         let victim = directory + "/records/" + files.sorted()[0]
         var bytes = try Data(contentsOf: URL(fileURLWithPath: victim))
@@ -106,12 +128,15 @@ struct HostileInputCLITests {
         #expect(status.status == 65, "\(status.stderr)")
         let listed = try decodeRecords(status.stdout)
         #expect(listed.count == 3)
-        #expect(listed.filter { $0["state"] as? String == "unreadable" }.map { $0["key"] as? String } == [files.sorted()[0]])
+        #expect(
+            listed.filter { $0["state"] as? String == "unreadable" }.map { $0["key"] as? String } == [files.sorted()[0]]
+        )
         let run = try migrate(["run", "--store", store, "--device-id", "dev", "--json"] + key)
         #expect(run.status == 65, "\(run.stderr)")
         let reports = try decodeRecords(run.stdout)
         #expect(reports.filter { $0["state"] as? String == "unreadable" }.count == 1)
-        #expect(reports.filter { $0["state"] as? String == "migrated" }.count
+        #expect(
+            reports.filter { $0["state"] as? String == "migrated" }.count
                 + reports.filter { $0["state"] as? String == "unmanaged" }.count == 2)
         #expect(try Data(contentsOf: URL(fileURLWithPath: victim)) == bytes, "the corrupt file is left as it is")
     }
@@ -156,7 +181,8 @@ struct HostileInputCLITests {
     /// Keys a hostile store can hold: ESC sequences, a newline that fakes a table row, C1 CSI,
     /// DEL, a bidirectional override.
     static let hostileKeys = [
-        "evil\u{1B}[31mred\u{1B}[0m", "fake\nperson  Person  v3  v3  current", "csi\u{9B}2J", "del\u{7F}x", "rtl\u{202E}gpj.exe",
+        "evil\u{1B}[31mred\u{1B}[0m", "fake\nperson  Person  v3  v3  current", "csi\u{9B}2J", "del\u{7F}x",
+        "rtl\u{202E}gpj.exe"
     ]
 
     /// Whether `text` holds a byte or character a terminal acts on.
@@ -202,7 +228,8 @@ struct HostileInputCLITests {
         #expect(!hasTerminalControls(result.stdout))
         #expect(result.stdout.contains(#"csi\u009b2J"#) && result.stdout.contains(#"rtl\u202egpj.exe"#))
         let keys = try decodeRecords(result.stdout).compactMap { $0["key"] as? String }
-        #expect(keys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
+        #expect(
+            keys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
                 == Self.hostileKeys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
     }
 
@@ -245,7 +272,8 @@ struct HostileInputCLITests {
         }
         let folders = try FileManager.default.contentsOfDirectory(atPath: suite.directory + "/suite.backups")
         #expect(try suite.run("run", ["--backup"]).status == 0)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: suite.directory + "/suite.backups").sorted()
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: suite.directory + "/suite.backups").sorted()
                 == folders.sorted(), "nothing to back up: no new folder")
     }
 
@@ -281,4 +309,3 @@ struct HostileInputCLITests {
         #expect(models.stderr.contains("error: migrate models has no option --model"))
     }
 }
-

@@ -1,6 +1,7 @@
 import Foundation
-@testable import KeepsakeCLI
 import Testing
+
+@testable import KeepsakeCLI
 
 /// The repository's root, from this file's path.
 private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -11,11 +12,14 @@ struct InstallCLITests {
     @Test("scripts/install-migrate puts the binary, the man page and bash, zsh and fish completions under a prefix")
     func install() throws {
         let prefix = try Suite().directory + "/prefix"
-        let result = try runBinary(repositoryRoot + "/scripts/install-migrate",
-                                   ["--binary", migrateBinary, "--prefix", prefix])
+        let result = try runBinary(
+            repositoryRoot + "/scripts/install-migrate",
+            ["--binary", migrateBinary, "--prefix", prefix])
         #expect(result.status == 0, "\(result.stderr)")
-        let files = ["bin/migrate", "share/man/man1/migrate.1", "share/bash-completion/completions/migrate",
-                     "share/zsh/site-functions/_migrate", "share/fish/vendor_completions.d/migrate.fish"]
+        let files = [
+            "bin/migrate", "share/man/man1/migrate.1", "share/bash-completion/completions/migrate",
+            "share/zsh/site-functions/_migrate", "share/fish/vendor_completions.d/migrate.fish"
+        ]
         #expect(result.stdout == files.map { "\(prefix)/\($0)\n" }.joined())
         for file in files {
             let attributes = try FileManager.default.attributesOfItem(atPath: "\(prefix)/\(file)")
@@ -28,7 +32,9 @@ struct InstallCLITests {
         // Each completion script knows the commands and asks the binary for store URIs, model
         // names and keys.
         let bash = try String(contentsOfFile: "\(prefix)/share/bash-completion/completions/migrate", encoding: .utf8)
-        for command in ["status", "plan", "run", "show", "get", "put", "delete", "models", "init", "rekey", "trial", "doctor"] {
+        for command in [
+            "status", "plan", "run", "show", "get", "put", "delete", "models", "init", "rekey", "trial", "doctor"
+        ] {
             #expect(bash.contains("_migrate_\(command)()"), "\(command)")
         }
         #expect(bash.contains("---completion status -- --store"))
@@ -40,17 +46,20 @@ struct InstallCLITests {
         }
 
         // The installed man page renders, and lists each exit code on its own.
-        let rendered = try runBinary("/usr/bin/groff", ["-man", "-Tascii", "-P-cbu", "\(prefix)/share/man/man1/migrate.1"])
+        let rendered = try runBinary(
+            "/usr/bin/groff", ["-man", "-Tascii", "-P-cbu", "\(prefix)/share/man/man1/migrate.1"])
         #expect(rendered.status == 0, "\(rendered.stderr)")
         let lines = rendered.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-        for code in ["0", "1", "64", "65", "66", "67", "68", "69", "70", "71", "73", "74", "75", "77", "80", "81", "82"] {
+        for code in ["0", "1", "64", "65", "66", "67", "68", "69", "70", "71", "73", "74", "75", "77", "80", "81", "82"]
+        {
             #expect(lines.contains { $0.hasPrefix(code + " ") }, "exit code \(code) is not listed on its own line")
         }
         #expect(!rendered.stdout.contains("8082"))
         #expect(lines.contains("80     `migrate trial`: the trial expired"))
         #expect(rendered.stdout.contains("--keyring-timeout <seconds>"))
         #expect(!rendered.stdout.contains("--timeout <seconds>"), "the deprecated name stays out of the manual")
-        let warnings = try runBinary("/usr/bin/groff", ["-man", "-Tutf8", "-ww", "-z", "\(prefix)/share/man/man1/migrate.1"])
+        let warnings = try runBinary(
+            "/usr/bin/groff", ["-man", "-Tutf8", "-ww", "-z", "\(prefix)/share/man/man1/migrate.1"])
         #expect(warnings.stderr.isEmpty, "\(warnings.stderr)")
     }
 
@@ -62,18 +71,26 @@ struct InstallCLITests {
             #expect(result.status == 0, "\(result.stderr)")
             return result.stdout.split(separator: "\n").map(String.init)
         }
-        #expect(try complete(["status", "--", "--store", "2", "0", "migrate", "status", "--store", ""])
+        #expect(
+            try complete(["status", "--", "--store", "2", "0", "migrate", "status", "--store", ""])
                 == ["defaults:", "file:", "keyring:"])
         #expect(try complete(["status", "--", "--store", "2", "2", "migrate", "status", "--store", "fi"]) == ["file:"])
         let typed = "defaults:\(directory)/su"
-        #expect(try complete(["status", "--", "--store", "2", "\(typed.count)", "migrate", "status", "--store", typed])
+        #expect(
+            try complete(["status", "--", "--store", "2", "\(typed.count)", "migrate", "status", "--store", typed])
                 == ["defaults:\(directory)/suite.json"])
-        #expect(try complete(["run", "--", "--model", "2", "7", "migrate", "run", "--model", "friend="])
+        #expect(
+            try complete(["run", "--", "--model", "2", "7", "migrate", "run", "--model", "friend="])
                 == ["friend=Person", "friend=TrialInfo"])
-        #expect(try complete(["get", "--", "positional@0", "3", "0", "migrate", "get", "--store", "defaults:\(directory)/suite.json", ""])
+        #expect(
+            try complete([
+                "get", "--", "positional@0", "3", "0", "migrate", "get", "--store", "defaults:\(directory)/suite.json",
+                ""
+            ])
                 == ["alpha", "beta"])
         // Keys are never read from an encrypted store or the keyring.
-        #expect(try complete(["get", "--", "positional@0", "3", "0", "migrate", "get", "--store", "keyring:x", ""]) == [])
+        #expect(
+            try complete(["get", "--", "positional@0", "3", "0", "migrate", "get", "--store", "keyring:x", ""]) == [])
     }
 
     @Test("store completion lists directories with a trailing slash and follows ~/")
@@ -84,8 +101,10 @@ struct InstallCLITests {
         #expect(Completions.storeCandidates("keyring:") == [])
         #expect(Completions.storeCandidates("") == ["defaults:", "file:", "keyring:"])
         let home = ProcessInfo.processInfo.environment["HOME"] ?? ""
-        if !home.isEmpty, let first = try FileManager.default.contentsOfDirectory(atPath: home)
-            .filter({ !$0.hasPrefix(".") }).sorted().first {
+        if !home.isEmpty,
+            let first = try FileManager.default.contentsOfDirectory(atPath: home)
+                .filter({ !$0.hasPrefix(".") }).sorted().first
+        {
             #expect(Completions.storeCandidates("defaults:~/").contains { $0.hasPrefix("defaults:~/" + first) })
         }
     }

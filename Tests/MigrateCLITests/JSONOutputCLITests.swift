@@ -73,8 +73,11 @@ struct JSONOutputCLITests {
         // Every record lists every member, null when there is nothing.
         let records = try decodeRecords(result.stdout)
         for record in records {
-            #expect(record.keys.sorted() == ["backup", "error", "form", "key", "latestVersion", "schema", "state",
-                                             "steps", "storedVersion", "stringWrapped"])
+            #expect(
+                record.keys.sorted() == [
+                    "backup", "error", "form", "key", "latestVersion", "schema", "state",
+                    "steps", "storedVersion", "stringWrapped"
+                ])
         }
     }
 
@@ -96,7 +99,8 @@ struct JSONOutputCLITests {
         #expect(models.stdout == "[]\n")
     }
 
-    @Test("run --json says whether it was a dry run and where the backups went, with an unreadable record's error object")
+    @Test(
+        "run --json says whether it was a dry run and where the backups went, with an unreadable record's error object")
     func runObject() throws {
         let suite = try Suite(#"{"person": {"name":"Ada","age":"36"}, "trialInfo": {"version":0,"startDate":"x"}}"#)
         let dry = try suite.run("run", ["--json", "--dry-run"])
@@ -124,9 +128,23 @@ struct JSONOutputCLITests {
 
     @Test("put, get and delete --json print numbers and booleans as JSON numbers and booleans")
     func typedValues() throws {
-        struct Put: Decodable { let store: String; let key: String; let bytes: Int }
-        struct Get: Decodable { let store: String; let key: String; let bytes: Int; let value: String?; let base64: String? }
-        struct Delete: Decodable { let store: String; let key: String; let deleted: Bool }
+        struct Put: Decodable {
+            let store: String
+            let key: String
+            let bytes: Int
+        }
+        struct Get: Decodable {
+            let store: String
+            let key: String
+            let bytes: Int
+            let value: String?
+            let base64: String?
+        }
+        struct Delete: Decodable {
+            let store: String
+            let key: String
+            let deleted: Bool
+        }
         let suite = try Suite()
         let put = try decode(Put.self, try suite.run("put", ["note", "--json"], stdin: #"{"text":"hi"}"#).stdout)
         #expect(put.bytes == 13)
@@ -144,8 +162,11 @@ struct JSONOutputCLITests {
         #expect(missing.status == 66)
         #expect(try memberNames(missing.stdout) == ["error"])
         let error = try decode(FailureOutput.self, missing.stdout).error
-        #expect(error == ErrorOutput(code: "notFound", exitCode: 66, message: "no record under this key",
-                                     store: suite.store, key: "nobody", cause: nil, hint: nil))
+        #expect(
+            error
+                == ErrorOutput(
+                    code: "notFound", exitCode: 66, message: "no record under this key",
+                    store: suite.store, key: "nobody", cause: nil, hint: nil))
         #expect(missing.stderr.hasPrefix("error: "))
 
         let corrupt = try Suite("{ not json")
@@ -169,12 +190,16 @@ struct JSONOutputCLITests {
         #expect(try decode(FailureOutput.self, parse.stdout).error.message == "--backup-dir needs --backup")
     }
 
-    @Test("a defaults suite file that does not exist is said not to exist (66) by status, plan, run, show, get and delete; nothing is created")
+    @Test(
+        "a defaults suite file that does not exist is said not to exist (66) by status, plan, run, show, get and delete; nothing is created"
+    )
     func missingSuite() throws {
         let directory = try Suite().directory
         let store = "defaults:\(directory)/nothing-here.json"
-        for command in [["status"], ["plan"], ["run"], ["run", "--dry-run"], ["show", "person"], ["get", "person"],
-                        ["delete", "person"]] {
+        for command in [
+            ["status"], ["plan"], ["run"], ["run", "--dry-run"], ["show", "person"], ["get", "person"],
+            ["delete", "person"]
+        ] {
             let result = try migrate(command + ["--store", store, "--json"])
             #expect(result.status == 66, "\(command): \(result.stderr)")
             let error = try decode(FailureOutput.self, result.stdout).error
@@ -193,27 +218,45 @@ struct JSONOutputCLITests {
     func tildeExpansion() throws {
         let home = try Suite().directory
         let environment = ["HOME": home]
-        let put = try runBinary(migrateBinary, ["put", "k", "--store", "defaults:~/suite.json", "--json"], stdin: "1",
-                                environment: environment)
+        let put = try runBinary(
+            migrateBinary, ["put", "k", "--store", "defaults:~/suite.json", "--json"], stdin: "1",
+            environment: environment)
         #expect(put.status == 0, "\(put.stderr)")
         #expect(try decode(ReportStore.self, put.stdout).store == "defaults:\(home)/suite.json")
         #expect(FileManager.default.fileExists(atPath: home + "/suite.json"))
-        let status = try runBinary(migrateBinary, ["status", "--store", "defaults:~/suite.json"], environment: environment)
+        let status = try runBinary(
+            migrateBinary, ["status", "--store", "defaults:~/suite.json"], environment: environment)
         #expect(status.stdout.hasPrefix("Store defaults:\(home)/suite.json\n"))
     }
 
     @Test("init and rekey --json: the key generation is a number")
     func initAndRekey() throws {
-        struct Created: Decodable { let store: String; let id: String; let masterKey: String }
-        struct Rekeyed: Decodable { let store: String; let masterKey: String; let keyGeneration: Int }
+        struct Created: Decodable {
+            let store: String
+            let id: String
+            let masterKey: String
+        }
+        struct Rekeyed: Decodable {
+            let store: String
+            let masterKey: String
+            let keyGeneration: Int
+        }
         let directory = try Suite().directory
         let store = "file:\(directory)/records"
-        let created = try decode(Created.self, try migrate(["init", "--store", store, "--key-file", directory + "/a.key",
-                                                            "--json"]).stdout)
+        let created = try decode(
+            Created.self,
+            try migrate([
+                "init", "--store", store, "--key-file", directory + "/a.key",
+                "--json"
+            ]).stdout)
         #expect(created.store == store && created.id.count == 32)
         #expect(created.masterKey.contains(directory + "/a.key"))
-        let rekeyed = try decode(Rekeyed.self, try migrate(["rekey", "--store", store, "--key-file", directory + "/a.key",
-                                                            "--new-key-file", directory + "/b.key", "--json"]).stdout)
+        let rekeyed = try decode(
+            Rekeyed.self,
+            try migrate([
+                "rekey", "--store", store, "--key-file", directory + "/a.key",
+                "--new-key-file", directory + "/b.key", "--json"
+            ]).stdout)
         #expect(rekeyed.keyGeneration == 2)
     }
 }

@@ -1,11 +1,12 @@
 import Foundation
 import Keepsake
-@testable import KeepsakeCLI
 import KeepsakeSodium
 import Logging
 import Migrations
 import Synchronization
 import Testing
+
+@testable import KeepsakeCLI
 
 /// Every log line of this test process, rendered in full (level, label, message, metadata).
 /// swift-log allows one bootstrap per process; this suite's is the only one in the test bundle.
@@ -33,8 +34,10 @@ final class CapturedLog: Sendable {
         }
 
         func log(event: LogEvent) {
-            sink.append(CLILogHandler.format(level: event.level, label: label, message: event.message,
-                                             metadata: metadata.merging(event.metadata ?? [:]) { $1 }))
+            sink.append(
+                CLILogHandler.format(
+                    level: event.level, label: label, message: event.message,
+                    metadata: metadata.merging(event.metadata ?? [:]) { $1 }))
         }
     }
 }
@@ -45,18 +48,23 @@ struct LoggingTests {
     static let secret = "s3cret-Ada-7f1e9c"
     static let passphrase = "pass-phrase-0c4d2b"
 
-    @Test("a migration, a write-back, a save and a rekey log at their levels, and no line holds a secret, a value or key material")
+    @Test(
+        "a migration, a write-back, a save and a rekey log at their levels, and no line holds a secret, a value or key material"
+    )
     func noSecretInLogs() throws {
         let log = CapturedLog.shared
         let directory = try Suite().directory
 
         // A defaults suite of old records holding the secret, migrated by a run.
         let suitePath = directory + "/suite.json"
-        try Data(#"{"person": {"name":"\#(Self.secret)","age":"36"}, "friend": {"name":"\#(Self.secret)-2","age":"7"}}"#
-            .utf8).write(to: URL(fileURLWithPath: suitePath))
+        try Data(
+            #"{"person": {"name":"\#(Self.secret)","age":"36"}, "friend": {"name":"\#(Self.secret)-2","age":"7"}}"#
+                .utf8
+        ).write(to: URL(fileURLWithPath: suitePath))
         let defaults = DefaultsStore(path: suitePath)
-        let migrator = Migrator(store: defaults, chains: SampleModels.all, context: .live(deviceIdentity: "d"),
-                                keyModels: ["friend": "Person"])
+        let migrator = Migrator(
+            store: defaults, chains: SampleModels.all, context: .live(deviceIdentity: "d"),
+            keyModels: ["friend": "Person"])
         let reports = try migrator.run()
         #expect(reports.map(\.state) == [.migrated, .migrated])
 
@@ -65,8 +73,9 @@ struct LoggingTests {
         let vault = Vault(store: defaults, context: .live(deviceIdentity: "d"))
         let loaded = try #require(try vault.load(Person.chain, forKey: "third"))
         #expect(loaded.value.alias == Self.secret + "-3")
-        try vault.save(PersonV3(alias: Self.secret + "-4", email: Self.secret + "@example.com"), in: Person.chain,
-                       forKey: "third")
+        try vault.save(
+            PersonV3(alias: Self.secret + "-4", email: Self.secret + "@example.com"), in: Person.chain,
+            forKey: "third")
 
         // An encrypted store behind a passphrase: records saved, migrated, the passphrase changed.
         let file = try SodiumFileStore.create(
@@ -81,17 +90,28 @@ struct LoggingTests {
 
         let lines = log.all
         let mine = lines.filter { $0.contains(directory) }
-        #expect(mine.contains { $0.hasPrefix("info keepsake.engine: migration run finished: 2 migrated") },
-                "\(mine)")
-        #expect(mine.contains { $0.hasPrefix("debug keepsake.engine: record migrated and written back")
-            && $0.contains("key=friend") && $0.contains("from=0") && $0.contains("to=3") })
-        #expect(mine.contains { $0.hasPrefix("debug keepsake.engine: migrated record written back") && $0.contains("key=third") })
+        #expect(
+            mine.contains { $0.hasPrefix("info keepsake.engine: migration run finished: 2 migrated") },
+            "\(mine)")
+        #expect(
+            mine.contains {
+                $0.hasPrefix("debug keepsake.engine: record migrated and written back")
+                    && $0.contains("key=friend") && $0.contains("from=0") && $0.contains("to=3")
+            })
+        #expect(
+            mine.contains {
+                $0.hasPrefix("debug keepsake.engine: migrated record written back") && $0.contains("key=third")
+            })
         #expect(mine.contains { $0.hasPrefix("info keepsake.sodium: encrypted store created") })
-        #expect(mine.contains { $0.hasPrefix("info keepsake.sodium: master key changed") && $0.contains("keyGeneration=2") })
+        #expect(
+            mine.contains { $0.hasPrefix("info keepsake.sodium: master key changed") && $0.contains("keyGeneration=2") }
+        )
 
         // Nothing secret anywhere in what the whole process logged.
-        let forbidden = [Self.secret, Self.passphrase, keyBytes.base64EncodedString(),
-                         keyBytes.map { String(format: "%02x", $0) }.joined()]
+        let forbidden = [
+            Self.secret, Self.passphrase, keyBytes.base64EncodedString(),
+            keyBytes.map { String(format: "%02x", $0) }.joined()
+        ]
         for line in lines {
             for secret in forbidden {
                 #expect(!line.contains(secret), "a log line holds a secret: \(line)")
@@ -114,9 +134,11 @@ struct LoggingTests {
         let reports = try Migrator(store: racing, chains: SampleModels.all, context: .live(deviceIdentity: "d")).run()
         #expect(reports.first?.error?.code == .conflict)
         let lines = log.all.filter { $0.contains(suite.path) }
-        #expect(lines.contains {
-            $0.hasPrefix("notice keepsake.engine: record changed while it was being migrated") && $0.contains("key=person")
-        }, "\(lines)")
+        #expect(
+            lines.contains {
+                $0.hasPrefix("notice keepsake.engine: record changed while it was being migrated")
+                    && $0.contains("key=person")
+            }, "\(lines)")
         #expect(!lines.contains { $0.contains(Self.secret) })
     }
 
@@ -140,13 +162,16 @@ struct LoggingTests {
         #expect(!quiet.stderr.contains("keepsake."), "\(quiet.stderr)")
         let verbose = try suite.run("run", ["--verbose"])
         #expect(verbose.status == 0)
-        #expect(verbose.stderr.contains("info keepsake.engine: migration run finished: 1 migrated [store=\(suite.store)]"),
-                "\(verbose.stderr)")
-        #expect(verbose.stderr.contains("debug keepsake.engine: record migrated and written back [from=0 key=person"),
-                "\(verbose.stderr)")
+        #expect(
+            verbose.stderr.contains("info keepsake.engine: migration run finished: 1 migrated [store=\(suite.store)]"),
+            "\(verbose.stderr)")
+        #expect(
+            verbose.stderr.contains("debug keepsake.engine: record migrated and written back [from=0 key=person"),
+            "\(verbose.stderr)")
         try Data(#"{"person": {"name":"\#(Self.secret)","age":"36"}}"#.utf8).write(to: URL(fileURLWithPath: suite.path))
-        let trace = try runBinary(migrateBinary, ["run", "--store", suite.store, "--device-id", "d"],
-                                  environment: ["KEEPSAKE_LOG_LEVEL": "trace"])
+        let trace = try runBinary(
+            migrateBinary, ["run", "--store", suite.store, "--device-id", "d"],
+            environment: ["KEEPSAKE_LOG_LEVEL": "trace"])
         #expect(trace.stderr.contains("debug keepsake.engine: record migrated and written back"), "\(trace.stderr)")
         #expect(!trace.stderr.contains(Self.secret))
         #expect(!trace.stdout.contains(Self.secret))
@@ -157,12 +182,15 @@ struct LoggingTests {
     @Test("an app that bootstraps swift-log itself keeps its own handler (MigrateCommand does not bootstrap again)")
     func appsOwnLogging() throws {
         let suite = try Suite(#"{"note": {"text":"\#(Self.secret)"}}"#)
-        let result = try runBinary(customMigrateBinary, ["run", "--store", suite.store, "--device-id", "d"],
-                                   environment: ["CUSTOM_MIGRATE_OWN_LOGGING": "1"])
+        let result = try runBinary(
+            customMigrateBinary, ["run", "--store", suite.store, "--device-id", "d"],
+            environment: ["CUSTOM_MIGRATE_OWN_LOGGING": "1"])
         #expect(result.status == 0, "\(result.stderr)")
         // swift-log's own stream handler, not the CLI's format.
-        #expect(result.stderr.contains(
-            "info keepsake.engine: store=\(suite.store) [Keepsake] migration run finished: 1 migrated"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "info keepsake.engine: store=\(suite.store) [Keepsake] migration run finished: 1 migrated"),
+            "\(result.stderr)")
         #expect(!result.stderr.contains("info keepsake.engine: migration run finished"), "the CLI's handler was used")
         #expect(!result.stderr.contains(Self.secret))
     }
@@ -172,7 +200,8 @@ struct LoggingTests {
         #expect(CLILogHandler.level(verbose: false, quiet: false, environment: [:]) == .error)
         #expect(CLILogHandler.level(verbose: true, quiet: false, environment: [:]) == .debug)
         #expect(CLILogHandler.level(verbose: false, quiet: true, environment: [:]) == .critical)
-        #expect(CLILogHandler.level(verbose: false, quiet: true, environment: ["KEEPSAKE_LOG_LEVEL": "DEBUG"]) == .debug)
+        #expect(
+            CLILogHandler.level(verbose: false, quiet: true, environment: ["KEEPSAKE_LOG_LEVEL": "DEBUG"]) == .debug)
         #expect(CLILogHandler.level(verbose: true, quiet: false, environment: ["KEEPSAKE_LOG_LEVEL": "loud"]) == .debug)
     }
 }

@@ -15,9 +15,15 @@ struct MigrateCLITests {
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first == "Store \(suite.store)")
-        #expect(lines.contains { $0.hasPrefix("person") && $0.contains("Person") && $0.contains("v0") && $0.contains("v3")
-            && $0.contains("outdated") && $0.contains("bare, in a JSON string") })
-        #expect(lines.contains { $0.hasPrefix("trialInfo") && $0.contains("v0") && $0.contains("v2") && $0.contains("outdated") })
+        #expect(
+            lines.contains {
+                $0.hasPrefix("person") && $0.contains("Person") && $0.contains("v0") && $0.contains("v3")
+                    && $0.contains("outdated") && $0.contains("bare, in a JSON string")
+            })
+        #expect(
+            lines.contains {
+                $0.hasPrefix("trialInfo") && $0.contains("v0") && $0.contains("v2") && $0.contains("outdated")
+            })
         #expect(lines.contains { $0.hasPrefix("theme") && $0.contains("unmanaged") })
         #expect(lines.last == "2 outdated, 1 unmanaged")
         #expect(suite.contents == legacySuite, "status writes nothing")
@@ -61,14 +67,15 @@ struct MigrateCLITests {
         let first = try suite.run("run")
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("2 migrated, 1 unmanaged"))
-        #expect(suite.contents == #"""
-            {
-              "person": {"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3},
-              "theme": "dark",
-              "trialInfo": {"data":{"deviceId":"test-device","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}
-            }
+        #expect(
+            suite.contents == #"""
+                {
+                  "person": {"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3},
+                  "theme": "dark",
+                  "trialInfo": {"data":{"deviceId":"test-device","startDate":"2023-03-08T20:26:40.000Z","version":2},"schema":"TrialInfo","version":2}
+                }
 
-            """#)
+                """#)
         let migrated = suite.contents
         let second = try suite.run("run", ["--json"])
         #expect(second.status == 0)
@@ -107,7 +114,8 @@ struct MigrateCLITests {
     @Test("a newer record is reported with its own exit code and left untouched while the rest migrate")
     func newerRecord() throws {
         let newer = #"{"schema":"Person","version":7,"data":{"alias":"x"}}"#
-        let suite = try Suite(#"{"person": \#(newer), "trialInfo": {"version":1,"startDate":0,"deviceId":"d","userId":"u"}}"#)
+        let suite = try Suite(
+            #"{"person": \#(newer), "trialInfo": {"version":1,"startDate":0,"deviceId":"d","userId":"u"}}"#)
         let status = try suite.run("status")
         #expect(status.status == 67)
         let run = try suite.run("run")
@@ -143,7 +151,9 @@ struct MigrateCLITests {
         let data = try #require(record["data"] as? [String: Any])
         #expect(data["startDate"] as? String == "2023-03-08T20:26:40.000Z")
         #expect(data["deviceId"] as? String == "test-device")
-        #expect(result.stderr.contains("trialInfo: TrialInfo v0 (inline version) → v2, migrated in memory; nothing written"))
+        #expect(
+            result.stderr.contains("trialInfo: TrialInfo v0 (inline version) → v2, migrated in memory; nothing written")
+        )
         #expect(suite.contents == legacySuite)
     }
 
@@ -199,13 +209,18 @@ struct MigrateCLITests {
         #expect(suite.contents == "{ this is not json")
     }
 
-    @Test("usage errors exit 64 with a helpful message", arguments: [
-        (["status"], "--store"),
-        (["status", "--store", "sqlite:x"], "unknown store kind 'sqlite'"),
-        (["status", "--store", "nocolon"], "defaults:PATH"),
-        (["status", "--store", "defaults:/tmp/x.json", "--model", "person=Nobody"], "known models: Person, TrialInfo"),
-        (["run", "--store", "defaults:/tmp/x.json", "--dry-run", "--backup"], "--dry-run writes nothing"),
-    ])
+    @Test(
+        "usage errors exit 64 with a helpful message",
+        arguments: [
+            (["status"], "--store"),
+            (["status", "--store", "sqlite:x"], "unknown store kind 'sqlite'"),
+            (["status", "--store", "nocolon"], "defaults:PATH"),
+            (
+                ["status", "--store", "defaults:/tmp/x.json", "--model", "person=Nobody"],
+                "known models: Person, TrialInfo"
+            ),
+            (["run", "--store", "defaults:/tmp/x.json", "--dry-run", "--backup"], "--dry-run writes nothing")
+        ])
     func usageErrors(_ arguments: [String], _ message: String) throws {
         let result = try migrate(arguments)
         #expect(result.status == 64)
@@ -238,8 +253,10 @@ struct MigrateCLITests {
     func defaultDeviceIdentity() throws {
         let suite = try Suite(legacySuite)
         let result = try migrate(["run", "--store", suite.store, "--app-id", "com.example.test"])
-        guard let machineID = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines), !machineID.isEmpty else {
+        guard
+            let machineID = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines), !machineID.isEmpty
+        else {
             // A machine without a machine id: the CLI must say so and point at --device-id.
             #expect(result.status == 69)
             #expect(result.stderr.contains("machine id"))

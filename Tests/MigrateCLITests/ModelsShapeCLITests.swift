@@ -33,24 +33,27 @@ struct ModelsShapeCLITests {
             #expect(shape[key]?["type"] as? String == "string")
         }
         // And as printed: pretty, sorted keys.
-        #expect(result.stdout.contains("""
-                    "shape" : {
-                      "alias" : {
-                        "required" : true,
-                        "type" : "string"
-                      },
-                      "email" : {
-                        "required" : true,
-                        "type" : "string"
-                      }
-                    },
-                    "type" : "PersonV3",
-            """))
+        #expect(
+            result.stdout.contains(
+                """
+                        "shape" : {
+                          "alias" : {
+                            "required" : true,
+                            "type" : "string"
+                          },
+                          "email" : {
+                            "required" : true,
+                            "type" : "string"
+                          }
+                        },
+                        "type" : "PersonV3",
+                """))
     }
 
     @Test("every version's printed shape is the chain's, TrialInfo's dates as dates")
     func everyShape() throws {
-        let output = try JSONDecoder().decode([ModelsOutput].self, from: Data(try migrate(["models", "--json"]).stdout.utf8))
+        let output = try JSONDecoder().decode(
+            [ModelsOutput].self, from: Data(try migrate(["models", "--json"]).stdout.utf8))
         #expect(output.map(\.name) == ["Person", "TrialInfo"])
         for (model, chain) in zip(output, SampleModels.all) {
             let shapes = chain.shapes
@@ -59,8 +62,10 @@ struct ModelsShapeCLITests {
                 #expect(version.shape == shapes[version.version], "\(model.name) v\(version.version)")
             }
         }
-        #expect(output[1].versions[0].shape == RecordShape(fields: [
-            "version": .required(.integer), "startDate": .required(.date),
-        ]))
+        #expect(
+            output[1].versions[0].shape
+                == RecordShape(fields: [
+                    "version": .required(.integer), "startDate": .required(.date)
+                ]))
     }
 }

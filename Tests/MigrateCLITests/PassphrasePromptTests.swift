@@ -53,10 +53,13 @@ struct PassphrasePromptTests {
         #expect(!made.screen.contains("correct horse"), "the passphrase was echoed: \(made.screen)")
 
         try Data(passphrase).write(to: URL(fileURLWithPath: directory + "/pw"))
-        let opened = try migrate(["status", "--store", "file:\(directory)/store", "--passphrase-file", directory + "/pw"])
+        let opened = try migrate([
+            "status", "--store", "file:\(directory)/store", "--passphrase-file", directory + "/pw"
+        ])
         #expect(opened.status == 0, "\(opened.stderr)")
         try Data(passphrase.dropLast()).write(to: URL(fileURLWithPath: directory + "/pw"))
-        let wrong = try migrate(["status", "--store", "file:\(directory)/store", "--passphrase-file", directory + "/pw"])
+        let wrong = try migrate(["status", "--store", "file:\(directory)/store", "--passphrase-file", directory + "/pw"]
+        )
         #expect(wrong.status != 0)
         #expect(wrong.stderr.contains("wrong") || wrong.stderr.contains("does not open"), "\(wrong.stderr)")
     }
@@ -65,8 +68,9 @@ struct PassphrasePromptTests {
     func longPassphraseRefused(length: Int) throws {
         let directory = try newDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try typed(Array(repeating: UInt8(ascii: "p"), count: length),
-                               ["init", "--store", "file:\(directory)/store", "--ask-passphrase"])
+        let result = try typed(
+            Array(repeating: UInt8(ascii: "p"), count: length),
+            ["init", "--store", "file:\(directory)/store", "--ask-passphrase"])
         #expect(result.status != 0)
         #expect(result.screen.contains("--passphrase-file"), "\(result.screen)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/store/keepsake.header"), "a store was made")
@@ -80,7 +84,9 @@ struct PassphrasePromptTests {
         let made = try typed(passphrase, ["init", "--store", "file:\(directory)/store", "--ask-passphrase"])
         #expect(made.status == 0, "\(made.screen.suffix(300))")
         try Data(passphrase).write(to: URL(fileURLWithPath: directory + "/pw"))
-        let opened = try migrate(["status", "--store", "file:\(directory)/store", "--passphrase-file", directory + "/pw"])
+        let opened = try migrate([
+            "status", "--store", "file:\(directory)/store", "--passphrase-file", directory + "/pw"
+        ])
         #expect(opened.status == 0, "\(opened.stderr)")
     }
 }

@@ -1,19 +1,23 @@
 import Foundation
 import Keepsake
-@testable import KeepsakeCLI
 import KeepsakeSodium
 import Synchronization
 import Testing
+
+@testable import KeepsakeCLI
 
 @Suite("migrate run: progress on a terminal only")
 struct ProgressCLITests {
     @Test("the progress line says records done, the rate and the time left")
     func line() {
-        #expect(ProgressDisplay.line("writing", done: 1200, total: 5000, elapsed: 4)
+        #expect(
+            ProgressDisplay.line("writing", done: 1200, total: 5000, elapsed: 4)
                 == "writing 1200/5000 records, 300/s, about 13 s left")
-        #expect(ProgressDisplay.line("writing", done: 5000, total: 5000, elapsed: 13.6)
+        #expect(
+            ProgressDisplay.line("writing", done: 5000, total: 5000, elapsed: 13.6)
                 == "writing 5000/5000 records, 368/s, done in 14 s")
-        #expect(ProgressDisplay.line("checking", done: 3, total: 100_000, elapsed: 2)
+        #expect(
+            ProgressDisplay.line("checking", done: 3, total: 100_000, elapsed: 2)
                 == "checking 3/100000 records, 1.5/s, about 18 h 31 min left")
         #expect(ProgressDisplay.line("checking", done: 0, total: 10, elapsed: 5) == "checking 0/10 records")
         #expect(ProgressDisplay.line("checking", done: 4, total: 10, elapsed: 0.01) == "checking 4/10 records")
@@ -51,11 +55,12 @@ struct ProgressCLITests {
         meter.update("writing", done: 31, total: 100, now: start + 0.35)  // throttled
         meter.update("writing", done: 100, total: 100, now: start + 0.4)  // the end is always drawn
         meter.finish()
-        #expect(written.withLock { $0 } == [
-            "\r\u{1B}[Kwriting 30/100 records, 100/s, about 1 s left",
-            "\r\u{1B}[Kwriting 100/100 records, 250/s, done in 1 s",
-            "\n",
-        ])
+        #expect(
+            written.withLock { $0 } == [
+                "\r\u{1B}[Kwriting 30/100 records, 100/s, about 1 s left",
+                "\r\u{1B}[Kwriting 100/100 records, 250/s, done in 1 s",
+                "\n"
+            ])
     }
 
     /// A file store of `count` Person records at version 0 (in envelopes, so that each is matched
@@ -65,7 +70,9 @@ struct ProgressCLITests {
         let keyPath = directory + "/records.key"
         let store = try SodiumFileStore.create(directory: directory + "/records", key: .keyFile(path: keyPath))
         let writes = (0..<count).map { index in
-            StoreWrite(key: String(format: "person-%05d", index), value: Data(#"{"schema":"Person","version":0,"data":{"name":"P\#(index)","age":"3"}}"#.utf8))
+            StoreWrite(
+                key: String(format: "person-%05d", index),
+                value: Data(#"{"schema":"Person","version":0,"data":{"name":"P\#(index)","age":"3"}}"#.utf8))
         }
         #expect(try store.commit(writes).allSatisfy { $0 == .applied })
         return (store.uri, ["--key-file", keyPath])
@@ -85,19 +92,23 @@ struct ProgressCLITests {
         // On a terminal (script(1) gives the command one): both phases are drawn.
         let command = ([migrateBinary, "run", "--store", store] + key)
             .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-        let terminal = try runBinary("/usr/bin/script", ["-qefc", command + " >/dev/null", "/dev/null"],
-                                     environment: ["KEEPSAKE_PROGRESS_DELAY": "0"])
+        let terminal = try runBinary(
+            "/usr/bin/script", ["-qefc", command + " >/dev/null", "/dev/null"],
+            environment: ["KEEPSAKE_PROGRESS_DELAY": "0"])
         #expect(terminal.status == 0, "\(terminal.stderr)")
         #expect(terminal.stdout.contains("writing 3000/3000 records"), "\(terminal.stdout.suffix(400))")
-        #expect(terminal.stdout.range(of: #"writing \d+/3000 records, [0-9.]+/s, (about .* left|done in .*)"#,
-                                      options: .regularExpression) != nil)
+        #expect(
+            terminal.stdout.range(
+                of: #"writing \d+/3000 records, [0-9.]+/s, (about .* left|done in .*)"#,
+                options: .regularExpression) != nil)
         let status = try migrate(["status", "--store", store, "--json"] + key)
         let totals = try #require(try decodeJSON(status.stdout) as? [String: Any])["totals"] as? [String: Any]
         #expect(totals?["current"] as? Int == 3000)
 
         // --quiet on a terminal: nothing.
-        let quiet = try runBinary("/usr/bin/script", ["-qefc", command + " --quiet >/dev/null", "/dev/null"],
-                                  environment: ["KEEPSAKE_PROGRESS_DELAY": "0"])
+        let quiet = try runBinary(
+            "/usr/bin/script", ["-qefc", command + " --quiet >/dev/null", "/dev/null"],
+            environment: ["KEEPSAKE_PROGRESS_DELAY": "0"])
         #expect(quiet.status == 0)
         #expect(!quiet.stdout.contains("records"), "\(quiet.stdout.suffix(400))")
     }

@@ -5,16 +5,18 @@ import Testing
 struct UsageCLITests {
     static let commands = [
         ["status"], ["plan"], ["run"], ["show"], ["get"], ["put"], ["delete"], ["models"], ["init"], ["rekey"],
-        ["trial"], ["trial", "status"], ["trial", "start"], ["doctor"], [],
+        ["trial"], ["trial", "status"], ["trial", "start"], ["doctor"], []
     ]
 
-    @Test("a mistyped command gets a suggestion, not a complaint about the next option", arguments: [
-        (["statsu", "--store", "x"], "'statsu' is not a migrate command; did you mean 'status'?"),
-        (["rn", "--store", "x"], "did you mean 'run'?"),
-        (["dcotor"], "did you mean 'doctor'?"),
-        (["trial", "strat", "--store", "x"], "'strat' is not a migrate trial command; did you mean 'start'?"),
-        (["frobnicate"], "'frobnicate' is not a migrate command; the commands are status, plan, run"),
-    ])
+    @Test(
+        "a mistyped command gets a suggestion, not a complaint about the next option",
+        arguments: [
+            (["statsu", "--store", "x"], "'statsu' is not a migrate command; did you mean 'status'?"),
+            (["rn", "--store", "x"], "did you mean 'run'?"),
+            (["dcotor"], "did you mean 'doctor'?"),
+            (["trial", "strat", "--store", "x"], "'strat' is not a migrate trial command; did you mean 'start'?"),
+            (["frobnicate"], "'frobnicate' is not a migrate command; the commands are status, plan, run")
+        ])
     func mistypedCommand(_ arguments: [String], _ message: String) throws {
         let result = try migrate(arguments)
         #expect(result.status == 64)
@@ -23,13 +25,20 @@ struct UsageCLITests {
         #expect(!result.stderr.contains("Unknown option"))
     }
 
-    @Test("a mistyped option gets a suggestion and the command's own usage", arguments: [
-        (["status", "--stor", "x"], "migrate status has no option --stor; did you mean --store?", "Usage: migrate status "),
-        (["run", "--store", "x", "--dry-rn"], "did you mean --dry-run?", "Usage: migrate run "),
-        (["trial", "status", "--store", "x", "--lenght-days", "3"], "did you mean --length-days?",
-         "Usage: migrate trial status "),
-        (["doctor", "--keyring-timout", "3"], "did you mean --keyring-timeout?", "Usage: migrate doctor "),
-    ])
+    @Test(
+        "a mistyped option gets a suggestion and the command's own usage",
+        arguments: [
+            (
+                ["status", "--stor", "x"], "migrate status has no option --stor; did you mean --store?",
+                "Usage: migrate status "
+            ),
+            (["run", "--store", "x", "--dry-rn"], "did you mean --dry-run?", "Usage: migrate run "),
+            (
+                ["trial", "status", "--store", "x", "--lenght-days", "3"], "did you mean --length-days?",
+                "Usage: migrate trial status "
+            ),
+            (["doctor", "--keyring-timout", "3"], "did you mean --keyring-timeout?", "Usage: migrate doctor ")
+        ])
     func mistypedOption(_ arguments: [String], _ message: String, _ usage: String) throws {
         let result = try migrate(arguments)
         #expect(result.status == 64)
@@ -46,7 +55,7 @@ struct UsageCLITests {
             "init": ["--model", "--device-id", "--app-id", "--keyring-timeout"],
             "rekey": ["--model", "--device-id", "--app-id", "--keyring-timeout"],
             "models": ["--store", "--model"],
-            "trial status": ["--model"],
+            "trial status": ["--model"]
         ]
         for (command, options) in notFor {
             let words = command.split(separator: " ").map(String.init)
@@ -115,11 +124,14 @@ struct UsageCLITests {
         #expect(!result.stderr.contains("migrate <subcommand>"))
     }
 
-    @Test("every error line starts with the same lowercase prefix", arguments: [
-        ["status"], ["statsu"], ["status", "--store", "sqlite:x"], ["get", "k", "--store", "defaults:/nonexistent/x.json"],
-        ["run", "--store", "defaults:/tmp/x.json", "--dry-run", "--backup"], ["doctor", "--timeout", "nan"],
-        ["trial", "status", "--store", "defaults:/tmp/x.json", "--now", "yesterday"],
-    ])
+    @Test(
+        "every error line starts with the same lowercase prefix",
+        arguments: [
+            ["status"], ["statsu"], ["status", "--store", "sqlite:x"],
+            ["get", "k", "--store", "defaults:/nonexistent/x.json"],
+            ["run", "--store", "defaults:/tmp/x.json", "--dry-run", "--backup"], ["doctor", "--timeout", "nan"],
+            ["trial", "status", "--store", "defaults:/tmp/x.json", "--now", "yesterday"]
+        ])
     func oneErrorPrefix(_ arguments: [String]) throws {
         let result = try migrate(arguments)
         #expect(result.status != 0)

@@ -31,7 +31,8 @@ struct TwoReleaseTests {
         let directory = try temporaryDirectory()
         let keyFile = directory + "/store.key"
         let store = try SodiumFileStore.create(directory: directory + "/store", key: .keyFile(path: keyFile))
-        let observed = try TwoReleaseScenario.play(uri: "file:" + directory + "/store", options: ["--key-file", keyFile])
+        let observed = try TwoReleaseScenario.play(
+            uri: "file:" + directory + "/store", options: ["--key-file", keyFile])
         #expect(observed.mismatches.isEmpty, "\(observed.mismatches)")
         #expect(try store.data(forKey: "person") == Data(TwoReleaseScenario.finalEnvelope.utf8))
     }

@@ -32,7 +32,8 @@ public struct AnyModelChain: Sendable {
         }
         encodeErased = { value throws(KeepsakeError) in
             guard let latest = value as? Latest else {
-                throw KeepsakeError(.invalidArgument, "\(type(of: value)) is not \(chain.name)'s latest version, \(Latest.self)")
+                throw KeepsakeError(
+                    .invalidArgument, "\(type(of: value)) is not \(chain.name)'s latest version, \(Latest.self)")
             }
             return try chain.encode(latest)
         }
@@ -44,7 +45,9 @@ public struct AnyModelChain: Sendable {
     }
 
     /// ``ModelChain/outcome(of:context:encodeLatest:)`` with the model type erased.
-    public func outcome(of bytes: Data?, context: MigrationContext, encodeLatest: Bool = false) -> RecordOutcome<any ModelVersion> {
+    public func outcome(of bytes: Data?, context: MigrationContext, encodeLatest: Bool = false) -> RecordOutcome<
+        any ModelVersion
+    > {
         guard let bytes else { return .absent }
         do throws(KeepsakeError) {
             return pipeline(try ParsedRecord.parse(bytes), context, encodeLatest)

@@ -12,7 +12,8 @@ public enum DeviceIdentity {
     ///   - appID: The app's identifier, e.g. `"com.example.notes"`.
     ///   - machineIDPath: Where the machine id is read (`/etc/machine-id`), injectable for tests.
     /// - Throws: ``KeepsakeError/Code/unavailable`` when the machine id cannot be read or is empty.
-    public static func derived(appID: String, machineIDPath: String = "/etc/machine-id") throws(KeepsakeError) -> String {
+    public static func derived(appID: String, machineIDPath: String = "/etc/machine-id") throws(KeepsakeError) -> String
+    {
         let contents: [UInt8]?
         do throws(SystemFailure) {
             contents = try Syscall.readFile(machineIDPath)
@@ -29,7 +30,8 @@ public enum DeviceIdentity {
 
     /// The app-specific identity for a given machine id (what ``derived(appID:machineIDPath:)`` computes).
     public static func derived(appID: String, machineID: String) -> String {
-        let mac = HMACSHA256.authenticationCode(key: Array(appID.utf8), message: Array("keepsake-device-id:".utf8) + Array(machineID.utf8))
+        let mac = HMACSHA256.authenticationCode(
+            key: Array(appID.utf8), message: Array("keepsake-device-id:".utf8) + Array(machineID.utf8))
         return mac.prefix(16).map { String(format: "%02x", $0) }.joined()
     }
 }

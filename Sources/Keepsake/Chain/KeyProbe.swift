@@ -45,10 +45,13 @@ final class KeyProbe: Decoder {
                 detail = "its init(from:) threw on placeholder values (\(error))"
             }
             let place = field.map { "field '\($0)'" } ?? "its top level"
-            return .failure(ProbeProblem(field: field, reason: """
-                the stored keys of \(T.self) cannot be read off its Decodable conformance at \(place): \(detail); \
-                declare them with `static let storedKeys = StoredKeys(required: [...], optional: [...])`
-                """))
+            return .failure(
+                ProbeProblem(
+                    field: field,
+                    reason: """
+                        the stored keys of \(T.self) cannot be read off its Decodable conformance at \(place): \(detail); \
+                        declare them with `static let storedKeys = StoredKeys(required: [...], optional: [...])`
+                        """))
         }
         return .success(StoredKeys(required: probe.log.required, optional: probe.log.optional))
     }
@@ -132,20 +135,62 @@ final class KeyProbe: Decoder {
             probe.log.current = key.stringValue
         }
 
-        func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { required(key); return false }
-        func decode(_ type: String.Type, forKey key: Key) throws -> String { required(key); return "" }
-        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { required(key); return 0 }
-        func decode(_ type: Float.Type, forKey key: Key) throws -> Float { required(key); return 0 }
-        func decode(_ type: Int.Type, forKey key: Key) throws -> Int { required(key); return 0 }
-        func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { required(key); return 0 }
-        func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { required(key); return 0 }
-        func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { required(key); return 0 }
-        func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { required(key); return 0 }
-        func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { required(key); return 0 }
-        func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { required(key); return 0 }
-        func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { required(key); return 0 }
-        func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { required(key); return 0 }
-        func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { required(key); return 0 }
+        func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+            required(key)
+            return false
+        }
+        func decode(_ type: String.Type, forKey key: Key) throws -> String {
+            required(key)
+            return ""
+        }
+        func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+            required(key)
+            return 0
+        }
+        func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
+            required(key)
+            return 0
+        }
+        func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+            required(key)
+            return 0
+        }
+        func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
+            required(key)
+            return 0
+        }
+        func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
+            required(key)
+            return 0
+        }
+        func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
+            required(key)
+            return 0
+        }
+        func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+            required(key)
+            return 0
+        }
+        func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
+            required(key)
+            return 0
+        }
+        func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
+            required(key)
+            return 0
+        }
+        func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
+            required(key)
+            return 0
+        }
+        func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
+            required(key)
+            return 0
+        }
+        func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
+            required(key)
+            return 0
+        }
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
             required(key)
             return try KeyProbe.placeholder(type)
@@ -164,7 +209,10 @@ final class KeyProbe: Decoder {
         }
 
         func superDecoder() throws -> any Decoder { KeyProbe(recording: false) }
-        func superDecoder(forKey key: Key) throws -> any Decoder { required(key); return KeyProbe(recording: false) }
+        func superDecoder(forKey key: Key) throws -> any Decoder {
+            required(key)
+            return KeyProbe(recording: false)
+        }
     }
 
     private struct Unkeyed: UnkeyedDecodingContainer {
@@ -177,7 +225,9 @@ final class KeyProbe: Decoder {
         }
         mutating func decodeNil() throws -> Bool { true }
         mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { throw end() }
-        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> { throw end() }
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws
+            -> KeyedDecodingContainer<NestedKey>
+        { throw end() }
         mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer { throw end() }
         mutating func superDecoder() throws -> any Decoder { throw end() }
     }

@@ -33,8 +33,10 @@ public struct MigrationContext: Sendable {
         let identifiers: @Sendable () -> String
         let identity: IdentitySource
 
-        init(clock: @escaping @Sendable () -> Date, identifiers: @escaping @Sendable () -> String,
-             identity: IdentitySource) {
+        init(
+            clock: @escaping @Sendable () -> Date, identifiers: @escaping @Sendable () -> String,
+            identity: IdentitySource
+        ) {
             self.clock = clock
             self.identifiers = identifiers
             self.identity = identity
@@ -50,8 +52,9 @@ public struct MigrationContext: Sendable {
         makeIdentifier: @escaping @Sendable () -> String,
         deviceIdentity: String? = nil
     ) {
-        self.init(clock: clock, makeIdentifier: makeIdentifier,
-                  identity: deviceIdentity.map(IdentitySource.value) ?? .none, requests: nil)
+        self.init(
+            clock: clock, makeIdentifier: makeIdentifier,
+            identity: deviceIdentity.map(IdentitySource.value) ?? .none, requests: nil)
     }
 
     private init(
@@ -96,7 +99,9 @@ public struct MigrationContext: Sendable {
         case let .value(identity): return identity
         case let .derived(derivation): return try derivation.identity()
         case .none:
-            throw KeepsakeError(.deviceIdentityUnavailable, """
+            throw KeepsakeError(
+                .deviceIdentityUnavailable,
+                """
                 this migration context has no device identity; build it with \
                 MigrationContext.live(appID:) or pass deviceIdentity
                 """)
@@ -112,8 +117,9 @@ public struct MigrationContext: Sendable {
     /// (``DeviceIdentity/derived(appID:machineIDPath:)``), derived the first time a step asks
     /// for it — so a machine without a machine id can still load records whose steps need none.
     public static func live(appID: String, machineIDPath: String = "/etc/machine-id") -> MigrationContext {
-        MigrationContext(clock: { Date() }, makeIdentifier: { UUID().uuidString },
-                         identity: .derived(Derivation(appID: appID, machineIDPath: machineIDPath)), requests: nil)
+        MigrationContext(
+            clock: { Date() }, makeIdentifier: { UUID().uuidString },
+            identity: .derived(Derivation(appID: appID, machineIDPath: machineIDPath)), requests: nil)
     }
 
     /// A stopped clock and identifiers `prefix-1`, `prefix-2`, … in order: for tests and fixtures.

@@ -16,7 +16,8 @@ extension ModelChain {
     ///     fails verification is then `.failed` with `.verificationFailed`. Leave it `false` to
     ///     only look.
     /// - Returns: The outcome. Errors in it name no store or key; callers that know them add them.
-    public func outcome(of bytes: Data?, context: MigrationContext, encodeLatest: Bool = false) -> RecordOutcome<Latest> {
+    public func outcome(of bytes: Data?, context: MigrationContext, encodeLatest: Bool = false) -> RecordOutcome<Latest>
+    {
         guard let bytes else { return .absent }
         do throws(KeepsakeError) {
             return outcome(of: try ParsedRecord.parse(bytes), context: context, encodeLatest: encodeLatest)
@@ -33,7 +34,7 @@ extension ModelChain {
             if record.isNewer { return .newerReadable(record) }
             guard record.wasMigrated else { return .current(record) }
             return .outdated(record, latest: encodeLatest ? try encodeVerified(record.value) : nil)
-        } catch where error.code == .newerVersion && stored.version.map({ $0 > latestVersion }) == true {
+        } catch  where error.code == .newerVersion && stored.version.map({ $0 > latestVersion }) == true {
             return .newer(error, stored: stored)
         } catch {
             return .failed(error, stored: stored)
@@ -51,15 +52,18 @@ extension ModelChain {
         stored.form = detected.form
         let value: Latest
         if detected.version > latestVersion {
-            guard let reader = detected.oldestReader, reader <= latestVersion else { throw newerError(detected.version) }
+            guard let reader = detected.oldestReader, reader <= latestVersion else {
+                throw newerError(detected.version)
+            }
             // A newer version that declares this release's readers compatible: read its data as
             // our latest type, which ignores the keys it does not know. Never migrated.
             value = try latest(decodeCompatibly(detected))
         } else {
             value = try migrate(detected, context: context)
         }
-        return DecodedRecord(value: value, storedVersion: detected.version, latestVersion: latestVersion,
-                             form: detected.form, stringWrapped: detected.stringWrapped)
+        return DecodedRecord(
+            value: value, storedVersion: detected.version, latestVersion: latestVersion,
+            form: detected.form, stringWrapped: detected.stringWrapped)
     }
 
     /// Reads stored bytes in any stored form (an envelope, an object with an inline `version`, a bare object, or a JSON
@@ -94,8 +98,9 @@ struct ParsedRecord: Sendable {
             do throws(JSONSyntaxError) {
                 return ParsedRecord(root: try JSONParser.parse(text), stringWrapped: true)
             } catch {
-                throw KeepsakeError(.corruptRecord, "the stored value is a JSON string that does not hold JSON",
-                                    cause: error.cause)
+                throw KeepsakeError(
+                    .corruptRecord, "the stored value is a JSON string that does not hold JSON",
+                    cause: error.cause)
             }
         }
         return ParsedRecord(root: value, stringWrapped: false)
@@ -105,8 +110,8 @@ struct ParsedRecord: Sendable {
     /// and `oldestReader` when the writer declared older readers compatible.
     var envelopeSchema: String? {
         guard case let .object(object) = root,
-              object.count == 3 || (object.count == 4 && object["oldestReader"] != nil),
-              case let .string(schema)? = object["schema"], object["version"] != nil, object["data"] != nil
+            object.count == 3 || (object.count == 4 && object["oldestReader"] != nil),
+            case let .string(schema)? = object["schema"], object["version"] != nil, object["data"] != nil
         else { return nil }
         return schema
     }
@@ -130,16 +135,18 @@ extension ModelChain {
     /// integer `version`; or a bare object that exactly one version reads completely.
     func detect(_ record: ParsedRecord) throws(KeepsakeError) -> DetectedRecord {
         guard case let .object(object) = record.root else {
-            throw KeepsakeError(.unrecognisedRecord,
-                                "expected a JSON object for a \(name) record but found \(record.root.kindName)")
+            throw KeepsakeError(
+                .unrecognisedRecord,
+                "expected a JSON object for a \(name) record but found \(record.root.kindName)")
         }
         if record.envelopeSchema != nil {
             return try detectEnvelope(object, stringWrapped: record.stringWrapped)
         }
         if let versionValue = object["version"] {
             let version = try integerVersion(versionValue, where: "top-level \"version\"")
-            let detected = DetectedRecord(version: version, form: .inlineVersion, stringWrapped: record.stringWrapped,
-                                          fields: record.root)
+            let detected = DetectedRecord(
+                version: version, form: .inlineVersion, stringWrapped: record.stringWrapped,
+                fields: record.root)
             guard version <= latestVersion else { return detected }
             let entry = try entry(forVersion: version)
             if let keys = entry.keys {
@@ -157,12 +164,14 @@ extension ModelChain {
     private func detectBare(_ object: JSONObject, record: ParsedRecord) throws(KeepsakeError) -> DetectedRecord {
         var matches: [DetectedRecord] = []
         for entry in versions {
-            let detected = DetectedRecord(version: entry.version, form: .bare, stringWrapped: record.stringWrapped,
-                                          fields: record.root)
+            let detected = DetectedRecord(
+                version: entry.version, form: .bare, stringWrapped: record.stringWrapped,
+                fields: record.root)
             if let keys = entry.keys {
                 if keys.matches(object.keys) { matches.append(detected) }
             } else if let decoded = try? entry.decodeTrackingKeys(record.root),
-                      object.members.allSatisfy({ decoded.readKeys.contains(ExactString($0.key)) }) {
+                object.members.allSatisfy({ decoded.readKeys.contains(ExactString($0.key)) })
+            {
                 // `try?` is right here: a version that cannot decode the record is simply not a
                 // match; the record's error (unrecognised) is reported below if none matches.
                 var match = detected
@@ -174,20 +183,25 @@ extension ModelChain {
         // Versions that declare the oldest match's readers compatible only add keys to it: the
         // record is read as that oldest match (release bare records predate them all).
         if let oldest = matches.first,
-           matches.dropFirst().allSatisfy({ versions[$0.version].readable(byReadersOf: oldest.version) }) {
+            matches.dropFirst().allSatisfy({ versions[$0.version].readable(byReadersOf: oldest.version) })
+        {
             return oldest
         }
         let keyList = "{" + abridged(object.keys.sorted()) + "}"
         if matches.isEmpty {
             let expected = versions.map { "v\($0.version) \($0.keys?.description ?? "(keys read by decoding)")" }
                 .joined(separator: ", ")
-            throw KeepsakeError(.unrecognisedRecord, """
+            throw KeepsakeError(
+                .unrecognisedRecord,
+                """
                 a \(name) record without a version has keys \(keyList), which match no version of \(name) \
                 (expected one of: \(expected))
                 """)
         }
         let matching = matches.map { "v\($0.version)" }.joined(separator: ", ")
-        throw KeepsakeError(.ambiguousRecord, """
+        throw KeepsakeError(
+            .ambiguousRecord,
+            """
             a \(name) record without a version has keys \(keyList), which match several versions \
             (\(matching)); store it with a version to migrate it
             """)
@@ -204,29 +218,36 @@ extension ModelChain {
         if let value = object["oldestReader"] {
             let reader = try integerVersion(value, where: "the envelope's \"oldestReader\"")
             guard (0...version).contains(reader) else {
-                throw KeepsakeError(.corruptRecord,
-                                    "the envelope's oldestReader \(reader) is not between 0 and its version \(version)")
+                throw KeepsakeError(
+                    .corruptRecord,
+                    "the envelope's oldestReader \(reader) is not between 0 and its version \(version)")
             }
             oldestReader = reader
         }
         guard version <= latestVersion else {
             guard case .object? = object["data"] else {
-                throw KeepsakeError(.corruptRecord, "the envelope's \"data\" is \((object["data"] ?? .null).kindName), expected an object")
+                throw KeepsakeError(
+                    .corruptRecord,
+                    "the envelope's \"data\" is \((object["data"] ?? .null).kindName), expected an object")
             }
-            return DetectedRecord(version: version, form: .envelope, stringWrapped: stringWrapped,
-                                  fields: object["data"] ?? .null, oldestReader: oldestReader)
+            return DetectedRecord(
+                version: version, form: .envelope, stringWrapped: stringWrapped,
+                fields: object["data"] ?? .null, oldestReader: oldestReader)
         }
         let entry = try entry(forVersion: version)
         guard case let .object(fields)? = object["data"] else {
-            throw KeepsakeError(.corruptRecord, "the envelope's \"data\" is \((object["data"] ?? .null).kindName), expected an object")
+            throw KeepsakeError(
+                .corruptRecord, "the envelope's \"data\" is \((object["data"] ?? .null).kindName), expected an object")
         }
         if let keys = entry.keys { try checkKeys(fields.keys, of: entry, keys: keys) }
         if let inner = fields["version"], case let .number(text) = inner, Int(text) != version {
-            throw KeepsakeError(.corruptRecord,
-                                "the envelope says version \(version) but its data says version \(text)")
+            throw KeepsakeError(
+                .corruptRecord,
+                "the envelope says version \(version) but its data says version \(text)")
         }
-        return DetectedRecord(version: version, form: .envelope, stringWrapped: stringWrapped, fields: .object(fields),
-                              oldestReader: oldestReader)
+        return DetectedRecord(
+            version: version, form: .envelope, stringWrapped: stringWrapped, fields: .object(fields),
+            oldestReader: oldestReader)
     }
 
     private func integerVersion(_ value: JSONValue, where place: String) throws(KeepsakeError) -> Int {
@@ -237,7 +258,9 @@ extension ModelChain {
     }
 
     func newerError(_ version: Int) -> KeepsakeError {
-        KeepsakeError(.newerVersion, """
+        KeepsakeError(
+            .newerVersion,
+            """
             the record is \(name) version \(version), newer than this release knows (latest \(latestVersion)); \
             it was left untouched — use a release that knows version \(version)
             """)
@@ -246,7 +269,8 @@ extension ModelChain {
     func entry(forVersion version: Int) throws(KeepsakeError) -> VersionEntry {
         if version > latestVersion { throw newerError(version) }
         guard version >= 0 else {
-            throw KeepsakeError(.unrecognisedRecord, "the record claims \(name) version \(version), which does not exist")
+            throw KeepsakeError(
+                .unrecognisedRecord, "the record claims \(name) version \(version), which does not exist")
         }
         return versions[version]
     }
@@ -263,7 +287,9 @@ extension ModelChain {
         var parts: [String] = []
         if !missing.isEmpty { parts.append("missing " + abridged(missing)) }
         if !unknown.isEmpty { parts.append("unknown " + abridged(unknown)) }
-        return KeepsakeError(.corruptRecord, """
+        return KeepsakeError(
+            .corruptRecord,
+            """
             the record says \(name) version \(entry.version) but its fields do not match that version \
             (\(parts.joined(separator: "; ")))
             """)
@@ -284,7 +310,9 @@ extension ModelChain {
             } catch let error as KeepsakeError where error.code == .deviceIdentityUnavailable {
                 throw stepError(from: version - 1, error: error)
             } catch {
-                throw KeepsakeError(.migrationFailed, """
+                throw KeepsakeError(
+                    .migrationFailed,
+                    """
                     the step from \(name) version \(version - 1) to \(version) failed; the record was left as it was
                     """, cause: .other(String(describing: error)), underlying: error)
             }
@@ -304,7 +332,9 @@ extension ModelChain {
     }
 
     private func stepError(from version: Int, error: KeepsakeError) -> KeepsakeError {
-        KeepsakeError(.deviceIdentityUnavailable, """
+        KeepsakeError(
+            .deviceIdentityUnavailable,
+            """
             the step from \(name) version \(version) to \(version + 1) needs this device's identity, and none is \
             available (\(error.message)); the record was left as it was
             """, cause: error.cause, underlying: error.underlying)
@@ -318,13 +348,16 @@ extension ModelChain {
         do {
             return try entry.decode(detected.fields)
         } catch let error as DecodingError {
-            throw KeepsakeError(.corruptRecord, """
+            throw KeepsakeError(
+                .corruptRecord,
+                """
                 the record is \(name) version \(detected.version), declared readable by version \(latestVersion), \
                 but does not decode as it
                 """, cause: error.keepsakeCause, underlying: error)
         } catch {
-            throw KeepsakeError(.corruptRecord, "the newer record does not decode as \(name) version \(latestVersion)",
-                                cause: .other(String(describing: error)), underlying: error)
+            throw KeepsakeError(
+                .corruptRecord, "the newer record does not decode as \(name) version \(latestVersion)",
+                cause: .other(String(describing: error)), underlying: error)
         }
     }
 
@@ -338,11 +371,13 @@ extension ModelChain {
                 decoded = (try entry.decode(detected.fields), nil)
             }
         } catch let error as DecodingError {
-            throw KeepsakeError(.corruptRecord, "the record does not decode as \(name) version \(detected.version)",
-                                cause: error.keepsakeCause, underlying: error)
+            throw KeepsakeError(
+                .corruptRecord, "the record does not decode as \(name) version \(detected.version)",
+                cause: error.keepsakeCause, underlying: error)
         } catch {
-            throw KeepsakeError(.corruptRecord, "the record does not decode as \(name) version \(detected.version)",
-                                cause: .other(String(describing: error)), underlying: error)
+            throw KeepsakeError(
+                .corruptRecord, "the record does not decode as \(name) version \(detected.version)",
+                cause: .other(String(describing: error)), underlying: error)
         }
         // A version whose keys were not known ahead: the decode tells which keys it read.
         if let read = decoded.readKeys, case let .object(object) = detected.fields {

@@ -28,15 +28,18 @@ extension ModelChain {
             }
             let again = try encodeEnvelope(try migrate(detected, context: .verification))
             guard again == bytes else {
-                throw KeepsakeError(.verificationFailed, """
+                throw KeepsakeError(
+                    .verificationFailed,
+                    """
                     \(name) version \(latestVersion) does not encode the same after a round trip; \
                     its Codable conformance loses or changes data
                     """)
             }
         } catch {
             if error.code == .verificationFailed { throw error }
-            throw KeepsakeError(.verificationFailed, "the encoded \(name) record does not read back: \(error.message)",
-                                cause: error.cause, underlying: error.underlying)
+            throw KeepsakeError(
+                .verificationFailed, "the encoded \(name) record does not read back: \(error.message)",
+                cause: error.cause, underlying: error.underlying)
         }
         return bytes
     }
@@ -44,11 +47,14 @@ extension ModelChain {
     private func encodeEnvelope(_ value: Latest) throws(KeepsakeError) -> Data {
         do {
             let oldestReader = Latest.oldestReader < latestVersion ? Latest.oldestReader : nil
-            return try CanonicalJSON.encode(Envelope(schema: name, version: latestVersion, oldestReader: oldestReader,
-                                                     data: value))
+            return try CanonicalJSON.encode(
+                Envelope(
+                    schema: name, version: latestVersion, oldestReader: oldestReader,
+                    data: value))
         } catch {
-            throw KeepsakeError(.encodingFailed, "\(name) version \(latestVersion) could not be encoded",
-                                cause: encodingCause(error), underlying: error)
+            throw KeepsakeError(
+                .encodingFailed, "\(name) version \(latestVersion) could not be encoded",
+                cause: encodingCause(error), underlying: error)
         }
     }
 }

@@ -39,7 +39,8 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
     /// Each version's number, type name and stored keys, oldest first.
     public var versionSummaries: [VersionSummary] {
         versions.map {
-            VersionSummary(version: $0.version, typeName: $0.typeName, storedKeys: $0.keys, oldestReader: $0.oldestReader)
+            VersionSummary(
+                version: $0.version, typeName: $0.typeName, storedKeys: $0.keys, oldestReader: $0.oldestReader)
         }
     }
 
@@ -82,8 +83,10 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
         var found: [ChainError] = []
         for entry in versions {
             if let problem = entry.keyProblem ?? entry.roundTripProblem() {
-                found.append(ChainError(chain: name, version: entry.version, typeName: entry.typeName,
-                                        field: problem.field, problem.reason))
+                found.append(
+                    ChainError(
+                        chain: name, version: entry.version, typeName: entry.typeName,
+                        field: problem.field, problem.reason))
             }
         }
         found += compatibilityProblems
@@ -91,13 +94,17 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
             guard let firstKeys = first.keys else { continue }
             for second in versions[(index + 1)...] {
                 guard let secondKeys = second.keys, firstKeys.overlaps(secondKeys),
-                      !second.readable(byReadersOf: first.version) else { continue }
+                    !second.readable(byReadersOf: first.version)
+                else { continue }
                 let example = firstKeys.required.union(secondKeys.required).sorted().joined(separator: ", ")
-                found.append(ChainError(chain: name, version: second.version, typeName: second.typeName, field: nil, """
-                    versions \(first.version) (\(first.typeName), keys \(firstKeys)) and \(second.version) \
-                    (\(second.typeName), keys \(secondKeys)) could both match one record stored without a version, \
-                    such as {\(example)}; give one a required key the other cannot have
-                    """))
+                found.append(
+                    ChainError(
+                        chain: name, version: second.version, typeName: second.typeName, field: nil,
+                        """
+                        versions \(first.version) (\(first.typeName), keys \(firstKeys)) and \(second.version) \
+                        (\(second.typeName), keys \(secondKeys)) could both match one record stored without a version, \
+                        such as {\(example)}; give one a required key the other cannot have
+                        """))
             }
         }
         return found
@@ -108,22 +115,28 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
         var found: [ChainError] = []
         for entry in versions where entry.oldestReader != entry.version {
             guard (0...entry.version).contains(entry.oldestReader) else {
-                found.append(ChainError(chain: name, version: entry.version, typeName: entry.typeName, """
-                    its oldestReader is \(entry.oldestReader), which must be between 0 and its own version \
-                    \(entry.version)
-                    """))
+                found.append(
+                    ChainError(
+                        chain: name, version: entry.version, typeName: entry.typeName,
+                        """
+                        its oldestReader is \(entry.oldestReader), which must be between 0 and its own version \
+                        \(entry.version)
+                        """))
                 continue
             }
             guard let keys = entry.keys else { continue }
             for reader in versions[entry.oldestReader..<entry.version] {
                 guard let readerKeys = reader.keys else { continue }
                 if let missing = readerKeys.required.sorted().first(where: { !keys.required.contains($0) }) {
-                    found.append(ChainError(chain: name, version: entry.version, typeName: entry.typeName,
-                                            field: missing, """
-                        it declares readers from version \(entry.oldestReader) compatible, but version \(reader.version) \
-                        (\(reader.typeName)) requires the key '\(missing)', which \(entry.typeName) does not always \
-                        store; lower no further than the oldest version whose required keys it keeps
-                        """))
+                    found.append(
+                        ChainError(
+                            chain: name, version: entry.version, typeName: entry.typeName,
+                            field: missing,
+                            """
+                            it declares readers from version \(entry.oldestReader) compatible, but version \(reader.version) \
+                            (\(reader.typeName)) requires the key '\(missing)', which \(entry.typeName) does not always \
+                            store; lower no further than the oldest version whose required keys it keeps
+                            """))
                 }
             }
         }
@@ -141,7 +154,8 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
         let found = problems
         guard var first = found.first else { return }
         if found.count > 1 {
-            first.reason += "; and \(found.count - 1) more: "
+            first.reason +=
+                "; and \(found.count - 1) more: "
                 + found.dropFirst().map(\.description).joined(separator: " ")
         }
         throw first
@@ -150,26 +164,32 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
     private static func checkStructure(name: String, entries: [VersionEntry]) throws(ChainError) {
         guard !name.isEmpty else { throw ChainError(chain: name, version: nil, "a chain needs a non-empty name") }
         guard entries.count <= VersionEntry.maxDepth else {
-            throw ChainError(chain: name, version: nil, """
+            throw ChainError(
+                chain: name, version: nil,
+                """
                 the chain has more than \(VersionEntry.maxDepth) versions or its predecessors form a cycle
                 """)
         }
         guard let first = entries.first, first.version == 0 else {
             let found = entries.first.map { "\($0.typeName) has version \($0.version)" } ?? "no version"
-            throw ChainError(chain: name, version: entries.first?.version,
-                             "versions must start at 0, but the first version \(found)")
+            throw ChainError(
+                chain: name, version: entries.first?.version,
+                "versions must start at 0, but the first version \(found)")
         }
         var seen: [Int: String] = [:]
         for (index, entry) in entries.enumerated() {
             if let other = seen[entry.version] {
-                throw ChainError(chain: name, version: entry.version,
-                                 "version \(entry.version) appears twice (\(other) and \(entry.typeName))")
+                throw ChainError(
+                    chain: name, version: entry.version,
+                    "version \(entry.version) appears twice (\(other) and \(entry.typeName))")
             }
             seen[entry.version] = entry.typeName
             if index > 0 {
                 let previous = entries[index - 1]
                 guard entry.version == previous.version + 1 else {
-                    throw ChainError(chain: name, version: entry.version, """
+                    throw ChainError(
+                        chain: name, version: entry.version,
+                        """
                         version \(entry.version) (\(entry.typeName)) has predecessor version \(previous.version) \
                         (\(previous.typeName)); a predecessor must be exactly one below, so versions run 0, 1, 2, … \
                         without gaps
@@ -311,16 +331,20 @@ extension KeyProbe {
             return ProbeProblem(field: nil, reason: "a placeholder \(V.self) could not be encoded (\(error))")
         }
         if let unread = written.first(where: { !keys.all.contains($0) }) {
-            return ProbeProblem(field: unread, reason: """
-                \(V.self) writes the key '\(unread)' but does not read it (it reads \(keys)); check its \
-                CodingKeys and encode(to:)
-                """)
+            return ProbeProblem(
+                field: unread,
+                reason: """
+                    \(V.self) writes the key '\(unread)' but does not read it (it reads \(keys)); check its \
+                    CodingKeys and encode(to:)
+                    """)
         }
         if let unwritten = keys.required.sorted().first(where: { !written.contains($0) }) {
-            return ProbeProblem(field: unwritten, reason: """
-                \(V.self) requires the key '\(unwritten)' but does not write it, so what it stores cannot be \
-                read back; check its CodingKeys and encode(to:)
-                """)
+            return ProbeProblem(
+                field: unwritten,
+                reason: """
+                    \(V.self) requires the key '\(unwritten)' but does not write it, so what it stores cannot be \
+                    read back; check its CodingKeys and encode(to:)
+                    """)
         }
         return nil
     }

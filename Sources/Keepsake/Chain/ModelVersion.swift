@@ -87,8 +87,10 @@ public enum NoPredecessor: ModelVersion {
     public static var storedKeys: StoredKeys { StoredKeys(required: []) }
 
     public init(from decoder: any Decoder) throws {
-        throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                                                debugDescription: "NoPredecessor has no values."))
+        throw DecodingError.dataCorrupted(
+            .init(
+                codingPath: decoder.codingPath,
+                debugDescription: "NoPredecessor has no values."))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -161,8 +163,9 @@ public struct StoredKeys: Sendable, Hashable, CustomStringConvertible {
         switch KeyProbe.storedKeys(of: V.self) {
         case let .success(keys): return keys
         case let .failure(problem):
-            throw ChainError(chain: nil, version: V.version, typeName: String(describing: V.self),
-                             field: problem.field, problem.reason)
+            throw ChainError(
+                chain: nil, version: V.version, typeName: String(describing: V.self),
+                field: problem.field, problem.reason)
         }
     }
 }

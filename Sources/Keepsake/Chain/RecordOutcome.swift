@@ -139,8 +139,9 @@ public struct DecodedRecord<Model: Sendable>: Sendable {
 
     /// The same record with its value transformed.
     public func map<Other: Sendable>(_ transform: (Model) -> Other) -> DecodedRecord<Other> {
-        DecodedRecord<Other>(value: transform(value), storedVersion: storedVersion, latestVersion: latestVersion,
-                             form: form, stringWrapped: stringWrapped)
+        DecodedRecord<Other>(
+            value: transform(value), storedVersion: storedVersion, latestVersion: latestVersion,
+            form: form, stringWrapped: stringWrapped)
     }
 }
 

@@ -87,7 +87,7 @@ public struct RecordShape: Codable, Sendable, Hashable, CustomStringConvertible 
 
         private static let plain: [String: Value] = [
             "string": .string, "integer": .integer, "number": .number, "bool": .bool, "date": .date,
-            "data": .data, "url": .url, "uuid": .uuid, "decimal": .decimal, "unknown": .unknown,
+            "data": .data, "url": .url, "uuid": .uuid, "decimal": .decimal, "unknown": .unknown
         ]
 
         private enum CodingKeys: String, CodingKey {
@@ -97,17 +97,22 @@ public struct RecordShape: Codable, Sendable, Hashable, CustomStringConvertible 
         public init(from decoder: any Decoder) throws {
             if let single = try? decoder.singleValueContainer(), let name = try? single.decode(String.self) {
                 guard let value = Self.plain[name] else {
-                    throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                                                            debugDescription: "unknown value type '\(name)'"))
+                    throw DecodingError.dataCorrupted(
+                        .init(
+                            codingPath: decoder.codingPath,
+                            debugDescription: "unknown value type '\(name)'"))
                 }
                 self = value
                 return
             }
             let container = try decoder.container(keyedBy: CodingKeys.self)
             guard container.allKeys.count == 1, let key = container.allKeys.first else {
-                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: """
-                    a value type is a name or an object with exactly one of the keys array, object, map, nullable
-                    """))
+                throw DecodingError.dataCorrupted(
+                    .init(
+                        codingPath: decoder.codingPath,
+                        debugDescription: """
+                            a value type is a name or an object with exactly one of the keys array, object, map, nullable
+                            """))
             }
             switch key {
             case .array: self = .array(try container.decode(Value.self, forKey: .array))
@@ -170,10 +175,11 @@ public struct RecordShape: Codable, Sendable, Hashable, CustomStringConvertible 
     /// `{alias: string, email: string, nickname?: string}`: the keys in order, `?` after an
     /// optional one.
     public var description: String {
-        "{" + fields.keys.sorted().map { key in
-            let field = fields[key]!
-            return "\(key)\(field.required ? "" : "?"): \(field.type)"
-        }.joined(separator: ", ") + "}"
+        "{"
+            + fields.keys.sorted().map { key in
+                let field = fields[key]!
+                return "\(key)\(field.required ? "" : "?"): \(field.type)"
+            }.joined(separator: ", ") + "}"
     }
 
     /// The keys every record has.

@@ -180,7 +180,8 @@ final class KeyedShape: ShapeLog {
         if let offeredEntry, entries.keys.allSatisfy({ $0 == offeredEntry }) {
             return .map(entries[offeredEntry].map(type(of:)) ?? .unknown)
         }
-        return .object(RecordShape(fields: entries.mapValues { RecordShape.Field(required: $0.required, type: type(of: $0)) }))
+        return .object(
+            RecordShape(fields: entries.mapValues { RecordShape.Field(required: $0.required, type: type(of: $0)) }))
     }
 }
 
@@ -275,20 +276,48 @@ extension ShapeProbe {
             return value
         }
 
-        func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { plain(key, .bool, required: false, false) }
-        func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { plain(key, .string, required: false, "") }
-        func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { plain(key, .number, required: false, 0) }
-        func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { plain(key, .number, required: false, 0) }
-        func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { plain(key, .integer, required: false, 0) }
-        func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { plain(key, .integer, required: false, 0) }
-        func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { plain(key, .integer, required: false, 0) }
-        func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { plain(key, .integer, required: false, 0) }
-        func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { plain(key, .integer, required: false, 0) }
-        func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { plain(key, .integer, required: false, 0) }
-        func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { plain(key, .integer, required: false, 0) }
-        func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { plain(key, .integer, required: false, 0) }
-        func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { plain(key, .integer, required: false, 0) }
-        func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { plain(key, .integer, required: false, 0) }
+        func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+            plain(key, .bool, required: false, false)
+        }
+        func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+            plain(key, .string, required: false, "")
+        }
+        func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+            plain(key, .number, required: false, 0)
+        }
+        func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
+            plain(key, .number, required: false, 0)
+        }
+        func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
+            plain(key, .integer, required: false, 0)
+        }
+        func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? {
+            plain(key, .integer, required: false, 0)
+        }
+        func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? {
+            plain(key, .integer, required: false, 0)
+        }
+        func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? {
+            plain(key, .integer, required: false, 0)
+        }
+        func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
+            plain(key, .integer, required: false, 0)
+        }
+        func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? {
+            plain(key, .integer, required: false, 0)
+        }
+        func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? {
+            plain(key, .integer, required: false, 0)
+        }
+        func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? {
+            plain(key, .integer, required: false, 0)
+        }
+        func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? {
+            plain(key, .integer, required: false, 0)
+        }
+        func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? {
+            plain(key, .integer, required: false, 0)
+        }
         /// An optional key: its shape is recorded; a value that cannot be made is absent.
         func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
             guard let (value, log) = try? ShapeProbe.probe(T.self, context: context) else {

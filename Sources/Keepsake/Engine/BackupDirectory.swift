@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -54,7 +55,7 @@ public struct BackupDirectory: Sendable, Hashable {
                 do throws(SystemFailure) {
                     try Syscall.mkdir(path, 0o700)
                     return BackupDirectory(path: path)
-                } catch where error.errno == EEXIST {
+                } catch  where error.errno == EEXIST {
                     continue
                 }
             }
@@ -70,7 +71,7 @@ public struct BackupDirectory: Sendable, Hashable {
         for byte in key.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
                 name.unicodeScalars.append(Unicode.Scalar(byte))
             case UInt8(ascii: ".") where !name.isEmpty:
                 name.append(".")
@@ -99,14 +100,15 @@ public struct BackupDirectory: Sendable, Hashable {
                         Result { () throws(SystemFailure) in try FileSystem.live.createExclusively(file, with: buffer) }
                     }.get()
                     return file
-                } catch where error.errno == EEXIST {
+                } catch  where error.errno == EEXIST {
                     continue
                 }
             }
             throw SystemFailure(call: "link", errno: EEXIST)
         } catch {
-            throw KeepsakeError(.backupFailed, store: store, key: key,
-                                "cannot write the backup \(file); the record was not changed", cause: error.cause)
+            throw KeepsakeError(
+                .backupFailed, store: store, key: key,
+                "cannot write the backup \(file); the record was not changed", cause: error.cause)
         }
     }
 
@@ -121,8 +123,10 @@ public struct BackupDirectory: Sendable, Hashable {
     ///   record whose backup failed must not be replaced (callers skip its write).
     public func saveAll(_ records: [(key: String, bytes: Data)], store: String) -> [Result<String, KeepsakeError>] {
         func failed(_ key: String, _ file: String, _ error: SystemFailure) -> Result<String, KeepsakeError> {
-            .failure(KeepsakeError(.backupFailed, store: store, key: key,
-                                   "cannot write the backup \(file); the record was not changed", cause: error.cause))
+            .failure(
+                KeepsakeError(
+                    .backupFailed, store: store, key: key,
+                    "cannot write the backup \(file); the record was not changed", cause: error.cause))
         }
         do throws(SystemFailure) {
             try Syscall.makeDirectories(path)
@@ -151,7 +155,7 @@ public struct BackupDirectory: Sendable, Hashable {
                     result = .success(file)
                     linked = true
                     break
-                } catch where error.errno == EEXIST {
+                } catch  where error.errno == EEXIST {
                     continue
                 } catch {
                     result = failed(record.key, file, error)

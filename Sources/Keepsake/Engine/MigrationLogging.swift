@@ -33,8 +33,9 @@ extension Logger {
             case (.migrated, _):
                 debug("record migrated and written back", metadata: metadata())
             case (_, .conflict?):
-                notice("record changed while it was being migrated; left as the other writer stored it",
-                       metadata: metadata())
+                notice(
+                    "record changed while it was being migrated; left as the other writer stored it",
+                    metadata: metadata())
             case (.outdated, _?):
                 warning("migrated record could not be written; left as it was", metadata: metadata())
             case (.unreadable, _), (.newer, _):
@@ -62,8 +63,9 @@ extension Logger {
         if error.code == .conflict {
             notice("record changed while it was being migrated; left as the other writer stored it", metadata: metadata)
         } else {
-            warning("migrated record could not be written back; the migrated value is still returned",
-                    metadata: metadata)
+            warning(
+                "migrated record could not be written back; the migrated value is still returned",
+                metadata: metadata)
         }
     }
 }

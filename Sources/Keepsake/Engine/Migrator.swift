@@ -134,7 +134,8 @@ public struct Migrator: Sendable {
             case .applied:
                 reports[index].state = .migrated
             case .conflict:
-                reports[index].error = KeepsakeError(.conflict, store: store.uri, key: reports[index].key,
+                reports[index].error = KeepsakeError(
+                    .conflict, store: store.uri, key: reports[index].key,
                     "the record changed while it was being migrated; it was left as the other writer stored it")
             case let .failed(error):
                 reports[index].error = error
@@ -162,9 +163,10 @@ public struct Migrator: Sendable {
     /// A record the store could not read: unreadable, matched to a chain by key when it can be.
     func unreadable(key: String, _ error: KeepsakeError) -> Evaluation {
         let chain = chainByKey(key)
-        return Evaluation(report: RecordReport(
-            key: key, schema: chain?.name, latestVersion: chain?.latestVersion, state: .unreadable,
-            error: error.located(store: store.uri, key: nil)))
+        return Evaluation(
+            report: RecordReport(
+                key: key, schema: chain?.name, latestVersion: chain?.latestVersion, state: .unreadable,
+                error: error.located(store: store.uri, key: nil)))
     }
 
     /// Routes the record to its chain (by envelope schema, else by key) and runs the pipeline.
@@ -176,9 +178,10 @@ public struct Migrator: Sendable {
             guard let chain = chainByKey(key) else {
                 return Evaluation(report: RecordReport(key: key, state: .unmanaged))
             }
-            return Evaluation(report: RecordReport(
-                key: key, schema: chain.name, latestVersion: chain.latestVersion, state: .unreadable,
-                error: error.located(store: store.uri, key: key)))
+            return Evaluation(
+                report: RecordReport(
+                    key: key, schema: chain.name, latestVersion: chain.latestVersion, state: .unreadable,
+                    error: error.located(store: store.uri, key: key)))
         }
         let chain: AnyModelChain
         if let schema = parsed.envelopeSchema {

@@ -70,8 +70,9 @@ public struct RecordReport: Sendable, Equatable {
         case .newer: state = .newer
         case .failed: state = .unreadable
         }
-        self.init(key: key, schema: schema, storedVersion: stored.version, latestVersion: latestVersion, state: state,
-                  form: stored.form, stringWrapped: stored.stringWrapped, steps: outcome.record?.steps ?? [],
-                  error: outcome.error)
+        self.init(
+            key: key, schema: schema, storedVersion: stored.version, latestVersion: latestVersion, state: state,
+            form: stored.form, stringWrapped: stored.stringWrapped, steps: outcome.record?.steps ?? [],
+            error: outcome.error)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -161,8 +162,11 @@ public struct StoreTransfer: Sendable {
         var forced = Set<Int>()  // keys restored whatever they hold (their read-back differed)
         var failed = false
         if !toWrite.isEmpty {
-            let writes = toWrite.map { StoreWrite(key: prepared[$0].key, value: prepared[$0].bytes,
-                                                  expectation: .unchanged(prepared[$0].previous)) }
+            let writes = toWrite.map {
+                StoreWrite(
+                    key: prepared[$0].key, value: prepared[$0].bytes,
+                    expectation: .unchanged(prepared[$0].previous))
+            }
             do throws(KeepsakeError) {
                 let results = try destination.commit(writes)
                 for (index, result) in zip(toWrite, results) {
@@ -170,8 +174,10 @@ public struct StoreTransfer: Sendable {
                     case .applied:
                         written[index] = prepared[index].bytes
                     case .conflict:
-                        prepared[index].error = KeepsakeError(.conflict, store: destination.uri, key: prepared[index].key,
-                            "the destination's value changed while the record was being copied; it was left as the other writer stored it")
+                        prepared[index].error = KeepsakeError(
+                            .conflict, store: destination.uri, key: prepared[index].key,
+                            "the destination's value changed while the record was being copied; it was left as the other writer stored it"
+                        )
                         failed = true
                     case let .failed(error):
                         prepared[index].error = error.located(store: destination.uri, key: prepared[index].key)
@@ -199,9 +205,14 @@ public struct StoreTransfer: Sendable {
                     let readBack = try readBacks[index].get()
                     if readBack != prepared[index].bytes {
                         // What is there is not what was written: restore it whatever it is.
-                        if written[index] != nil { written[index] = .some(nil); forced.insert(index) }
-                        prepared[index].error = KeepsakeError(.verificationFailed, store: destination.uri,
-                            key: prepared[index].key, readBack == nil
+                        if written[index] != nil {
+                            written[index] = .some(nil)
+                            forced.insert(index)
+                        }
+                        prepared[index].error = KeepsakeError(
+                            .verificationFailed, store: destination.uri,
+                            key: prepared[index].key,
+                            readBack == nil
                                 ? "the record was written but reads back as absent"
                                 : "the record was written but reads back as other bytes")
                         failed = true
@@ -227,7 +238,8 @@ public struct StoreTransfer: Sendable {
                 case .applied: continue
                 case .conflict:
                     states[index] = .inBoth
-                    prepared[index].error = KeepsakeError(.conflict, store: source.uri, key: prepared[index].key,
+                    prepared[index].error = KeepsakeError(
+                        .conflict, store: source.uri, key: prepared[index].key,
                         "the source's record changed after it was copied, so it was not removed; both stores hold it")
                 case let .failed(error):
                     states[index] = .inBoth
@@ -266,7 +278,9 @@ public struct StoreTransfer: Sendable {
     /// Step 1: reads, evaluates and checks every selected record; writes nothing.
     private func prepare(_ selection: Selection, options: Options) throws(KeepsakeError) -> [Prepared] {
         guard !Self.sameStore(source.uri, destination.uri) else {
-            throw KeepsakeError(.invalidArgument, store: source.uri, """
+            throw KeepsakeError(
+                .invalidArgument, store: source.uri,
+                """
                 the source and the destination are the same store (\(destination.uri)); a move would remove \
                 what it copied, so nothing was done
                 """)
@@ -295,9 +309,11 @@ public struct StoreTransfer: Sendable {
         var prepared: [Prepared] = []
         for entry in entries {
             guard let result = entry.result else {
-                prepared.append(Prepared(
-                    key: entry.key, evaluation: TransferRecord(key: entry.key, state: .failed),
-                    error: KeepsakeError(.notFound, store: source.uri, key: entry.key, "the source holds no record under this key")))
+                prepared.append(
+                    Prepared(
+                        key: entry.key, evaluation: TransferRecord(key: entry.key, state: .failed),
+                        error: KeepsakeError(
+                            .notFound, store: source.uri, key: entry.key, "the source holds no record under this key")))
                 continue
             }
             let bytes: Data
@@ -305,9 +321,11 @@ public struct StoreTransfer: Sendable {
             case let .success(read): bytes = read
             case let .failure(error):
                 let evaluation = migrator.unreadable(key: entry.key, error)
-                prepared.append(Prepared(
-                    key: entry.key, evaluation: TransferRecord(key: entry.key, schema: evaluation.report.schema, state: .failed),
-                    error: error.located(store: source.uri, key: nil)))
+                prepared.append(
+                    Prepared(
+                        key: entry.key,
+                        evaluation: TransferRecord(key: entry.key, schema: evaluation.report.schema, state: .failed),
+                        error: error.located(store: source.uri, key: nil)))
                 continue
             }
             let evaluation = migrator.evaluate(key: entry.key, bytes: bytes, encodeLatest: options.migrate)
@@ -315,9 +333,10 @@ public struct StoreTransfer: Sendable {
             if report.state == .unmanaged, selection == .managed { continue }
             var item = Prepared(
                 key: entry.key,
-                evaluation: TransferRecord(key: entry.key, schema: report.state == .unmanaged ? nil : report.schema,
-                                           storedVersion: report.storedVersion, writtenVersion: report.storedVersion,
-                                           unmanaged: report.state == .unmanaged, state: .failed),
+                evaluation: TransferRecord(
+                    key: entry.key, schema: report.state == .unmanaged ? nil : report.schema,
+                    storedVersion: report.storedVersion, writtenVersion: report.storedVersion,
+                    unmanaged: report.state == .unmanaged, state: .failed),
                 sourceBytes: bytes, bytes: bytes)
             if options.migrate, report.state == .outdated || report.state == .unreadable {
                 if let latest = evaluation.encoded {
@@ -325,8 +344,11 @@ public struct StoreTransfer: Sendable {
                     item.evaluation.writtenVersion = report.latestVersion
                     item.evaluation.migrated = true
                 } else {
-                    item.error = report.error ?? KeepsakeError(.migrationFailed, store: source.uri, key: entry.key,
-                                                               "the record could not be migrated")
+                    item.error =
+                        report.error
+                        ?? KeepsakeError(
+                            .migrationFailed, store: source.uri, key: entry.key,
+                            "the record could not be migrated")
                 }
             }
             prepared.append(item)
@@ -350,8 +372,10 @@ public struct StoreTransfer: Sendable {
                         prepared[index].evaluation.replaced = true
                     } else {
                         prepared[index].exists = true
-                        prepared[index].error = KeepsakeError(.conflict, store: destination.uri, key: key,
-                            "the destination already holds another value under this key; it was left as it is (Options.overwrite replaces it)")
+                        prepared[index].error = KeepsakeError(
+                            .conflict, store: destination.uri, key: key,
+                            "the destination already holds another value under this key; it was left as it is (Options.overwrite replaces it)"
+                        )
                     }
                 }
             } catch {
@@ -395,7 +419,10 @@ public struct StoreTransfer: Sendable {
                 byKey.reserveCapacity(records.count)
                 var complete = true
                 for record in records {
-                    guard case let .success(data) = record.result else { complete = false; break }
+                    guard case let .success(data) = record.result else {
+                        complete = false
+                        break
+                    }
                     byKey[ExactString(record.key)] = data
                 }
                 if complete {
@@ -441,8 +468,9 @@ public struct StoreTransfer: Sendable {
         var notRestored: [Int: KeepsakeError] = [:]
         if !indices.isEmpty {
             let writes = indices.map { index in
-                StoreWrite(key: prepared[index].key, value: prepared[index].previous,
-                           expectation: forced.contains(index) ? .anything : .unchanged(written[index] ?? nil))
+                StoreWrite(
+                    key: prepared[index].key, value: prepared[index].previous,
+                    expectation: forced.contains(index) ? .anything : .unchanged(written[index] ?? nil))
             }
             do throws(KeepsakeError) {
                 let results = try destination.commit(writes)
@@ -454,9 +482,13 @@ public struct StoreTransfer: Sendable {
                         // The key does not hold what this transfer left there: a write that never
                         // landed (then it holds its previous bytes), or another writer.
                         do throws(KeepsakeError) {
-                            if try destination.data(forKey: prepared[index].key) == prepared[index].previous { continue }
-                            notRestored[index] = KeepsakeError(.conflict, store: destination.uri, key: prepared[index].key,
-                                "the destination's value was changed by another writer during the transfer and was left as it is")
+                            if try destination.data(forKey: prepared[index].key) == prepared[index].previous {
+                                continue
+                            }
+                            notRestored[index] = KeepsakeError(
+                                .conflict, store: destination.uri, key: prepared[index].key,
+                                "the destination's value was changed by another writer during the transfer and was left as it is"
+                            )
                         } catch {
                             notRestored[index] = error
                         }
@@ -483,7 +515,8 @@ public struct StoreTransfer: Sendable {
 
     private func restoreError(_ error: KeepsakeError, key: String, _ earlier: KeepsakeError?) -> KeepsakeError {
         var located = error.located(store: destination.uri, key: key)
-        located.message = "the destination could not be restored after the transfer failed; "
+        located.message =
+            "the destination could not be restored after the transfer failed; "
             + "the source holds the record as it was (\(located.message))"
             + (earlier.map { "; the transfer failed first because: \($0.message)" } ?? "")
         return located
@@ -491,7 +524,8 @@ public struct StoreTransfer: Sendable {
 
     private func removalError(_ error: KeepsakeError, key: String) -> KeepsakeError {
         var located = error.located(store: source.uri, key: key)
-        located.message = "the record was copied and verified, but could not be removed from the source; "
+        located.message =
+            "the record was copied and verified, but could not be removed from the source; "
             + "both stores hold it (\(located.message))"
         return located
     }
@@ -507,8 +541,9 @@ public struct StoreTransfer: Sendable {
             record.alreadyPresent = prepared[index].alreadyPresent
             return record
         }
-        return TransferReport(source: source.uri, destination: destination.uri, move: options.move,
-                              outcome: outcome, records: records)
+        return TransferReport(
+            source: source.uri, destination: destination.uri, move: options.move,
+            outcome: outcome, records: records)
     }
 }
 
@@ -534,7 +569,9 @@ extension DefaultsStore: ValueConstrainedStore {
                 try parser.expectEnd()
             }
         } catch {
-            throw KeepsakeError(.invalidArgument, store: uri, key: key, """
+            throw KeepsakeError(
+                .invalidArgument, store: uri, key: key,
+                """
                 a defaults suite holds JSON values, and this value is not one JSON value, so it cannot be \
                 copied here as it is; it was left where it is
                 """, cause: error.cause)

@@ -19,7 +19,9 @@ package struct ExactString: Hashable, Comparable, Sendable, CustomStringConverti
     }
 
     package func hash(into hasher: inout Hasher) {
-        let hashed: Void? = value.utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        let hashed: Void? = value.utf8.withContiguousStorageIfAvailable {
+            hasher.combine(bytes: UnsafeRawBufferPointer($0))
+        }
         if hashed == nil {
             for byte in value.utf8 { hasher.combine(byte) }
         }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -46,7 +47,6 @@ package struct SystemFailure: Error, Equatable {
         KeepsakeError(code, store: store, key: key, message, cause: cause)
     }
 }
-
 
 /// The steps of a durable write, where ``FileSystem/fault`` can make one fail.
 package enum FileStep: String, CaseIterable, Sendable {
@@ -188,7 +188,8 @@ package struct FileSystem: Sendable {
                 throw error
             }
         } else {
-            let temporary = try writeTemporary(in: parent) { fd throws(SystemFailure) in try Syscall.writeAll(fd, data) }
+            let temporary = try writeTemporary(in: parent) { fd throws(SystemFailure) in try Syscall.writeAll(fd, data)
+            }
             do throws(SystemFailure) {
                 try inject(.link, "link")
                 try Syscall.link(temporary, path)
@@ -214,7 +215,7 @@ package struct FileSystem: Sendable {
         let fd: Int32
         do throws(SystemFailure) {
             fd = try Syscall.open(directory, O_WRONLY | Syscall.temporaryFileFlag, 0o600)
-        } catch where [EOPNOTSUPP, EISDIR, EINVAL].contains(error.errno) {
+        } catch  where [EOPNOTSUPP, EISDIR, EINVAL].contains(error.errno) {
             return nil  // the file system (or kernel) has no O_TMPFILE
         }
         do throws(SystemFailure) {
@@ -245,9 +246,11 @@ package struct FileSystem: Sendable {
     package func isTemporaryName(_ name: String) -> Bool {
         guard name.hasPrefix(temporaryPrefix) else { return false }
         let digits = name.utf8.dropFirst(temporaryPrefix.utf8.count)
-        return digits.count == 16 && digits.allSatisfy {
-            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
-        }
+        return digits.count == 16
+            && digits.allSatisfy {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+            }
     }
 
     /// Creates a 0600 temporary file in `directory`, lets `write` fill it, fsyncs and closes it,
@@ -348,7 +351,7 @@ package enum Syscall {
     }
 
     package static func syncDirectoryQuietly(_ path: String) {
-        do throws(SystemFailure) { try syncDirectory(path) } catch { /* reported by the caller's first failure */ }
+        do throws(SystemFailure) { try syncDirectory(path) } catch { /* reported by the caller's first failure */  }
     }
 
     // `flock` names both a struct and a function in Glibc: the annotated type picks the function.
@@ -376,7 +379,7 @@ package enum Syscall {
         let fd: Int32
         do throws(SystemFailure) {
             fd = try open(path, O_RDONLY | O_NONBLOCK | (followSymlinks ? 0 : O_NOFOLLOW))
-        } catch where error.errno == ENXIO {
+        } catch  where error.errno == ENXIO {
             throw SystemFailure(notRegularFile: "a socket")  // open(2) of a Unix socket
         }
         var info = Glibc.stat()
@@ -468,8 +471,9 @@ package enum Syscall {
             }
             // The name is read where it lies: `entry.pointee.d_name` would copy the whole
             // 256-byte field, past the end of an entry `readdir` made shorter (`d_reclen`).
-            let name = String(cString: UnsafeRawPointer(entry).advanced(by: direntNameOffset)
-                .assumingMemoryBound(to: CChar.self))
+            let name = String(
+                cString: UnsafeRawPointer(entry).advanced(by: direntNameOffset)
+                    .assumingMemoryBound(to: CChar.self))
             if name != "." && name != ".." { names.append(name) }
         }
     }
@@ -525,7 +529,9 @@ package final class StoreLock {
                     throw error
                 }
             }
-            if pause == .milliseconds(1) { Log.engine.debug("waiting for a store's lock", metadata: ["lock": "\(path)"]) }
+            if pause == .milliseconds(1) {
+                Log.engine.debug("waiting for a store's lock", metadata: ["lock": "\(path)"])
+            }
             if ContinuousClock.now >= deadline {
                 Log.engine.warning("gave up waiting for a store's lock after \(timeout)", metadata: ["lock": "\(path)"])
                 Syscall.close(fd)

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -84,7 +85,7 @@ extension FileSystem {
                         try injectGroup(.link, "link")
                         try Syscall.link(target, rollback)
                         rollbacks[index] = rollback
-                    } catch where error.errno == ENOENT {
+                    } catch  where error.errno == ENOENT {
                         // a new file: nothing to keep
                     }
                     try injectGroup(.rename, "rename")
@@ -95,7 +96,7 @@ extension FileSystem {
                         try injectGroup(.rename, "rename")
                         try Syscall.rename(target, rollback)
                         rollbacks[index] = rollback
-                    } catch where error.errno == ENOENT {
+                    } catch  where error.errno == ENOENT {
                         continue  // already absent
                     }
                 }

@@ -14,8 +14,10 @@ enum CanonicalJSON {
             do throws(ISO8601.Failure) {
                 text = try ISO8601.string(from: date)
             } catch {
-                throw EncodingError.invalidValue(date, .init(
-                    codingPath: encoder.codingPath, debugDescription: "Cannot write the date: \(error.reason)."))
+                throw EncodingError.invalidValue(
+                    date,
+                    .init(
+                        codingPath: encoder.codingPath, debugDescription: "Cannot write the date: \(error.reason)."))
             }
             var container = encoder.singleValueContainer()
             try container.encode(text)
@@ -43,8 +45,10 @@ enum CanonicalJSON {
             case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
             case 0..<0x20:
                 let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                        hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                out.append(contentsOf: [
+                    0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                    hex[Int(byte >> 4)], hex[Int(byte & 0xF)]
+                ])
             default: out.append(byte)
             }
         }

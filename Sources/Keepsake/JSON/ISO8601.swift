@@ -68,8 +68,9 @@ package enum ISO8601 {
             let total = Int64(millis)
             let whole = total >= 0 ? total / 1000 : (total - 999) / 1000
             let fraction = total - whole * 1000
-            return format(secondsSince1970: whole + referenceSince1970,
-                          fraction: [UInt8(fraction / 100), UInt8(fraction / 10 % 10), UInt8(fraction % 10)])
+            return format(
+                secondsSince1970: whole + referenceSince1970,
+                fraction: [UInt8(fraction / 100), UInt8(fraction / 10 % 10), UInt8(fraction % 10)])
         }
         // The shortest decimal that reads back as `seconds`, split into whole seconds (floor)
         // and the fraction's digits.
@@ -139,12 +140,18 @@ package enum ISO8601 {
                 divisor /= 10
             }
         }
-        put(year, width: 4); out.append(UInt8(ascii: "-"))
-        put(month, width: 2); out.append(UInt8(ascii: "-"))
-        put(day, width: 2); out.append(UInt8(ascii: "T"))
-        put(secondOfDay / 3600, width: 2); out.append(UInt8(ascii: ":"))
-        put(secondOfDay / 60 % 60, width: 2); out.append(UInt8(ascii: ":"))
-        put(secondOfDay % 60, width: 2); out.append(UInt8(ascii: "."))
+        put(year, width: 4)
+        out.append(UInt8(ascii: "-"))
+        put(month, width: 2)
+        out.append(UInt8(ascii: "-"))
+        put(day, width: 2)
+        out.append(UInt8(ascii: "T"))
+        put(secondOfDay / 3600, width: 2)
+        out.append(UInt8(ascii: ":"))
+        put(secondOfDay / 60 % 60, width: 2)
+        out.append(UInt8(ascii: ":"))
+        put(secondOfDay % 60, width: 2)
+        out.append(UInt8(ascii: "."))
         out.append(contentsOf: fraction.map { UInt8(ascii: "0") + $0 })
         out.append(UInt8(ascii: "Z"))
         return String(decoding: out, as: UTF8.self)
@@ -230,9 +237,9 @@ package enum ISO8601 {
             throw syntax
         }
         guard let month = number(2), take(UInt8(ascii: "-")), let day = number(2),
-              take(UInt8(ascii: "T")) || take(UInt8(ascii: "t")),
-              let hour = number(2), take(UInt8(ascii: ":")), let minute = number(2), take(UInt8(ascii: ":")),
-              let second = number(2)
+            take(UInt8(ascii: "T")) || take(UInt8(ascii: "t")),
+            let hour = number(2), take(UInt8(ascii: ":")), let minute = number(2), take(UInt8(ascii: ":")),
+            let second = number(2)
         else { throw syntax }
         guard year >= 1 else { throw Failure("year 0 does not exist; dates are kept for the years 0001–9999") }
         guard (1...12).contains(month) else { throw Failure("month \(month) does not exist") }
@@ -296,7 +303,9 @@ package enum ISO8601 {
                 text = "\(whole)." + String(decoding: digits.map { $0 + UInt8(ascii: "0") }, as: UTF8.self)
             } else {
                 // whole + 0.f = −((|whole| − 1) + (1 − 0.f))
-                text = "-\(-whole - 1)." + String(decoding: complement(digits).map { $0 + UInt8(ascii: "0") }, as: UTF8.self)
+                text =
+                    "-\(-whole - 1)."
+                    + String(decoding: complement(digits).map { $0 + UInt8(ascii: "0") }, as: UTF8.self)
             }
             guard let value = Double(text) else { throw syntax }
             seconds = value

@@ -101,9 +101,15 @@ struct JSONParser: ~Copyable {
         case UInt8(ascii: "{"): return .object(try parseObject(depth: depth + 1))
         case UInt8(ascii: "["): return .array(try parseArray(depth: depth + 1))
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
         default:
             let range = try scanNumber()
             return .number(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self))
@@ -118,7 +124,10 @@ struct JSONParser: ~Copyable {
         switch first {
         case UInt8(ascii: "{"):
             offset += 1
-            if try peek() == UInt8(ascii: "}") { offset += 1; return start..<offset }
+            if try peek() == UInt8(ascii: "}") {
+                offset += 1
+                return start..<offset
+            }
             // Duplicate names are found without building strings while names are plain (ASCII,
             // no escape: their bytes are the name) and few; then by a set of the names, so the
             // check stays linear in the object's size.
@@ -128,15 +137,22 @@ struct JSONParser: ~Copyable {
                 guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a member name") }
                 let nameStart = offset
                 if seen == nil, let raw = skipPlainString(), plain.count < JSONObject.indexThreshold {
-                    for other in plain where other.count == raw.count
-                        && memcmp(bytes.baseAddress! + other.lowerBound, bytes.baseAddress! + raw.lowerBound, raw.count) == 0 {
+                    for other in plain
+                    where other.count == raw.count
+                        && memcmp(bytes.baseAddress! + other.lowerBound, bytes.baseAddress! + raw.lowerBound, raw.count)
+                            == 0
+                    {
                         throw JSONSyntaxError(offset: nameStart, reason: "duplicate member name")
                     }
                     plain.append(raw)
                 } else {
                     offset = nameStart
                     if seen == nil {
-                        seen = Set(plain.map { ExactString(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[$0]), as: UTF8.self)) })
+                        seen = Set(
+                            plain.map {
+                                ExactString(
+                                    String(decoding: UnsafeRawBufferPointer(rebasing: bytes[$0]), as: UTF8.self))
+                            })
                     }
                     let name = try parseString()
                     guard seen!.insert(ExactString(name)).inserted else {
@@ -145,16 +161,25 @@ struct JSONParser: ~Copyable {
                 }
                 try expect(UInt8(ascii: ":"), "':'")
                 _ = try skipValue(depth: depth + 1)
-                if try peek() == UInt8(ascii: ",") { offset += 1; continue }
+                if try peek() == UInt8(ascii: ",") {
+                    offset += 1
+                    continue
+                }
                 try expect(UInt8(ascii: "}"), "',' or '}'")
                 return start..<offset
             }
         case UInt8(ascii: "["):
             offset += 1
-            if try peek() == UInt8(ascii: "]") { offset += 1; return start..<offset }
+            if try peek() == UInt8(ascii: "]") {
+                offset += 1
+                return start..<offset
+            }
             while true {
                 _ = try skipValue(depth: depth + 1)
-                if try peek() == UInt8(ascii: ",") { offset += 1; continue }
+                if try peek() == UInt8(ascii: ",") {
+                    offset += 1
+                    continue
+                }
                 try expect(UInt8(ascii: "]"), "',' or ']'")
                 return start..<offset
             }
@@ -204,7 +229,10 @@ struct JSONParser: ~Copyable {
         guard depth < Self.maxDepth else { throw fail("nesting deeper than \(Self.maxDepth) levels") }
         offset += 1  // {
         var members: [(key: String, value: JSONValue)] = []
-        if try peek() == UInt8(ascii: "}") { offset += 1; return JSONObject(members: members) }
+        if try peek() == UInt8(ascii: "}") {
+            offset += 1
+            return JSONObject(members: members)
+        }
         members.reserveCapacity(4)
         // Small objects (records) check duplicates by scanning; past the threshold a hash index
         // takes over, so the check stays linear in the object's size.
@@ -230,7 +258,10 @@ struct JSONParser: ~Copyable {
             }
             try expect(UInt8(ascii: ":"), "':'")
             members.append((name, try parseValue(depth: depth)))
-            if try peek() == UInt8(ascii: ",") { offset += 1; continue }
+            if try peek() == UInt8(ascii: ",") {
+                offset += 1
+                continue
+            }
             try expect(UInt8(ascii: "}"), "',' or '}'")
             return JSONObject(members: members, index: index)
         }
@@ -240,10 +271,16 @@ struct JSONParser: ~Copyable {
         guard depth < Self.maxDepth else { throw fail("nesting deeper than \(Self.maxDepth) levels") }
         offset += 1  // [
         var elements: [JSONValue] = []
-        if try peek() == UInt8(ascii: "]") { offset += 1; return elements }
+        if try peek() == UInt8(ascii: "]") {
+            offset += 1
+            return elements
+        }
         while true {
             elements.append(try parseValue(depth: depth))
-            if try peek() == UInt8(ascii: ",") { offset += 1; continue }
+            if try peek() == UInt8(ascii: ",") {
+                offset += 1
+                continue
+            }
             try expect(UInt8(ascii: "]"), "',' or ']'")
             return elements
         }
@@ -297,7 +334,8 @@ struct JSONParser: ~Copyable {
                     var scalar = try hex4()
                     if (0xD800..<0xDC00).contains(scalar) {
                         guard offset + 1 < bytes.count, bytes[offset] == UInt8(ascii: "\\"),
-                              bytes[offset + 1] == UInt8(ascii: "u") else {
+                            bytes[offset + 1] == UInt8(ascii: "u")
+                        else {
                             throw fail("unpaired surrogate")
                         }
                         offset += 2

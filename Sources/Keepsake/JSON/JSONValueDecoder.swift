@@ -29,7 +29,8 @@ struct JSONValueDecoder: Decoder {
 
     /// Decodes `type` from `value` and returns the top-level keys its `init(from:)` read, so a
     /// caller can tell whether the object held keys the type does not know.
-    static func decodeTrackingKeys<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> (T, Set<ExactString>) {
+    static func decodeTrackingKeys<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> (T, Set<ExactString>)
+    {
         let readKeys = ReadKeys()
         let decoded = try T(from: JSONValueDecoder(value, readKeys: readKeys))
         return (decoded, readKeys.keys)
@@ -64,7 +65,8 @@ struct JSONValueDecoder: Decoder {
         if T.self == Decimal.self {
             // Written as a JSON number by JSONEncoder; read its literal text exactly.
             guard case let .number(text) = value, let decimal = Decimal(string: text, locale: nil),
-                  !decimal.isNaN else {
+                !decimal.isNaN
+            else {
                 throw mismatch(Decimal.self, value, path)
             }
             return decimal as! T
@@ -89,7 +91,8 @@ struct JSONValueDecoder: Decoder {
             default: break
             }
         } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "Invalid date: \(error.reason)."))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: path, debugDescription: "Invalid date: \(error.reason)."))
         }
         throw mismatch(Date.self, value, path)
     }
@@ -116,13 +119,16 @@ private func decodeFloat<T: BinaryFloatingPoint & LosslessStringConvertible>(
     return number
 }
 
-private func decodeInteger<T: FixedWidthInteger>(_ type: T.Type, _ value: JSONValue, _ path: [any CodingKey]) throws -> T {
+private func decodeInteger<T: FixedWidthInteger>(_ type: T.Type, _ value: JSONValue, _ path: [any CodingKey]) throws
+    -> T
+{
     guard case let .number(text) = value else { throw mismatch(T.self, value, path) }
     if let number = T(text) { return number }
     // 1e3 or 2.0: accept when the value is integral and fits.
     if let double = Double(text), double.rounded() == double, let number = T(exactly: double) { return number }
-    throw DecodingError.dataCorrupted(.init(
-        codingPath: path, debugDescription: "Number does not fit in \(T.self)."))
+    throw DecodingError.dataCorrupted(
+        .init(
+            codingPath: path, debugDescription: "Number does not fit in \(T.self)."))
 }
 
 private struct IndexKey: CodingKey {
@@ -148,8 +154,10 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     private func value(_ key: Key) throws -> JSONValue {
         readKeys?.keys.insert(ExactString(key.stringValue))
         guard let value = object[key.stringValue] else {
-            throw DecodingError.keyNotFound(key, .init(
-                codingPath: codingPath, debugDescription: "No value for key '\(key.stringValue)'."))
+            throw DecodingError.keyNotFound(
+                key,
+                .init(
+                    codingPath: codingPath, debugDescription: "No value for key '\(key.stringValue)'."))
         }
         return value
     }
@@ -160,19 +168,45 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decodeBool(value(key), codingPath + [key]) }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try decodeString(value(key), codingPath + [key]) }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try decodeFloat(type, value(key), codingPath + [key]) }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try decodeFloat(type, value(key), codingPath + [key]) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decodeInteger(type, value(key), codingPath + [key]) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decodeInteger(type, value(key), codingPath + [key]) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decodeInteger(type, value(key), codingPath + [key]) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decodeInteger(type, value(key), codingPath + [key]) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try decodeInteger(type, value(key), codingPath + [key]) }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decodeInteger(type, value(key), codingPath + [key]) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decodeInteger(type, value(key), codingPath + [key]) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try decodeInteger(type, value(key), codingPath + [key]) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decodeInteger(type, value(key), codingPath + [key]) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decodeInteger(type, value(key), codingPath + [key]) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        try decodeString(value(key), codingPath + [key])
+    }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        try decodeFloat(type, value(key), codingPath + [key])
+    }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
+        try decodeFloat(type, value(key), codingPath + [key])
+    }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+        try decodeInteger(type, value(key), codingPath + [key])
+    }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
+        try decodeInteger(type, value(key), codingPath + [key])
+    }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
+        try decodeInteger(type, value(key), codingPath + [key])
+    }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
+        try decodeInteger(type, value(key), codingPath + [key])
+    }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+        try decodeInteger(type, value(key), codingPath + [key])
+    }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
+        try decodeInteger(type, value(key), codingPath + [key])
+    }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
+        try decodeInteger(type, value(key), codingPath + [key])
+    }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
+        try decodeInteger(type, value(key), codingPath + [key])
+    }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
+        try decodeInteger(type, value(key), codingPath + [key])
+    }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
+        try decodeInteger(type, value(key), codingPath + [key])
+    }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         try JSONValueDecoder.decodeAny(type, from: value(key), path: codingPath + [key])
@@ -214,8 +248,11 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
 
     private mutating func next<T>(_ type: T.Type) throws -> (JSONValue, [any CodingKey]) {
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(type, .init(
-                codingPath: codingPath + [IndexKey(currentIndex)], debugDescription: "Unkeyed container is at end."))
+            throw DecodingError.valueNotFound(
+                type,
+                .init(
+                    codingPath: codingPath + [IndexKey(currentIndex)], debugDescription: "Unkeyed container is at end.")
+            )
         }
         defer { currentIndex += 1 }
         return (elements[currentIndex], codingPath + [IndexKey(currentIndex)])
@@ -223,31 +260,78 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
 
     mutating func decodeNil() throws -> Bool {
         guard !isAtEnd else { return false }
-        if case .null = elements[currentIndex] { currentIndex += 1; return true }
+        if case .null = elements[currentIndex] {
+            currentIndex += 1
+            return true
+        }
         return false
     }
 
-    mutating func decode(_ type: Bool.Type) throws -> Bool { let (v, p) = try next(type); return try decodeBool(v, p) }
-    mutating func decode(_ type: String.Type) throws -> String { let (v, p) = try next(type); return try decodeString(v, p) }
-    mutating func decode(_ type: Double.Type) throws -> Double { let (v, p) = try next(type); return try decodeFloat(type, v, p) }
-    mutating func decode(_ type: Float.Type) throws -> Float { let (v, p) = try next(type); return try decodeFloat(type, v, p) }
-    mutating func decode(_ type: Int.Type) throws -> Int { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { let (v, p) = try next(type); return try decodeInteger(type, v, p) }
+    mutating func decode(_ type: Bool.Type) throws -> Bool {
+        let (v, p) = try next(type)
+        return try decodeBool(v, p)
+    }
+    mutating func decode(_ type: String.Type) throws -> String {
+        let (v, p) = try next(type)
+        return try decodeString(v, p)
+    }
+    mutating func decode(_ type: Double.Type) throws -> Double {
+        let (v, p) = try next(type)
+        return try decodeFloat(type, v, p)
+    }
+    mutating func decode(_ type: Float.Type) throws -> Float {
+        let (v, p) = try next(type)
+        return try decodeFloat(type, v, p)
+    }
+    mutating func decode(_ type: Int.Type) throws -> Int {
+        let (v, p) = try next(type)
+        return try decodeInteger(type, v, p)
+    }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 {
+        let (v, p) = try next(type)
+        return try decodeInteger(type, v, p)
+    }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 {
+        let (v, p) = try next(type)
+        return try decodeInteger(type, v, p)
+    }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 {
+        let (v, p) = try next(type)
+        return try decodeInteger(type, v, p)
+    }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 {
+        let (v, p) = try next(type)
+        return try decodeInteger(type, v, p)
+    }
+    mutating func decode(_ type: UInt.Type) throws -> UInt {
+        let (v, p) = try next(type)
+        return try decodeInteger(type, v, p)
+    }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 {
+        let (v, p) = try next(type)
+        return try decodeInteger(type, v, p)
+    }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 {
+        let (v, p) = try next(type)
+        return try decodeInteger(type, v, p)
+    }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 {
+        let (v, p) = try next(type)
+        return try decodeInteger(type, v, p)
+    }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 {
+        let (v, p) = try next(type)
+        return try decodeInteger(type, v, p)
+    }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         let (v, p) = try next(type)
         return try JSONValueDecoder.decodeAny(type, from: v, path: p)
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
+        NestedKey
+    > {
         let (v, p) = try next([String: Any].self)
         return try JSONValueDecoder(v, codingPath: p).container(keyedBy: type)
     }

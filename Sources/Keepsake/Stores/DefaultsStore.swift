@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -99,7 +100,9 @@ public final class DefaultsStore: RecordStore {
             throw error.error(store: uri, "cannot open the lock file \(lockPath)")
         }
         guard let lock = acquired else {
-            throw KeepsakeError(.lockTimeout, store: uri, """
+            throw KeepsakeError(
+                .lockTimeout, store: uri,
+                """
                 another process held the lock file \(lockPath) for more than \(lockTimeout); \
                 is another migrate or app writing this suite?
                 """)
@@ -144,11 +147,13 @@ public final class DefaultsStore: RecordStore {
         do {
             return try JSONValueDecoder.decode(T.self, from: JSONParser.parse(bytes))
         } catch let error as DecodingError {
-            throw KeepsakeError(.corruptRecord, store: uri, key: key,
-                                "the stored value is not a \(T.self)", cause: error.keepsakeCause)
+            throw KeepsakeError(
+                .corruptRecord, store: uri, key: key,
+                "the stored value is not a \(T.self)", cause: error.keepsakeCause)
         } catch {
-            throw KeepsakeError(.corruptRecord, store: uri, key: key, "the stored value is not valid JSON",
-                                cause: (error as? JSONSyntaxError)?.cause)
+            throw KeepsakeError(
+                .corruptRecord, store: uri, key: key, "the stored value is not valid JSON",
+                cause: (error as? JSONSyntaxError)?.cause)
         }
     }
 
@@ -162,8 +167,9 @@ public final class DefaultsStore: RecordStore {
         do {
             bytes = try CanonicalJSON.encode(value)
         } catch {
-            throw KeepsakeError(.encodingFailed, store: uri, key: key, "the value could not be encoded as JSON",
-                                cause: encodingCause(error), underlying: error)
+            throw KeepsakeError(
+                .encodingFailed, store: uri, key: key, "the value could not be encoded as JSON",
+                cause: encodingCause(error), underlying: error)
         }
         try setData(bytes, forKey: key)
     }
@@ -201,9 +207,12 @@ public final class DefaultsStore: RecordStore {
             return DefaultsDocument.empty
         }
         do throws(JSONSyntaxError) {
-            return try cache.document(for: read.bytes, identity: read.identity, readAt: readAt, parse: DefaultsDocument.parse)
+            return try cache.document(
+                for: read.bytes, identity: read.identity, readAt: readAt, parse: DefaultsDocument.parse)
         } catch {
-            throw KeepsakeError(.corruptStore, store: uri, """
+            throw KeepsakeError(
+                .corruptStore, store: uri,
+                """
                 the suite file is not a JSON object of key → value; it was left as it is — \
                 repair it or move it away
                 """, cause: error.cause)
@@ -251,7 +260,9 @@ public final class DefaultsStore: RecordStore {
                 try parser.expectEnd()
             }
         } catch {
-            throw KeepsakeError(.invalidArgument, store: store, key: key, """
+            throw KeepsakeError(
+                .invalidArgument, store: store, key: key,
+                """
                 a defaults suite holds JSON values; these bytes are not one JSON value \
                 (store text as a JSON string)
                 """, cause: error.cause)
@@ -277,7 +288,8 @@ struct DefaultsDocument: Sendable {
     static func parse(_ bytes: Data) throws(JSONSyntaxError) -> DefaultsDocument {
         // Data slices keep their parent's indices; ranges are kept in the slice's own.
         let base = bytes.startIndex
-        let (entries, ranges) = try JSONParser.withParser(bytes) { parser throws(JSONSyntaxError) -> ([(key: String, range: Range<Int>)], [ExactString: Range<Int>]) in
+        let (entries, ranges) = try JSONParser.withParser(bytes) {
+            parser throws(JSONSyntaxError) -> ([(key: String, range: Range<Int>)], [ExactString: Range<Int>]) in
             var entries: [(key: String, range: Range<Int>)] = []
             var ranges: [ExactString: Range<Int>] = [:]
             guard try parser.peek() == UInt8(ascii: "{") else {
@@ -312,7 +324,8 @@ struct DefaultsDocument: Sendable {
             return (entries, ranges)
         }
         // Keepsake writes suites sorted: check in one pass before sorting.
-        let sorted = zip(entries, entries.dropFirst()).allSatisfy { $0.key.precedesExactly($1.key) }
+        let sorted =
+            zip(entries, entries.dropFirst()).allSatisfy { $0.key.precedesExactly($1.key) }
             ? entries : entries.sorted { $0.key.precedesExactly($1.key) }
         return DefaultsDocument(bytes: bytes, entries: sorted, ranges: ranges)
     }
@@ -347,7 +360,10 @@ struct DefaultsDocument: Sendable {
                     next += 1
                     continue
                 }
-                member(entry.key, UnsafeRawBufferPointer(rebasing: raw[(entry.range.lowerBound - base)..<(entry.range.upperBound - base)]))
+                member(
+                    entry.key,
+                    UnsafeRawBufferPointer(
+                        rebasing: raw[(entry.range.lowerBound - base)..<(entry.range.upperBound - base)]))
             }
         }
         while next < changedKeys.count {

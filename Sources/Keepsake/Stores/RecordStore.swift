@@ -90,8 +90,9 @@ extension RecordStore {
         case .applied?: return
         case let .failed(error)?: throw error
         case .conflict?:
-            throw KeepsakeError(.conflict, store: uri, key: write.key,
-                                "the value changed while it was being written; nothing was written")
+            throw KeepsakeError(
+                .conflict, store: uri, key: write.key,
+                "the value changed while it was being written; nothing was written")
         case nil:
             throw KeepsakeError(.io, store: uri, key: write.key, "the store reported no result for the write")
         }

@@ -86,7 +86,9 @@ public struct StoreURI: Sendable, Hashable, CustomStringConvertible, LosslessStr
         }
         var location = String(text[text.index(after: colon)...])
         guard !location.isEmpty else {
-            throw KeepsakeError(.invalidArgument, """
+            throw KeepsakeError(
+                .invalidArgument,
+                """
                 '\(text)' has no location after the colon; write \(scheme):\(scheme.locationName)
                 """)
         }
@@ -95,7 +97,9 @@ public struct StoreURI: Sendable, Hashable, CustomStringConvertible, LosslessStr
         }
         if scheme.isPath, location == "~" || location.hasPrefix("~/") {
             guard let home = environment["HOME"], !home.isEmpty else {
-                throw KeepsakeError(.invalidArgument, """
+                throw KeepsakeError(
+                    .invalidArgument,
+                    """
                     '\(text)' starts with '~' but HOME is not set; give the full path, as in \
                     \(scheme):/path/to/\(scheme == .file ? "store" : "suite.json")
                     """)

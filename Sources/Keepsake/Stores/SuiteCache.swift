@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -70,7 +71,8 @@ final class SuiteCache: Sendable {
         let identity = FileIdentity(info)
         return entry.withLock { entry -> DefaultsDocument? in
             guard let cached = entry, cached.identity == identity,
-                  Self.isSettled(changed: identity.changed, readAt: cached.readAt) else { return nil }
+                Self.isSettled(changed: identity.changed, readAt: cached.readAt)
+            else { return nil }
             return cached.document
         }
     }

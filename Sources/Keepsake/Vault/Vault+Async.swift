@@ -70,7 +70,9 @@ enum Blocking {
     /// A concurrent queue whose threads may block; Dispatch adds threads as they do.
     static let queue = DispatchQueue(label: "org.keepsake.blocking", attributes: .concurrent)
 
-    static func run<T: Sendable>(_ work: @escaping @Sendable () throws(KeepsakeError) -> T) async throws(KeepsakeError) -> T {
+    static func run<T: Sendable>(_ work: @escaping @Sendable () throws(KeepsakeError) -> T) async throws(KeepsakeError)
+        -> T
+    {
         let result: Result<T, KeepsakeError> = await withCheckedContinuation { continuation in
             queue.async {
                 do throws(KeepsakeError) {

@@ -81,8 +81,9 @@ public struct Vault: Sendable {
     public func value<Latest>(_ key: RecordKey<Latest>) throws(KeepsakeError) -> Latest {
         if let loaded = try load(key) { return loaded.value }
         guard let defaultValue = key.defaultValue else {
-            throw KeepsakeError(.notFound, store: store.uri, key: key.name,
-                                "no record is stored under this key and the key has no default")
+            throw KeepsakeError(
+                .notFound, store: store.uri, key: key.name,
+                "no record is stored under this key and the key has no default")
         }
         return defaultValue
     }
@@ -194,8 +195,9 @@ public struct Vault: Sendable {
 
     private func resolve<Latest>(_ key: String?, _ chain: ModelChain<Latest>) throws(KeepsakeError) -> String {
         guard let key = key ?? chain.defaultKeys.first else {
-            throw KeepsakeError(.invalidArgument, store: store.uri,
-                                "the \(chain.name) chain has no default key; pass the key to use")
+            throw KeepsakeError(
+                .invalidArgument, store: store.uri,
+                "the \(chain.name) chain has no default key; pass the key to use")
         }
         try store.validateKey(key)
         return key
@@ -213,14 +215,14 @@ extension ModelChain {
         do throws(KeepsakeError) {
             parsed = try ParsedRecord.parse(existing)
             detected = try detect(parsed)
-        } catch where error.code == .schemaMismatch {
+        } catch  where error.code == .schemaMismatch {
             throw error
         } catch {
             return try encode(value)  // an unreadable record may be replaced: that is what a save means
         }
         guard detected.version > latestVersion else { return try encode(value) }
         guard let reader = detected.oldestReader, reader <= latestVersion,
-              case let .object(newerFields) = detected.fields
+            case let .object(newerFields) = detected.fields
         else { throw newerError(detected.version) }
         return try merge(value, into: newerFields, version: detected.version, oldestReader: reader)
     }
@@ -239,8 +241,9 @@ extension ModelChain {
         } catch let error as KeepsakeError {
             throw error
         } catch {
-            throw KeepsakeError(.encodingFailed, "\(name) version \(latestVersion) could not be encoded",
-                                cause: .other(String(describing: error)), underlying: error)
+            throw KeepsakeError(
+                .encodingFailed, "\(name) version \(latestVersion) could not be encoded",
+                cause: .other(String(describing: error)), underlying: error)
         }
         let known = (versions.last?.keys?.all ?? []).union(own.keys)
         var members = own.members
@@ -250,14 +253,16 @@ extension ModelChain {
             ("data", .object(JSONObject(members: members).sortedByKey)),
             ("oldestReader", .number(String(oldestReader))),
             ("schema", .string(name)),
-            ("version", .number(String(version))),
+            ("version", .number(String(version)))
         ])
         JSONValue.object(envelope).write(to: &bytes)
         // Verify: the merged record reads back, compatibly, as exactly `value`.
         guard case let .newerReadable(record) = outcome(of: bytes, context: .verification),
-              (try? CanonicalJSON.encode(record.value)) == (try? CanonicalJSON.encode(value))
+            (try? CanonicalJSON.encode(record.value)) == (try? CanonicalJSON.encode(value))
         else {
-            throw KeepsakeError(.verificationFailed, """
+            throw KeepsakeError(
+                .verificationFailed,
+                """
                 the \(name) record merged into version \(version) does not read back as the value saved; nothing \
                 was written
                 """)

@@ -3,6 +3,7 @@ import Foundation
 import Keepsake
 import KeepsakeSodium
 import KeepsakeStores
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,30 +11,39 @@ import Glibc
 extension Migrate {
     struct Copy: ParsableCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
-                abstract: "Copy or move records from one store to another, verified before anything is removed.",
-                usage: "\(CLI.name) copy --from <uri> --to <uri> [<key> ...] [--move] [--migrate] [--overwrite] [<options>]",
-                discussion: """
-                    Copies the named keys, or with no KEY every managed record (--all: every key, plain values too), from --from to --to. Each record is read, migrated to its latest version with --migrate, written, then read back and compared. Only when every record matched does --move remove them from the source. If a write or a read-back fails, the destination gets back exactly what it held before and the source is not touched. A key the destination already holds is refused unless --overwrite; one that holds exactly the same bytes is not, so a move that was interrupted can simply be run again. Plain values are copied as their bytes where the destination can hold them: a defaults: suite holds JSON values, the keyring UTF-8 text; another value is refused before anything is written.
+            ConfigurationCache.configuration(of: Self.self) {
+                CommandConfiguration(
+                    abstract: "Copy or move records from one store to another, verified before anything is removed.",
+                    usage:
+                        "\(CLI.name) copy --from <uri> --to <uri> [<key> ...] [--move] [--migrate] [--overwrite] [<options>]",
+                    discussion: """
+                        Copies the named keys, or with no KEY every managed record (--all: every key, plain values too), from --from to --to. Each record is read, migrated to its latest version with --migrate, written, then read back and compared. Only when every record matched does --move remove them from the source. If a write or a read-back fails, the destination gets back exactly what it held before and the source is not touched. A key the destination already holds is refused unless --overwrite; one that holds exactly the same bytes is not, so a move that was interrupted can simply be run again. Plain values are copied as their bytes where the destination can hold them: a defaults: suite holds JSON values, the keyring UTF-8 text; another value is refused before anything is written.
 
-                    Each side takes its own master key options: --from-key-file, --from-passphrase-file, --from-passphrase-env or --from-keyring-key for a file: source, and the same with --to- for a file: destination.
+                        Each side takes its own master key options: --from-key-file, --from-passphrase-file, --from-passphrase-env or --from-keyring-key for a file: source, and the same with --to- for a file: destination.
 
-                    States: planned (--dry-run), copied, moved, exists (the destination holds another value), failed, reverted (written, then taken back), notCopied (another record failed first), inBoth (copied but not removed from the source, or not taken back).
+                        States: planned (--dry-run), copied, moved, exists (the destination holds another value), failed, reverted (written, then taken back), notCopied (another record failed first), inBoth (copied but not removed from the source, or not taken back).
 
-                    Exit codes besides those of `\(CLI.name) --help`: 83 a destination key holds another value (give --overwrite); 84 a value the destination cannot hold; 85 a write or read-back failed, the destination was restored and the source untouched; 86 some records are in both stores. Nothing is written for 83 and 84. Any other refusal exits with its record's code (66 a named key the source does not hold, 65 a record that cannot be read or migrated, 69, 70, 71 a store that cannot be used), and nothing is written then either.
+                        Exit codes besides those of `\(CLI.name) --help`: 83 a destination key holds another value (give --overwrite); 84 a value the destination cannot hold; 85 a write or read-back failed, the destination was restored and the source untouched; 86 some records are in both stores. Nothing is written for 83 and 84. Any other refusal exits with its record's code (66 a named key the source does not hold, 65 a record that cannot be read or migrated, 69, 70, 71 a store that cannot be used), and nothing is written then either.
 
-                    Example:
-                      \(CLI.name) copy --from defaults:~/.config/app/settings.json \\
-                        --to keyring:com.example.app apiToken person --move --migrate
-                    """) }
+                        Example:
+                          \(CLI.name) copy --from defaults:~/.config/app/settings.json \\
+                            --to keyring:com.example.app apiToken person --move --migrate
+                        """)
+            }
         }
 
-        @Option(name: .long, help: ArgumentHelp("The store to copy from: defaults:PATH, file:DIR or keyring:SERVICE.",
-                                                valueName: "uri"), completion: Completions.store)
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "The store to copy from: defaults:PATH, file:DIR or keyring:SERVICE.",
+                valueName: "uri"), completion: Completions.store)
         var from: String
 
-        @Option(name: .long, help: ArgumentHelp("The store to copy to: defaults:PATH, file:DIR or keyring:SERVICE.",
-                                                valueName: "uri"), completion: Completions.store)
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "The store to copy to: defaults:PATH, file:DIR or keyring:SERVICE.",
+                valueName: "uri"), completion: Completions.store)
         var to: String
 
         @Argument(help: ArgumentHelp("The keys to copy (default: every managed record).", valueName: "key"))
@@ -60,13 +70,17 @@ extension Migrate {
         @OptionGroup(title: "Master key of a file: destination (one of)")
         var toKey: ToKeyOptions
 
-        @Option(name: .long, help: ArgumentHelp(
-            "How long a keyring call may take before it fails, in seconds.", valueName: "seconds"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "How long a keyring call may take before it fails, in seconds.", valueName: "seconds"))
         var keyringTimeout: Double = 5
 
-        @Option(name: .long, help: ArgumentHelp(
-            "Treat KEY as a record of model NAME (repeatable; see `\(CLI.name) models`).",
-            valueName: "key=name"), completion: Completions.model)
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "Treat KEY as a record of model NAME (repeatable; see `\(CLI.name) models`).",
+                valueName: "key=name"), completion: Completions.model)
         var model: [String] = []
 
         @Option(name: .long, help: DeviceOptions.deviceIDHelp)
@@ -104,7 +118,9 @@ extension Migrate {
             var result: [String: String] = [:]
             for pair in model + CLI.modelOptions {
                 let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-                guard parts.count == 2, !parts[0].isEmpty else { throw usageError("--model takes KEY=NAME (got '\(pair)')") }
+                guard parts.count == 2, !parts[0].isEmpty else {
+                    throw usageError("--model takes KEY=NAME (got '\(pair)')")
+                }
                 guard CLI.chains.contains(where: { $0.name == parts[1] }) else {
                     throw usageError("unknown model '\(parts[1])' in --model; see `\(CLI.name) models`")
                 }
@@ -120,19 +136,24 @@ extension Migrate {
         private func perform() throws {
             let (sourceURI, destinationURI) = try uris()
             let timeout = try StoreOptions.duration(keyringTimeout, option: "--keyring-timeout")
-            let source = try sourceURI.open(options: StoreOpenOptions(
-                masterKey: sourceURI.scheme == .file ? try fromKey.source(for: sourceURI.description, timeout: timeout) : nil,
-                keyringTimeout: timeout))
-            let destination = try destinationURI.open(options: StoreOpenOptions(
-                masterKey: destinationURI.scheme == .file
-                    ? try toKey.source(for: destinationURI.description, timeout: timeout) : nil,
-                keyringTimeout: timeout))
+            let source = try sourceURI.open(
+                options: StoreOpenOptions(
+                    masterKey: sourceURI.scheme == .file
+                        ? try fromKey.source(for: sourceURI.description, timeout: timeout) : nil,
+                    keyringTimeout: timeout))
+            let destination = try destinationURI.open(
+                options: StoreOpenOptions(
+                    masterKey: destinationURI.scheme == .file
+                        ? try toKey.source(for: destinationURI.description, timeout: timeout) : nil,
+                    keyringTimeout: timeout))
             let context = DeviceOptions.context(deviceID: deviceID, appID: appID)
-            let transfer = StoreTransfer(from: source, to: destination, chains: CLI.chains, context: context,
-                                         keyModels: try keyModels())
+            let transfer = StoreTransfer(
+                from: source, to: destination, chains: CLI.chains, context: context,
+                keyModels: try keyModels())
             let selection: StoreTransfer.Selection = keys.isEmpty ? (all ? .all : .managed) : .keys(keys)
             let options = StoreTransfer.Options(move: move, migrate: migrate, overwrite: overwrite)
-            let report = dryRun
+            let report =
+                dryRun
                 ? try transfer.plan(selection, options: options)
                 : try transfer.run(selection, options: options, checkpoint: Self.testPause)
             let code = Self.exitCode(for: report)
@@ -146,14 +167,19 @@ extension Migrate {
 
         private func printTransfer(_ report: TransferReport) {
             let verb = report.move ? "Move" : "Copy"
-            say("\(dryRun ? "Dry run: \(verb.lowercased())" : verb) \(report.source) → \(report.destination)"
-                + (dryRun ? " (nothing is written)" : ""))
+            say(
+                "\(dryRun ? "Dry run: \(verb.lowercased())" : verb) \(report.source) → \(report.destination)"
+                    + (dryRun ? " (nothing is written)" : ""))
             if !report.records.isEmpty {
-                printTable(["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"], report.records.map { record in
-                    [record.key, record.schema ?? "-",
-                     record.storedVersion.map { "v\($0)" } ?? "-", record.writtenVersion.map { "v\($0)" } ?? "-",
-                     record.state.rawValue, note(record)]
-                })
+                printTable(
+                    ["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"],
+                    report.records.map { record in
+                        [
+                            record.key, record.schema ?? "-",
+                            record.storedVersion.map { "v\($0)" } ?? "-", record.writtenVersion.map { "v\($0)" } ?? "-",
+                            record.state.rawValue, note(record)
+                        ]
+                    })
             }
             let counts = TransferRecord.State.allCases.compactMap { state -> String? in
                 let count = report.records.filter { $0.state == state }.count
@@ -227,7 +253,8 @@ struct FromKeyOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("A file holding the source's passphrase.", valueName: "path"))
     var fromPassphraseFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("An environment variable holding the source's passphrase.", valueName: "var"))
+    @Option(
+        name: .long, help: ArgumentHelp("An environment variable holding the source's passphrase.", valueName: "var"))
     var fromPassphraseEnv: String?
 
     @Flag(name: .long, help: "The source's master key is kept in the keyring.")
@@ -236,9 +263,10 @@ struct FromKeyOptions: ParsableArguments {
     var given: Bool { fromKeyFile != nil || fromPassphraseFile != nil || fromPassphraseEnv != nil || fromKeyringKey }
 
     func source(for store: String, timeout: Duration) throws -> MasterKeySource {
-        try KeySourceOptions.source(keyFile: fromKeyFile, passphraseFile: fromPassphraseFile,
-                                    passphraseEnv: fromPassphraseEnv, ask: false, keyring: fromKeyringKey,
-                                    prefix: "from-", askOption: nil, store: store, keyringTimeout: timeout)
+        try KeySourceOptions.source(
+            keyFile: fromKeyFile, passphraseFile: fromPassphraseFile,
+            passphraseEnv: fromPassphraseEnv, ask: false, keyring: fromKeyringKey,
+            prefix: "from-", askOption: nil, store: store, keyringTimeout: timeout)
     }
 }
 
@@ -250,8 +278,11 @@ struct ToKeyOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("A file holding the destination's passphrase.", valueName: "path"))
     var toPassphraseFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("An environment variable holding the destination's passphrase.",
-                                            valueName: "var"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "An environment variable holding the destination's passphrase.",
+            valueName: "var"))
     var toPassphraseEnv: String?
 
     @Flag(name: .long, help: "The destination's master key is kept in the keyring.")
@@ -260,9 +291,10 @@ struct ToKeyOptions: ParsableArguments {
     var given: Bool { toKeyFile != nil || toPassphraseFile != nil || toPassphraseEnv != nil || toKeyringKey }
 
     func source(for store: String, timeout: Duration) throws -> MasterKeySource {
-        try KeySourceOptions.source(keyFile: toKeyFile, passphraseFile: toPassphraseFile,
-                                    passphraseEnv: toPassphraseEnv, ask: false, keyring: toKeyringKey,
-                                    prefix: "to-", askOption: nil, store: store, keyringTimeout: timeout)
+        try KeySourceOptions.source(
+            keyFile: toKeyFile, passphraseFile: toPassphraseFile,
+            passphraseEnv: toPassphraseEnv, ask: false, keyring: toKeyringKey,
+            prefix: "to-", askOption: nil, store: store, keyringTimeout: timeout)
     }
 }
 
@@ -282,7 +314,7 @@ extension TransferReport {
             "outcome": .string(outcome.rawValue),
             "records": .array(records.map(\.json)),
             "totals": .object(totals),
-            "exitCode": .int(Int(exitCode.rawValue)),
+            "exitCode": .int(Int(exitCode.rawValue))
         ]
     }
 }
@@ -300,7 +332,7 @@ extension TransferRecord {
             "unmanaged": .bool(unmanaged),
             "replaced": .bool(replaced),
             "alreadyPresent": .bool(alreadyPresent),
-            "error": error?.json ?? .null,
+            "error": error?.json ?? .null
         ]
     }
 }

@@ -5,9 +5,11 @@ import Keepsake
 extension Migrate {
     struct Delete: ParsableCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
-                abstract: "Remove the value under a key.",
-                usage: "\(CLI.name) delete <key> --store <uri> [<options>]") }
+            ConfigurationCache.configuration(of: Self.self) {
+                CommandConfiguration(
+                    abstract: "Remove the value under a key.",
+                    usage: "\(CLI.name) delete <key> --store <uri> [<options>]")
+            }
         }
 
         @OptionGroup var storeOptions: StoreAccessOptions
@@ -22,8 +24,9 @@ extension Migrate {
                 let existing = try requireData(store, key)
                 let results = try store.commit([StoreWrite(key: key, value: nil, expectation: .unchanged(existing))])
                 if results != [.applied] {
-                    throw KeepsakeError(.conflict, store: store.uri, key: key,
-                                        "the value changed while it was being deleted; it was kept")
+                    throw KeepsakeError(
+                        .conflict, store: store.uri, key: key,
+                        "the value changed while it was being deleted; it was kept")
                 }
                 if output.json {
                     printJSON(["store": .string(store.uri), "key": .string(key), "deleted": true] as JSONValue)

@@ -7,25 +7,31 @@ import KeepsakeSodium
 extension Migrate {
     struct Doctor: ParsableCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
-                abstract: "Report, for each kind of store, whether it can be used here and why not.",
-                usage: "\(CLI.name) doctor [--keyring-timeout <seconds>] [--json]",
-                discussion: """
-                    Never prompts and never writes. The keyring check asks the Secret Service for its default collection and whether it is locked, within --keyring-timeout. The sandbox line says whether the app runs in Flatpak or Snap, what it must request there for the keyring, and what survives a reinstall. Exits 0 when every kind is usable, 69 otherwise.
-                    """) }
+            ConfigurationCache.configuration(of: Self.self) {
+                CommandConfiguration(
+                    abstract: "Report, for each kind of store, whether it can be used here and why not.",
+                    usage: "\(CLI.name) doctor [--keyring-timeout <seconds>] [--json]",
+                    discussion: """
+                        Never prompts and never writes. The keyring check asks the Secret Service for its default collection and whether it is locked, within --keyring-timeout. The sandbox line says whether the app runs in Flatpak or Snap, what it must request there for the keyring, and what survives a reinstall. Exits 0 when every kind is usable, 69 otherwise.
+                        """)
+            }
         }
 
         @Option(name: .long, help: ArgumentHelp("Deadline for the keyring check, in seconds.", valueName: "seconds"))
         var keyringTimeout: Double?
 
         /// The name this option had before it was named like every other keyring deadline.
-        @Option(name: .customLong("timeout"), help: ArgumentHelp(
-            "Deprecated spelling of --keyring-timeout.", valueName: "seconds", visibility: .hidden))
+        @Option(
+            name: .customLong("timeout"),
+            help: ArgumentHelp(
+                "Deprecated spelling of --keyring-timeout.", valueName: "seconds", visibility: .hidden))
         var deprecatedTimeout: Double?
 
         /// The deadline: `--keyring-timeout`, else the deprecated `--timeout`, else 5 seconds.
         var timeout: Double { keyringTimeout ?? deprecatedTimeout ?? 5 }
-        var timeoutOption: String { keyringTimeout == nil && deprecatedTimeout != nil ? "--timeout" : "--keyring-timeout" }
+        var timeoutOption: String {
+            keyringTimeout == nil && deprecatedTimeout != nil ? "--timeout" : "--keyring-timeout"
+        }
 
         @OptionGroup var output: OutputOptions
 
@@ -48,26 +54,34 @@ extension Migrate {
                 printError("warning: --timeout is deprecated; use --keyring-timeout")
             }
             let sandbox = Sandbox.current
-            let keyring = KeyringStore.diagnose(timeout: try StoreOptions.duration(timeout, option: timeoutOption),
-                                                sandbox: sandbox)
+            let keyring = KeyringStore.diagnose(
+                timeout: try StoreOptions.duration(timeout, option: timeoutOption),
+                sandbox: sandbox)
             let checks = [
-                Check(store: "defaults", usable: true, status: "usable",
-                      detail: "JSON suite files; needs only a writable directory"),
-                Check(store: "file", usable: true, status: "usable",
-                      detail: "libsodium \(SodiumFileStore.libraryVersion); needs a writable directory and a key"),
-                Check(store: "keyring", usable: keyring.isUsable, status: keyring.status.rawValue,
-                      detail: keyring.description),
+                Check(
+                    store: "defaults", usable: true, status: "usable",
+                    detail: "JSON suite files; needs only a writable directory"),
+                Check(
+                    store: "file", usable: true, status: "usable",
+                    detail: "libsodium \(SodiumFileStore.libraryVersion); needs a writable directory and a key"),
+                Check(
+                    store: "keyring", usable: keyring.isUsable, status: keyring.status.rawValue,
+                    detail: keyring.description),
                 // Flatpak or Snap: whether the Secret Service may be reached, what survives a reinstall.
-                Check(store: "sandbox", usable: sandbox.secretServiceAccess != .notGranted, status: sandbox.kind.rawValue,
-                      detail: sandbox.kind == .none ? "not sandboxed (no FLATPAK_ID, /.flatpak-info or SNAP)"
-                                                    : sandbox.description),
+                Check(
+                    store: "sandbox", usable: sandbox.secretServiceAccess != .notGranted, status: sandbox.kind.rawValue,
+                    detail: sandbox.kind == .none
+                        ? "not sandboxed (no FLATPAK_ID, /.flatpak-info or SNAP)"
+                        : sandbox.description)
             ]
             if output.json {
                 printJSON(checks)
             } else {
-                printTable(["STORE", "USABLE", "STATUS", "DETAIL"], checks.map {
-                    [$0.store + ":", $0.usable ? "yes" : "no", $0.status, $0.detail]
-                })
+                printTable(
+                    ["STORE", "USABLE", "STATUS", "DETAIL"],
+                    checks.map {
+                        [$0.store + ":", $0.usable ? "yes" : "no", $0.status, $0.detail]
+                    })
             }
             if checks.contains(where: { !$0.usable }) { throw Exit.unavailable }
         }

@@ -5,12 +5,14 @@ import Keepsake
 extension Migrate {
     struct Get: ParsableCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
-                abstract: "Print a record's bytes exactly as stored, without migrating them.",
-                usage: "\(CLI.name) get <key> --store <uri> [<options>]",
-                discussion: """
-                    With --json: {"store", "key", "bytes": the stored length, "value": the bytes as text, or null when they are not UTF-8, "base64": the bytes in base64 when they are not UTF-8, else null}.
-                    """) }
+            ConfigurationCache.configuration(of: Self.self) {
+                CommandConfiguration(
+                    abstract: "Print a record's bytes exactly as stored, without migrating them.",
+                    usage: "\(CLI.name) get <key> --store <uri> [<options>]",
+                    discussion: """
+                        With --json: {"store", "key", "bytes": the stored length, "value": the bytes as text, or null when they are not UTF-8, "base64": the bytes in base64 when they are not UTF-8, else null}.
+                        """)
+            }
         }
 
         @OptionGroup var storeOptions: StoreAccessOptions
@@ -25,10 +27,11 @@ extension Migrate {
                 let bytes = try requireData(store, key)
                 if output.json {
                     let text = String(validating: bytes, as: UTF8.self)
-                    printJSON([
-                        "store": .string(store.uri), "key": .string(key), "bytes": .int(bytes.count),
-                        "value": JSONValue(text), "base64": text == nil ? .string(bytes.base64EncodedString()) : nil,
-                    ] as JSONValue)
+                    printJSON(
+                        [
+                            "store": .string(store.uri), "key": .string(key), "bytes": .int(bytes.count),
+                            "value": JSONValue(text), "base64": text == nil ? .string(bytes.base64EncodedString()) : nil
+                        ] as JSONValue)
                 } else {
                     FileHandle.standardOutput.write(bytes)
                     if standardErrorIsTerminal && bytes.last != UInt8(ascii: "\n") { print() }

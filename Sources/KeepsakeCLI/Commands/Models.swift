@@ -4,12 +4,14 @@ import Keepsake
 extension Migrate {
     struct Models: ParsableCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
-                abstract: "List the models this command knows, with their versions and default keys.",
-                usage: "\(CLI.name) models [--json]",
-                discussion: """
-                    With --json, an array of models (empty when none is configured); each version also lists its stored keys and the JSON shape of its records.
-                    """) }
+            ConfigurationCache.configuration(of: Self.self) {
+                CommandConfiguration(
+                    abstract: "List the models this command knows, with their versions and default keys.",
+                    usage: "\(CLI.name) models [--json]",
+                    discussion: """
+                        With --json, an array of models (empty when none is configured); each version also lists its stored keys and the JSON shape of its records.
+                        """)
+            }
         }
 
         @OptionGroup var output: OutputOptions
@@ -33,25 +35,32 @@ extension Migrate {
         func run() throws {
             let models = CLI.chains
             if output.json {
-                printJSON(models.map { chain in
-                    let shapes = chain.shapes
-                    return ModelJSON(name: chain.name, defaultKeys: chain.defaultKeys, latestVersion: chain.latestVersion,
-                                     versions: chain.versions.map {
-                                         .init(version: $0.version, type: $0.typeName,
-                                               keys: ($0.storedKeys?.required ?? []).sorted(),
-                                               optionalKeys: ($0.storedKeys?.optional ?? []).sorted(),
-                                               shape: shapes[$0.version])
-                                     })
-                })
+                printJSON(
+                    models.map { chain in
+                        let shapes = chain.shapes
+                        return ModelJSON(
+                            name: chain.name, defaultKeys: chain.defaultKeys, latestVersion: chain.latestVersion,
+                            versions: chain.versions.map {
+                                .init(
+                                    version: $0.version, type: $0.typeName,
+                                    keys: ($0.storedKeys?.required ?? []).sorted(),
+                                    optionalKeys: ($0.storedKeys?.optional ?? []).sorted(),
+                                    shape: shapes[$0.version])
+                            })
+                    })
                 return
             }
             if models.isEmpty { say("No models are configured; every record is unmanaged.") }
             for (index, chain) in models.enumerated() {
                 if index > 0 { print() }
-                say("\(chain.name) — latest v\(chain.latestVersion), default keys: \(chain.defaultKeys.joined(separator: ", "))")
-                printTable(["VERSION", "TYPE", "STORED KEYS"], chain.versions.map {
-                    ["v\($0.version)", $0.typeName, $0.storedKeys?.description ?? "(read by decoding)"]
-                })
+                say(
+                    "\(chain.name) — latest v\(chain.latestVersion), default keys: \(chain.defaultKeys.joined(separator: ", "))"
+                )
+                printTable(
+                    ["VERSION", "TYPE", "STORED KEYS"],
+                    chain.versions.map {
+                        ["v\($0.version)", $0.typeName, $0.storedKeys?.description ?? "(read by decoding)"]
+                    })
             }
         }
     }

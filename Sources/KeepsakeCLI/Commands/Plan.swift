@@ -4,12 +4,14 @@ import Keepsake
 extension Migrate {
     struct Plan: ParsableCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
-                abstract: "Show what `run` would do to each record, step by step; nothing is written.",
-                usage: "\(CLI.name) plan --store <uri> [<options>]",
-                discussion: """
-                    Every step runs in memory and its result is verified, so a record that would fail shows here as unreadable, with the reason.
-                    """) }
+            ConfigurationCache.configuration(of: Self.self) {
+                CommandConfiguration(
+                    abstract: "Show what `run` would do to each record, step by step; nothing is written.",
+                    usage: "\(CLI.name) plan --store <uri> [<options>]",
+                    discussion: """
+                        Every step runs in memory and its result is verified, so a record that would fail shows here as unreadable, with the reason.
+                        """)
+            }
         }
 
         @OptionGroup var storeOptions: StoreOptions
@@ -43,7 +45,9 @@ func printPlan(_ reports: [RecordReport]) {
         case .current:
             say("  \(key)  \(model) \(report.latestText)  up to date, nothing to do")
         case .newerReadable:
-            say("  \(key)  \(model) \(report.storedText)  newer than \(report.latestText) but readable by it; left untouched")
+            say(
+                "  \(key)  \(model) \(report.storedText)  newer than \(report.latestText) but readable by it; left untouched"
+            )
         case .newer:
             say("  \(key)  \(model) \(report.storedText)  newer than \(report.latestText); left untouched")
         case .unreadable:

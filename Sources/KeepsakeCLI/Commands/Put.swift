@@ -5,15 +5,17 @@ import Keepsake
 extension Migrate {
     struct Put: ParsableCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
-                abstract: "Store standard input under a key, exactly as given (to seed or restore records).",
-                usage: "\(CLI.name) put <key> --store <uri> [--string] [<options>]",
-                discussion: """
-                    Nothing is migrated or checked beyond what the store needs (a defaults suite holds JSON values). Use --string to store the input as a JSON string, the way UserDefaults-era apps stored JSON records. A defaults: suite file is created if it does not exist.
+            ConfigurationCache.configuration(of: Self.self) {
+                CommandConfiguration(
+                    abstract: "Store standard input under a key, exactly as given (to seed or restore records).",
+                    usage: "\(CLI.name) put <key> --store <uri> [--string] [<options>]",
+                    discussion: """
+                        Nothing is migrated or checked beyond what the store needs (a defaults suite holds JSON values). Use --string to store the input as a JSON string, the way UserDefaults-era apps stored JSON records. A defaults: suite file is created if it does not exist.
 
-                    Example:
-                      echo '{"name":"Ada","age":"36"}' | \(CLI.name) put person --store defaults:suite.json
-                    """) }
+                        Example:
+                          echo '{"name":"Ada","age":"36"}' | \(CLI.name) put person --store defaults:suite.json
+                        """)
+            }
         }
 
         @OptionGroup var storeOptions: StoreAccessOptions
@@ -38,7 +40,8 @@ extension Migrate {
                 }
                 try store.setData(bytes, forKey: key)
                 if output.json {
-                    printJSON(["store": .string(store.uri), "key": .string(key), "bytes": .int(bytes.count)] as JSONValue)
+                    printJSON(
+                        ["store": .string(store.uri), "key": .string(key), "bytes": .int(bytes.count)] as JSONValue)
                 } else {
                     say("Stored \(bytes.count) bytes under '\(key)' in \(store.uri)")
                 }

@@ -5,17 +5,19 @@ import Keepsake
 extension Migrate {
     struct Run: ParsableCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
-                abstract: "Migrate every outdated record to its latest version and write it back.",
-                usage: "\(CLI.name) run --store <uri> [--dry-run] [--backup] [<options>]",
-                discussion: """
-                    Each record is migrated in memory, verified, and written back in one atomic write, only if it still holds the bytes that were read. Current, newer, unreadable and unmanaged records are never written. A record that fails is reported and left as it was; the others still migrate.
+            ConfigurationCache.configuration(of: Self.self) {
+                CommandConfiguration(
+                    abstract: "Migrate every outdated record to its latest version and write it back.",
+                    usage: "\(CLI.name) run --store <uri> [--dry-run] [--backup] [<options>]",
+                    discussion: """
+                        Each record is migrated in memory, verified, and written back in one atomic write, only if it still holds the bytes that were read. Current, newer, unreadable and unmanaged records are never written. A record that fails is reported and left as it was; the others still migrate.
 
-                    With --backup, the original bytes of each migrated record are first saved to <suite>.backups/<UTC time>/<key>.json beside a defaults suite (or under --backup-dir); each run gets a folder of its own (<UTC time>-2 for a second run in the same second). Restore one with:
-                      \(CLI.name) put KEY --store URI < BACKUP/KEY.json
+                        With --backup, the original bytes of each migrated record are first saved to <suite>.backups/<UTC time>/<key>.json beside a defaults suite (or under --backup-dir); each run gets a folder of its own (<UTC time>-2 for a second run in the same second). Restore one with:
+                          \(CLI.name) put KEY --store URI < BACKUP/KEY.json
 
-                    A defaults: suite file that does not exist is reported as such (exit 66) and is not created. On a terminal, progress (records done, rate, time left) is shown on standard error; never with --json, --quiet or when standard error is not a terminal.
-                    """) }
+                        A defaults: suite file that does not exist is reported as such (exit 66) and is not created. On a terminal, progress (records done, rate, time left) is shown on standard error; never with --json, --quiet or when standard error is not a terminal.
+                        """)
+            }
         }
 
         @OptionGroup var storeOptions: StoreOptions
@@ -27,8 +29,10 @@ extension Migrate {
         @Flag(name: .long, help: "Save each record's original bytes before replacing it.")
         var backup = false
 
-        @Option(name: .long, help: ArgumentHelp(
-            "Where --backup puts its timestamped folder (default: beside the suite file).", valueName: "dir"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "Where --backup puts its timestamped folder (default: beside the suite file).", valueName: "dir"))
         var backupDir: String?
 
         func validate() throws {
@@ -44,8 +48,10 @@ extension Migrate {
             let migrator = try storeOptions.migrator()
             if dryRun {
                 let reports = try migrator.plan()
-                try finish(reports, store: migrator.store.uri, json: output.json,
-                           extra: ["dryRun": true, "backupDirectory": nil]) {
+                try finish(
+                    reports, store: migrator.store.uri, json: output.json,
+                    extra: ["dryRun": true, "backupDirectory": nil]
+                ) {
                     say("Dry run on \(migrator.store.uri): nothing is written")
                     printPlan(reports)
                 }
@@ -53,8 +59,10 @@ extension Migrate {
             }
             // A directory of this run's own, created now: another run in the same second gets another.
             let destination = backup ? try BackupDirectory.create(in: try backupParent(migrator.store)) : nil
-            let meter = ProgressDisplay.isShown(standardErrorIsTerminal: standardErrorIsTerminal, json: output.json,
-                                                quiet: output.quiet) ? ProgressMeter() : nil
+            let meter =
+                ProgressDisplay.isShown(
+                    standardErrorIsTerminal: standardErrorIsTerminal, json: output.json,
+                    quiet: output.quiet) ? ProgressMeter() : nil
             let reports: [RecordReport]
             do {
                 reports = try Self.run(migrator, backup: destination, meter: meter)
@@ -66,14 +74,22 @@ extension Migrate {
             meter?.finish()
             if let destination, !reports.contains(where: { $0.backupPath != nil }) { destination.removeIfEmpty() }
             let kept = destination.flatMap { reports.contains(where: { $0.backupPath != nil }) ? $0.path : nil }
-            try finish(reports, store: migrator.store.uri, json: output.json,
-                       extra: ["dryRun": false, "backupDirectory": JSONValue(kept)]) {
+            try finish(
+                reports, store: migrator.store.uri, json: output.json,
+                extra: ["dryRun": false, "backupDirectory": JSONValue(kept)]
+            ) {
                 say("Run on \(migrator.store.uri)")
                 if !reports.isEmpty {
-                    printTable(["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"], reports.map {
-                        [$0.key, $0.schema ?? "-", $0.storedText, $0.latestText, $0.state.rawValue,
-                         $0.errorText ?? ($0.state == .migrated ? "steps " + $0.steps.map { "v\($0)" }.joined(separator: ", ") : "")]
-                    })
+                    printTable(
+                        ["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"],
+                        reports.map {
+                            [
+                                $0.key, $0.schema ?? "-", $0.storedText, $0.latestText, $0.state.rawValue,
+                                $0.errorText
+                                    ?? ($0.state == .migrated
+                                        ? "steps " + $0.steps.map { "v\($0)" }.joined(separator: ", ") : "")
+                            ]
+                        })
                 }
                 say(summary(reports))
                 if let kept { say("Backups in \(kept)") }
@@ -86,9 +102,10 @@ extension Migrate {
             _ migrator: Migrator, backup: BackupDirectory?, meter: ProgressMeter?
         ) throws -> [RecordReport] {
             guard let meter else { return try migrator.run(backup: backup) }
-            return try CommitProgress.$observer.withValue({ done, total in
+            let written: @Sendable (Int, Int) -> Void = { done, total in
                 meter.update("writing", done: done, total: total)
-            }) {
+            }
+            return try CommitProgress.$observer.withValue(written) {
                 try migrator.run(backup: backup) { progress in
                     if !progress.written {
                         meter.update("checking", done: progress.evaluated, total: progress.total)
@@ -100,7 +117,8 @@ extension Migrate {
         private func backupParent(_ store: any RecordStore) throws -> String {
             if store.capabilities.contains(.encryptedAtRest) {
                 // A backup holds the bytes `get` shows: for an encrypted store, plaintext.
-                throw usageError("""
+                throw usageError(
+                    """
                     backups of \(store.uri) would put its secrets on disk in plaintext; back up the \
                     store itself instead (a file: store's directory stays encrypted: cp -a DIR DIR.bak)
                     """)

@@ -5,9 +5,11 @@ import Keepsake
 extension Migrate {
     struct Show: ParsableCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
-                abstract: "Print a record migrated in memory to its latest version; nothing is written.",
-                usage: "\(CLI.name) show <key> --store <uri> [<options>]") }
+            ConfigurationCache.configuration(of: Self.self) {
+                CommandConfiguration(
+                    abstract: "Print a record migrated in memory to its latest version; nothing is written.",
+                    usage: "\(CLI.name) show <key> --store <uri> [<options>]")
+            }
         }
 
         @OptionGroup var storeOptions: StoreOptions
@@ -24,20 +26,26 @@ extension Migrate {
                 }
                 if let error = report.error { throw error }
                 guard let latest else {
-                    throw KeepsakeError(.invalidArgument, store: migrator.store.uri, key: key, """
+                    throw KeepsakeError(
+                        .invalidArgument, store: migrator.store.uri, key: key,
+                        """
                         this key is not matched to a model; name one with --model \(key)=NAME \
                         (see `\(CLI.name) models`), or use `\(CLI.name) get \(key)` for the raw value
                         """)
                 }
                 let record = try JSONDecoder().decode(JSONValue.self, from: latest)
                 if output.json {
-                    printJSON([
-                        "store": .string(migrator.store.uri), "key": .string(key), "schema": JSONValue(report.schema),
-                        "storedVersion": JSONValue(report.storedVersion), "latestVersion": JSONValue(report.latestVersion),
-                        "state": .string(report.state.rawValue), "record": record,
-                    ] as JSONValue)
+                    printJSON(
+                        [
+                            "store": .string(migrator.store.uri), "key": .string(key),
+                            "schema": JSONValue(report.schema),
+                            "storedVersion": JSONValue(report.storedVersion),
+                            "latestVersion": JSONValue(report.latestVersion),
+                            "state": .string(report.state.rawValue), "record": record
+                        ] as JSONValue)
                 } else {
-                    let change = report.state == .outdated
+                    let change =
+                        report.state == .outdated
                         ? "\(report.storedText) (\(report.formText)) → \(report.latestText), migrated in memory; nothing written"
                         : "\(report.latestText), current"
                     if !CLI.quiet { printError("\(key): \(report.schema ?? "-") \(change)") }

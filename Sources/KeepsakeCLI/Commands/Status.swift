@@ -4,14 +4,16 @@ import Keepsake
 extension Migrate {
     struct Status: ParsableCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
-                abstract: "Show each key of the store with its model, stored and latest version, and state.",
-                usage: "\(CLI.name) status --store <uri> [<options>]",
-                discussion: """
-                    States: current; outdated (run would migrate it); newerReadable (written by a newer release that declared this one able to read it; not an error); newer (written by a newer release this one cannot read); unreadable (cannot be read or migrated); unmanaged (not a known model; left alone).
+            ConfigurationCache.configuration(of: Self.self) {
+                CommandConfiguration(
+                    abstract: "Show each key of the store with its model, stored and latest version, and state.",
+                    usage: "\(CLI.name) status --store <uri> [<options>]",
+                    discussion: """
+                        States: current; outdated (run would migrate it); newerReadable (written by a newer release that declared this one able to read it; not an error); newer (written by a newer release this one cannot read); unreadable (cannot be read or migrated); unmanaged (not a known model; left alone).
 
-                    Outdated records are migrated in memory to check they can be; nothing is written. A defaults: suite file that does not exist is reported as such (exit 66), not as an empty store.
-                    """) }
+                        Outdated records are migrated in memory to check they can be; nothing is written. A defaults: suite file that does not exist is reported as such (exit 66), not as an empty store.
+                        """)
+            }
         }
 
         @OptionGroup var storeOptions: StoreOptions
@@ -24,10 +26,14 @@ extension Migrate {
                 try finish(reports, store: migrator.store.uri, json: output.json) {
                     say("Store \(migrator.store.uri)")
                     if !reports.isEmpty {
-                        printTable(["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"], reports.map {
-                            [$0.key, $0.schema ?? "-", $0.storedText, $0.latestText, $0.state.rawValue,
-                             $0.errorText ?? $0.formText]
-                        })
+                        printTable(
+                            ["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"],
+                            reports.map {
+                                [
+                                    $0.key, $0.schema ?? "-", $0.storedText, $0.latestText, $0.state.rawValue,
+                                    $0.errorText ?? $0.formText
+                                ]
+                            })
                     }
                     say(summary(reports))
                 }

@@ -6,17 +6,19 @@ import KeepsakeTrial
 extension Migrate {
     struct Trial: ParsableCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
-                abstract: "Report or start the trial period kept in a store.",
-                discussion: """
-                    EXIT CODES
-                      0   not started, or active
-                      80  expired
-                      81  the clock moved back beyond the tolerance
-                      82  unknown: the store is locked or unavailable, or the record
-                          is unreadable or newer
-                    """,
-                subcommands: [TrialStatusCommand.self, TrialStartCommand.self]) }
+            ConfigurationCache.configuration(of: Self.self) {
+                CommandConfiguration(
+                    abstract: "Report or start the trial period kept in a store.",
+                    discussion: """
+                        EXIT CODES
+                          0   not started, or active
+                          80  expired
+                          81  the clock moved back beyond the tolerance
+                          82  unknown: the store is locked or unavailable, or the record
+                              is unreadable or newer
+                        """,
+                    subcommands: [TrialStatusCommand.self, TrialStartCommand.self])
+            }
         }
     }
 }
@@ -32,7 +34,8 @@ struct TrialOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The record's key.", valueName: "key"))
     var key: String = "trialInfo"
 
-    @Option(name: .long, help: ArgumentHelp("How far the clock may go back unreported, in minutes.", valueName: "minutes"))
+    @Option(
+        name: .long, help: ArgumentHelp("How far the clock may go back unreported, in minutes.", valueName: "minutes"))
     var toleranceMinutes: Int = 60
 
     /// The longest trial and the largest tolerance accepted: a century, in days and minutes.
@@ -54,7 +57,8 @@ struct TrialOptions: ParsableArguments {
         do throws(ISO8601.Failure) {
             return try ISO8601.date(from: text)
         } catch {
-            throw usageError("""
+            throw usageError(
+                """
                 --now must be an ISO 8601 time such as 2026-01-31T12:00:00Z: \(error.reason) \
                 (got '\(text)')
                 """)
@@ -77,9 +81,10 @@ struct TrialOptions: ParsableArguments {
         let store = try storeOptions.openStore()
         let context = device.context()
         let fixed = try now.map(parsedNow)
-        return TrialGuard(store: store, key: key, length: .days(lengthDays),
-                          rollbackTolerance: TimeInterval(toleranceMinutes) * 60,
-                          deviceIdentity: try context.requireDeviceIdentity(), clock: { fixed ?? Date() })
+        return TrialGuard(
+            store: store, key: key, length: .days(lengthDays),
+            rollbackTolerance: TimeInterval(toleranceMinutes) * 60,
+            deviceIdentity: try context.requireDeviceIdentity(), clock: { fixed ?? Date() })
     }
 }
 
@@ -94,19 +99,25 @@ func report(_ status: TrialStatus, json: Bool) throws {
         code = .success
         if !json { say("Trial not started.") }
     case let .active(trial):
-        object = ["state": "active", "startDate": .string(iso(trial.start)), "daysLeft": .int(trial.daysLeft),
-                  "expiresAt": .string(iso(trial.expiresAt))]
+        object = [
+            "state": "active", "startDate": .string(iso(trial.start)), "daysLeft": .int(trial.daysLeft),
+            "expiresAt": .string(iso(trial.expiresAt))
+        ]
         code = .success
         if !json {
-            say("Trial active: started \(iso(trial.start)), \(trial.daysLeft) whole days left, ends \(iso(trial.expiresAt)).")
+            say(
+                "Trial active: started \(iso(trial.start)), \(trial.daysLeft) whole days left, ends \(iso(trial.expiresAt))."
+            )
         }
     case let .expired(since, start):
         object = ["state": "expired", "startDate": .string(iso(start)), "daysLeft": 0, "expiresAt": .string(iso(since))]
         code = ExitCode(80)
         if !json { say("Trial expired on \(iso(since)) (started \(iso(start))).") }
     case let .clockMovedBack(lastSeen, now):
-        object = ["state": "clockMovedBack", "startDate": nil, "daysLeft": nil, "expiresAt": nil,
-                  "lastSeen": .string(iso(lastSeen)), "now": .string(iso(now))]
+        object = [
+            "state": "clockMovedBack", "startDate": nil, "daysLeft": nil, "expiresAt": nil,
+            "lastSeen": .string(iso(lastSeen)), "now": .string(iso(now))
+        ]
         code = ExitCode(81)
         if !json { say("The clock moved back: it reads \(iso(now)), but \(iso(lastSeen)) was already seen.") }
     case let .unknown(error):
@@ -121,8 +132,11 @@ func report(_ status: TrialStatus, json: Bool) throws {
 
 struct TrialStatusCommand: ParsableCommand {
     static var configuration: CommandConfiguration {
-        ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(commandName: "status", abstract: "Report the trial's state; never starts it.",
-                             usage: "\(CLI.name) trial status --store <uri> [<options>]") }
+        ConfigurationCache.configuration(of: Self.self) {
+            CommandConfiguration(
+                commandName: "status", abstract: "Report the trial's state; never starts it.",
+                usage: "\(CLI.name) trial status --store <uri> [<options>]")
+        }
     }
     @OptionGroup var storeOptions: StoreAccessOptions
     @OptionGroup var device: DeviceOptions
@@ -136,9 +150,12 @@ struct TrialStatusCommand: ParsableCommand {
 
 struct TrialStartCommand: ParsableCommand {
     static var configuration: CommandConfiguration {
-        ConfigurationCache.configuration(of: Self.self) { CommandConfiguration(
-            commandName: "start", abstract: "Start the trial if, and only if, no trial record exists; report its state.",
-            usage: "\(CLI.name) trial start --store <uri> [<options>]") }
+        ConfigurationCache.configuration(of: Self.self) {
+            CommandConfiguration(
+                commandName: "start",
+                abstract: "Start the trial if, and only if, no trial record exists; report its state.",
+                usage: "\(CLI.name) trial start --store <uri> [<options>]")
+        }
     }
     @OptionGroup var storeOptions: StoreAccessOptions
     @OptionGroup var device: DeviceOptions

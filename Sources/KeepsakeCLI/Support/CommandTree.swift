@@ -135,7 +135,7 @@ enum Preflight {
     /// completion scripts and completion requests.
     static let passThrough: Set<String> = [
         "-h", "--help", "-help", "--version", "--generate-completion-script", "---completion",
-        "--experimental-dump-help",
+        "--experimental-dump-help"
     ]
 
     /// The subcommand path the arguments name, as far as they name one.
@@ -173,8 +173,9 @@ enum Preflight {
                     let seen = counts[identity, default: (0, spelled)]
                     if seen.count >= 1 {
                         let other = seen.spelled == spelled ? "" : " (as \(seen.spelled))"
-                        return Problem(message: "\(spelled) was given more than once\(other); give it at most once",
-                                       path: path)
+                        return Problem(
+                            message: "\(spelled) was given more than once\(other); give it at most once",
+                            path: path)
                     }
                     counts[identity] = (1, spelled)
                 }
@@ -194,22 +195,27 @@ enum Preflight {
             let names = node.visibleSubcommands.map(\.commandName)
             let command = ([CLI.name] + path).joined(separator: " ")
             if let guess = suggestion(for: argument, among: names) {
-                return Problem(message: "'\(argument)' is not a \(command) command; did you mean '\(guess)'?",
-                               path: path)
+                return Problem(
+                    message: "'\(argument)' is not a \(command) command; did you mean '\(guess)'?",
+                    path: path)
             }
-            return Problem(message: "'\(argument)' is not a \(command) command; the commands are \(names.joined(separator: ", "))",
-                           path: path)
+            return Problem(
+                message: "'\(argument)' is not a \(command) command; the commands are \(names.joined(separator: ", "))",
+                path: path)
         }
         return nil
     }
 
-    private static func unknownOption(_ spelled: String, node: CommandTree, path: [String], tree: CommandTree) -> Problem {
+    private static func unknownOption(_ spelled: String, node: CommandTree, path: [String], tree: CommandTree)
+        -> Problem
+    {
         let command = ([CLI.name] + path).joined(separator: " ")
         if !node.subcommands.isEmpty {
             let takers = node.visibleSubcommands.filter { $0.argument(spelled: spelled) != nil }.map(\.commandName)
             if !takers.isEmpty {
-                return Problem(message: "\(spelled) goes after a command: \(command) \(takers[0]) \(spelled) ...",
-                               path: path)
+                return Problem(
+                    message: "\(spelled) goes after a command: \(command) \(takers[0]) \(spelled) ...",
+                    path: path)
             }
         }
         let names = node.namedArguments.filter(\.shouldDisplay).flatMap(\.longNames)

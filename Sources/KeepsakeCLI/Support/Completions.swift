@@ -36,7 +36,9 @@ enum Completions {
         if typed.hasPrefix("~/"), !home.isEmpty { expanded = home + typed.dropFirst() }
         let directory = expanded.contains("/") ? String(expanded[...expanded.lastIndex(of: "/")!]) : ""
         let shownDirectory = typed.contains("/") ? String(typed[...typed.lastIndex(of: "/")!]) : ""
-        let namePrefix = expanded.contains("/") ? String(expanded[expanded.index(after: expanded.lastIndex(of: "/")!)...])
+        let namePrefix =
+            expanded.contains("/")
+            ? String(expanded[expanded.index(after: expanded.lastIndex(of: "/")!)...])
             : expanded
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.isEmpty ? "." : directory)
         else { return [] }  // completion only: an unreadable directory offers nothing

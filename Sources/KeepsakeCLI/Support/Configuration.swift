@@ -26,12 +26,15 @@ struct CLIConfiguration: Sendable {
     ///   (the ``Migrator`` cannot tell their records apart).
     init(chains: [AnyModelChain], commandName: String, version: String?, appID: String) throws(KeepsakeError) {
         guard !commandName.isEmpty, !commandName.contains(where: \.isWhitespace) else {
-            throw KeepsakeError(.invalidArgument,
-                                "the command name '\(commandName)' must be non-empty and without spaces")
+            throw KeepsakeError(
+                .invalidArgument,
+                "the command name '\(commandName)' must be non-empty and without spaces")
         }
         var seen = Set<String>()
         for chain in chains where !seen.insert(chain.name).inserted {
-            throw KeepsakeError(.invalidArgument, """
+            throw KeepsakeError(
+                .invalidArgument,
+                """
                 \(commandName) was given two model chains named '\(chain.name)'; each chain needs its own \
                 name, since records are matched to chains by name
                 """)

@@ -8,6 +8,7 @@ func isoText(_ date: Date) -> String {
     do throws(ISO8601.Failure) {
         return try ISO8601.millisecondString(from: date)
     } catch {
-        return date.timeIntervalSinceReferenceDate > 0 ? "after 9999-12-31T23:59:59.999Z" : "before 0001-01-01T00:00:00.000Z"
+        return date.timeIntervalSinceReferenceDate > 0
+            ? "after 9999-12-31T23:59:59.999Z" : "before 0001-01-01T00:00:00.000Z"
     }
 }

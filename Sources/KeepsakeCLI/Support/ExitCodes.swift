@@ -30,10 +30,13 @@ enum Exit {
             (0, "success (outdated records are not an error for status and plan)"),
             (1, "unexpected internal error"),
             (64, "usage error"),
-            (65, """
+            (
+                65,
+                """
                 a managed record is unreadable: corrupt, unrecognised, ambiguous, its migration step failed or \
                 needs a device identity (it was left untouched)
-                """),
+                """
+            ),
             (66, "no record under the given key, or no suite file at PATH"),
             (67, "a managed record was written by a newer release (left untouched)"),
             (68, "the store's own data is corrupt (e.g. a suite file that is not a JSON object)"),
@@ -50,7 +53,7 @@ enum Exit {
             (83, "`\(CLI.name) copy`: a destination key holds another value (give --overwrite); nothing was written"),
             (84, "`\(CLI.name) copy`: a value the destination cannot hold; nothing was written"),
             (85, "`\(CLI.name) copy`: a write or read-back failed; the destination was restored, the source untouched"),
-            (86, "`\(CLI.name) copy`: some records are in both stores (not removed from the source, or not restored)"),
+            (86, "`\(CLI.name) copy`: some records are in both stores (not removed from the source, or not restored)")
         ]
     }
 
@@ -68,7 +71,7 @@ enum Exit {
     static func code(for error: KeepsakeError) -> ExitCode {
         switch error.code {
         case .corruptRecord, .unrecognisedRecord, .ambiguousRecord, .schemaMismatch, .migrationFailed,
-             .verificationFailed, .encodingFailed, .deviceIdentityUnavailable:
+            .verificationFailed, .encodingFailed, .deviceIdentityUnavailable:
             return unreadable
         case .newerVersion: return newer
         case .notFound: return notFound

@@ -32,17 +32,22 @@ enum Failure {
         for (index, line) in message.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             printError(index == 0 ? "error: \(line)" : "  \(line)")
         }
-        FileHandle.standardError.write(Data("""
-            Usage: \(usage.replacingOccurrences(of: "\n", with: "\n       "))
-              See '\(command) --help' for more information.
+        FileHandle.standardError.write(
+            Data(
+                """
+                Usage: \(usage.replacingOccurrences(of: "\n", with: "\n       "))
+                  See '\(command) --help' for more information.
 
-            """.utf8))
+                """.utf8))
         if CLI.json {
-            JSONOutput.emit(["error": [
-                "code": .string(usageCode), "exitCode": .int(Int(code)), "message": .string(message),
-                "store": JSONValue(CLIConfiguration.current.storeArgument), "key": nil, "cause": nil,
-                "hint": .string("see '\(command) --help'"),
-            ]] as JSONValue)
+            JSONOutput.emit(
+                [
+                    "error": [
+                        "code": .string(usageCode), "exitCode": .int(Int(code)), "message": .string(message),
+                        "store": JSONValue(CLIConfiguration.current.storeArgument), "key": nil, "cause": nil,
+                        "hint": .string("see '\(command) --help'")
+                    ]
+                ] as JSONValue)
         }
         return code
     }
@@ -52,10 +57,14 @@ enum Failure {
         let message = String(describing: error)
         printError("error: \(message)")
         if CLI.json {
-            JSONOutput.emit(["error": [
-                "code": .string(internalCode), "exitCode": 1, "message": .string(message),
-                "store": JSONValue(CLIConfiguration.current.storeArgument), "key": nil, "cause": nil, "hint": nil,
-            ]] as JSONValue)
+            JSONOutput.emit(
+                [
+                    "error": [
+                        "code": .string(internalCode), "exitCode": 1, "message": .string(message),
+                        "store": JSONValue(CLIConfiguration.current.storeArgument), "key": nil, "cause": nil,
+                        "hint": nil
+                    ]
+                ] as JSONValue)
         }
         return ExitCode.failure.rawValue
     }

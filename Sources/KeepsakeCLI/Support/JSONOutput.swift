@@ -52,7 +52,8 @@ extension JSONValue: Decodable {
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
-    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral {
+    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
+{
     init(stringLiteral value: String) { self = .string(value) }
     init(integerLiteral value: Int) { self = .int(value) }
     init(booleanLiteral value: Bool) { self = .bool(value) }
@@ -166,7 +167,7 @@ extension KeepsakeError {
             "store": JSONValue(store),
             "key": JSONValue(key),
             "cause": JSONValue(cause?.description),
-            "hint": JSONValue(hint(for: self)),
+            "hint": JSONValue(hint(for: self))
         ]
     }
 }
@@ -184,7 +185,7 @@ extension RecordReport {
             "stringWrapped": .bool(stringWrapped),
             "steps": .array(steps.map(JSONValue.int)),
             "error": error?.json ?? .null,
-            "backup": JSONValue(backupPath),
+            "backup": JSONValue(backupPath)
         ]
     }
 }
@@ -200,7 +201,7 @@ func reportsJSON(store: String, _ reports: [RecordReport], extra: [String: JSONV
         "store": .string(store),
         "records": .array(reports.map(\.json)),
         "totals": .object(totals),
-        "exitCode": .int(Int(Exit.code(for: reports).rawValue)),
+        "exitCode": .int(Int(Exit.code(for: reports).rawValue))
     ]
     object.merge(extra) { $1 }
     return .object(object)

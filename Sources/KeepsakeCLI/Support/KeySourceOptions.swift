@@ -3,6 +3,7 @@ import Foundation
 import Keepsake
 import KeepsakeSodium
 import KeepsakeStores
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,11 +11,15 @@ import Glibc
 /// Where a `file:` store's master key comes from: a key file, a passphrase from a file, an
 /// environment variable or a prompt, or the keyring.
 struct KeySourceOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("A 32-byte key file (created 0600 by `\(CLI.name) init`).", valueName: "path"))
+    @Option(
+        name: .long, help: ArgumentHelp("A 32-byte key file (created 0600 by `\(CLI.name) init`).", valueName: "path"))
     var keyFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("A file holding the passphrase (one trailing newline is ignored).",
-                                            valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A file holding the passphrase (one trailing newline is ignored).",
+            valueName: "path"))
     var passphraseFile: String?
 
     @Option(name: .long, help: ArgumentHelp("An environment variable holding the passphrase.", valueName: "var"))
@@ -30,9 +35,10 @@ struct KeySourceOptions: ParsableArguments {
 
     /// The one master key source given.
     func source(for store: String, keyringTimeout: Duration = .seconds(5)) throws -> MasterKeySource {
-        try KeySourceOptions.source(keyFile: keyFile, passphraseFile: passphraseFile, passphraseEnv: passphraseEnv,
-                                    ask: askPassphrase, keyring: keyringKey, prefix: "", askOption: "ask-passphrase",
-                                    store: store, keyringTimeout: keyringTimeout)
+        try KeySourceOptions.source(
+            keyFile: keyFile, passphraseFile: passphraseFile, passphraseEnv: passphraseEnv,
+            ask: askPassphrase, keyring: keyringKey, prefix: "", askOption: "ask-passphrase",
+            store: store, keyringTimeout: keyringTimeout)
     }
 
     /// The one source given by the options named `--PREFIXkey-file`, `--PREFIXpassphrase-file`,
@@ -43,11 +49,13 @@ struct KeySourceOptions: ParsableArguments {
     ) throws -> MasterKeySource {
         let count = [keyFile != nil, passphraseFile != nil, passphraseEnv != nil, ask, keyring].filter { $0 }.count
         guard count == 1 else {
-            let names = "--\(prefix)key-file PATH, --\(prefix)passphrase-file PATH, --\(prefix)passphrase-env VAR" +
-                (askOption.map { ", --\(prefix)keyring-key or --\($0)" } ?? " or --\(prefix)keyring-key")
-            throw usageError(count == 0
-                ? "\(store) needs its master key: give one of \(names)"
-                : "give only one of \(names)")
+            let names =
+                "--\(prefix)key-file PATH, --\(prefix)passphrase-file PATH, --\(prefix)passphrase-env VAR"
+                + (askOption.map { ", --\(prefix)keyring-key or --\($0)" } ?? " or --\(prefix)keyring-key")
+            throw usageError(
+                count == 0
+                    ? "\(store) needs its master key: give one of \(names)"
+                    : "give only one of \(names)")
         }
         if keyring { return .keyring(timeout: keyringTimeout) }
         if let keyFile { return .keyFile(path: keyFile) }
@@ -61,7 +69,8 @@ struct KeySourceOptions: ParsableArguments {
             }
             return .passphrase(SecureBytes(copying: Array(value.utf8)), origin: "environment variable \(passphraseEnv)")
         }
-        return .passphrase(try promptWithoutEcho(prefix.isEmpty ? "Passphrase: " : "New passphrase: "), origin: "prompt")
+        return .passphrase(
+            try promptWithoutEcho(prefix.isEmpty ? "Passphrase: " : "New passphrase: "), origin: "prompt")
     }
 
     /// The longest passphrase file read, in bytes.
@@ -89,7 +98,9 @@ struct KeySourceOptions: ParsableArguments {
                 let count = read(fd, buffer.baseAddress! + length, buffer.count - length)
                 if count < 0 {
                     if errno == EINTR { continue }
-                    throw usageError("cannot read the passphrase file \(path): \(KeepsakeError.Cause.posix(call: "read", errno: errno))")
+                    throw usageError(
+                        "cannot read the passphrase file \(path): \(KeepsakeError.Cause.posix(call: "read", errno: errno))"
+                    )
                 }
                 if count == 0 { break }
                 length += count
@@ -106,13 +117,17 @@ struct KeySourceOptions: ParsableArguments {
     /// Reads one line from the terminal with echo off.
     private static func promptWithoutEcho(_ prompt: String) throws -> SecureBytes {
         let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { throw ValidationError("--ask-passphrase needs a terminal; use --passphrase-file or --passphrase-env") }
+        guard fd >= 0 else {
+            throw ValidationError("--ask-passphrase needs a terminal; use --passphrase-file or --passphrase-env")
+        }
         defer { close(fd) }
         var saved = termios()
         guard tcgetattr(fd, &saved) == 0 else { throw ValidationError("cannot turn off echo on the terminal") }
         var silent = saved
         silent.c_lflag &= ~tcflag_t(ECHO)
-        guard tcsetattr(fd, TCSAFLUSH, &silent) == 0 else { throw ValidationError("cannot turn off echo on the terminal") }
+        guard tcsetattr(fd, TCSAFLUSH, &silent) == 0 else {
+            throw ValidationError("cannot turn off echo on the terminal")
+        }
         defer {
             _ = tcsetattr(fd, TCSAFLUSH, &saved)
             _ = write(fd, "\n", 1)
@@ -136,7 +151,8 @@ struct KeySourceOptions: ParsableArguments {
             }
         }
         if length > maxTypedPassphraseBytes || tooLong {
-            throw usageError("""
+            throw usageError(
+                """
                 the passphrase typed is \(tooLong ? "longer than \(maxPassphraseBytes)" : "\(length)") bytes; a \
                 terminal cuts lines longer than \(maxTypedPassphraseBytes) bytes, so use --passphrase-file
                 """)

@@ -15,8 +15,10 @@ struct CLILogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        printError(Self.format(level: event.level, label: label, message: event.message,
-                               metadata: metadata.merging(event.metadata ?? [:]) { $1 }))
+        printError(
+            Self.format(
+                level: event.level, label: label, message: event.message,
+                metadata: metadata.merging(event.metadata ?? [:]) { $1 }))
     }
 
     /// `notice keepsake.engine: record left untouched: newer [key=person store=defaults:/x.json]`.
@@ -25,7 +27,8 @@ struct CLILogHandler: LogHandler {
     ) -> String {
         var text = "\(level) \(label): \(message)"
         if !metadata.isEmpty {
-            text += " [" + metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]"
+            text +=
+                " [" + metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]"
         }
         return text
     }

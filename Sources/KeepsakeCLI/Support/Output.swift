@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -102,8 +103,9 @@ func escapingTerminalControls(inJSON json: Data) -> Data {
             escape(Int(bytes[index + 1]))
             index += 2
         } else if byte == 0xE2, index + 2 < bytes.count,
-                  (bytes[index + 1] == 0x80 && (0xAA...0xAE).contains(bytes[index + 2]))
-                    || (bytes[index + 1] == 0x81 && (0xA6...0xA9).contains(bytes[index + 2])) {
+            (bytes[index + 1] == 0x80 && (0xAA...0xAE).contains(bytes[index + 2]))
+                || (bytes[index + 1] == 0x81 && (0xA6...0xA9).contains(bytes[index + 2]))
+        {
             escape(0x2000 + Int(bytes[index + 1] & 0x3F) << 6 + Int(bytes[index + 2] & 0x3F))
             index += 3
         } else {

@@ -57,12 +57,15 @@ final class ProgressMeter: Sendable {
     /// such a number, else a quarter of a second.
     static func delay(environment: [String: String] = ProcessInfo.processInfo.environment) -> Double {
         guard let text = environment["KEEPSAKE_PROGRESS_DELAY"], let seconds = Double(text),
-              seconds.isFinite, (0...60).contains(seconds) else { return 0.25 }
+            seconds.isFinite, (0...60).contains(seconds)
+        else { return 0.25 }
         return seconds
     }
 
-    init(delay: Double = ProgressMeter.delay(),
-         write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }) {
+    init(
+        delay: Double = ProgressMeter.delay(),
+        write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }
+    ) {
         self.delay = delay
         self.write = write
     }

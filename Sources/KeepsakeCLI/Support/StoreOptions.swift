@@ -41,7 +41,8 @@ struct StoreLocator {
     func validate() throws {
         let uri = try parsedURI()
         if uri.scheme == .memory {
-            throw ValidationError("""
+            throw ValidationError(
+                """
                 a memory: store lives only inside one process; \(CLI.name) works on defaults:PATH, \
                 file:DIR or keyring:SERVICE
                 """)
@@ -82,7 +83,9 @@ struct StoreLocator {
     func openExistingStore() throws -> any RecordStore {
         let store = try openStore()
         if let defaults = store as? DefaultsStore, !FileManager.default.fileExists(atPath: defaults.path) {
-            throw KeepsakeError(.notFound, store: store.uri, """
+            throw KeepsakeError(
+                .notFound, store: store.uri,
+                """
                 the suite file does not exist; nothing was read or written (a suite is created by its \
                 first write, such as `\(CLI.name) put`)
                 """)
@@ -94,8 +97,10 @@ struct StoreLocator {
 /// `--store` and the master key, for the commands that work on `file:` stores only (`init`,
 /// `rekey`).
 struct FileStoreOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp(
-        "The encrypted store: file:DIR (DIR may start with ~/).", valueName: "uri"), completion: Completions.store)
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The encrypted store: file:DIR (DIR may start with ~/).", valueName: "uri"), completion: Completions.store)
     var store: String
 
     @OptionGroup(title: "Master key of the store (one of)")
@@ -128,8 +133,9 @@ struct DeviceOptions: ParsableArguments {
         "Device identity recorded by steps that ask for one (default: derived from /etc/machine-id and --app-id).",
         valueName: "id")
     static var appIDHelp: ArgumentHelp {
-        ArgumentHelp("App identifier the default device identity is derived with (default: \(CLI.appID)).",
-                     valueName: "id")
+        ArgumentHelp(
+            "App identifier the default device identity is derived with (default: \(CLI.appID)).",
+            valueName: "id")
     }
 
     func context() -> MigrationContext { Self.context(deviceID: deviceID, appID: appID) }
@@ -155,9 +161,11 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .long, help: StoreLocator.keyringTimeoutHelp)
     var keyringTimeout: Double = 5
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Treat KEY as a record of model NAME (repeatable; see `\(CLI.name) models`).",
-        valueName: "key=name"), completion: Completions.model)
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Treat KEY as a record of model NAME (repeatable; see `\(CLI.name) models`).",
+            valueName: "key=name"), completion: Completions.model)
     var model: [String] = []
 
     @Option(name: .long, help: DeviceOptions.deviceIDHelp)
@@ -212,8 +220,9 @@ struct StoreOptions: ParsableArguments {
 
     /// A migrator on the store, which must exist (see ``StoreLocator/openExistingStore()``).
     func migrator() throws -> Migrator {
-        Migrator(store: try locator.openExistingStore(), chains: CLI.chains, context: context(),
-                 keyModels: try keyModels())
+        Migrator(
+            store: try locator.openExistingStore(), chains: CLI.chains, context: context(),
+            keyModels: try keyModels())
     }
 }
 

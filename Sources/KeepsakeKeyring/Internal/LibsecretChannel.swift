@@ -28,7 +28,8 @@ final class LibsecretChannel: Sendable {
 
     /// Runs `body` under a new deadline of `timeout`, on this channel's link (opened first if
     /// there is none). Every D-Bus round trip of `body`, and opening the link, share the deadline.
-    func call<T>(timeout: Duration, _ body: (LibsecretCall) throws(LibsecretFailure) -> T) throws(LibsecretFailure) -> T {
+    func call<T>(timeout: Duration, _ body: (LibsecretCall) throws(LibsecretFailure) -> T) throws(LibsecretFailure) -> T
+    {
         let deadline = LibsecretDeadline(timeout: timeout)
         defer { deadline.finish() }
         var reopened = false
@@ -96,8 +97,11 @@ final class LibsecretLink: @unchecked Sendable {
             // not learn its name: open again, now that it runs.
             g_object_unref(service)
             g_main_context_unref(context)
-            throw LibsecretFailure(stage: .openService, kind: .other, message:
-                "the Secret Service was just started and its bus name is not known yet; try again", isStaleLink: true)
+            throw LibsecretFailure(
+                stage: .openService, kind: .other,
+                message:
+                    "the Secret Service was just started and its bus name is not known yet; try again",
+                isStaleLink: true)
         }
         self.owner = String(cString: owner)
         g_free(owner)
@@ -180,7 +184,10 @@ struct LibsecretCall {
         guard keepsake_search(bus, link.owner, table, cancellable, &unlocked, &locked, &error) != 0 else {
             throw failure(.search, error)
         }
-        defer { g_strfreev(unlocked); g_strfreev(locked) }
+        defer {
+            g_strfreev(unlocked)
+            g_strfreev(locked)
+        }
         return (Self.strings(unlocked), Self.strings(locked))
     }
 
@@ -195,8 +202,9 @@ struct LibsecretCall {
         var error: UnsafeMutablePointer<GError>?
         let ok = cPaths.withUnsafeBufferPointer { pathBuffer in
             pathBuffer.baseAddress!.withMemoryRebound(to: UnsafePointer<gchar>?.self, capacity: cPaths.count) { base in
-                keepsake_read_items(bus, link.owner, loadSecrets ? link.service : nil, base, guint(paths.count), cancellable,
-                                    &properties, &secrets, &error)
+                keepsake_read_items(
+                    bus, link.owner, loadSecrets ? link.service : nil, base, guint(paths.count), cancellable,
+                    &properties, &secrets, &error)
             }
         }
         guard ok != 0 else { throw failure(loadSecrets ? .readSecret : .search, error) }
@@ -216,12 +224,13 @@ struct LibsecretCall {
             if let secrets, let value = keepsake_secret_for_path(link.service, secrets, path) {
                 secret = LibsecretSecret.take(value)
             }
-            items.append(LibsecretItem(
-                path: path, username: username,
-                isLocked: keepsake_properties_bool(property, "Locked") == 1,
-                modified: UInt64(keepsake_properties_uint64(property, "Modified")),
-                created: UInt64(keepsake_properties_uint64(property, "Created")),
-                secret: secret))
+            items.append(
+                LibsecretItem(
+                    path: path, username: username,
+                    isLocked: keepsake_properties_bool(property, "Locked") == 1,
+                    modified: UInt64(keepsake_properties_uint64(property, "Modified")),
+                    created: UInt64(keepsake_properties_uint64(property, "Created")),
+                    secret: secret))
         }
         return items
     }
@@ -241,12 +250,16 @@ struct LibsecretCall {
         let value = LibsecretSecret.value(secret)
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         var error: UnsafeMutablePointer<GError>?
-        switch keepsake_create_item(bus, link.owner, link.service, collection.path, table, label, value,
-                                     replace ? 1 : 0, cancellable, &error) {
+        switch keepsake_create_item(
+            bus, link.owner, link.service, collection.path, table, label, value,
+            replace ? 1 : 0, cancellable, &error)
+        {
         case 1: return
         case 0:
-            throw LibsecretFailure(stage: .createItem, kind: .locked, message:
-                "the keyring asked to prompt before creating the item in \(collection.path); nothing was written")
+            throw LibsecretFailure(
+                stage: .createItem, kind: .locked,
+                message:
+                    "the keyring asked to prompt before creating the item in \(collection.path); nothing was written")
         default: throw failure(.createItem, error)
         }
     }
@@ -269,8 +282,10 @@ struct LibsecretCall {
         switch keepsake_delete_item(bus, link.owner, item.path, cancellable, &error) {
         case 1: return
         case 0:
-            throw LibsecretFailure(stage: .deleteItem, kind: .locked, message:
-                "the keyring asked to prompt before deleting the item \(item.path); nothing was deleted")
+            throw LibsecretFailure(
+                stage: .deleteItem, kind: .locked,
+                message:
+                    "the keyring asked to prompt before deleting the item \(item.path); nothing was deleted")
         default: throw failure(.deleteItem, error)
         }
     }

@@ -87,31 +87,37 @@ struct LibsecretFailure: Error, Sendable {
         }
         // Requests go to the unique name of the daemon that opened the session: when that name
         // has no owner any more, the daemon was replaced (or stopped).
-        isStaleLink = remoteName == "org.freedesktop.Secret.Error.NoSession"
+        isStaleLink =
+            remoteName == "org.freedesktop.Secret.Error.NoSession"
             || (quark == ioError && raw == Int32(G_IO_ERROR_CLOSED.rawValue))
-            || (quark == dbusError && (raw == Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue)
-                || raw == Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue)))
+            || (quark == dbusError
+                && (raw == Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue)
+                    || raw == Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue)))
         if quark == ioError && raw == Int32(G_IO_ERROR_CANCELLED.rawValue) && deadlineExpired {
             kind = .timedOut
         } else if quark == ioError && raw == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
             kind = .timedOut
         } else if quark == dbusError
             && (raw == Int32(G_DBUS_ERROR_NO_REPLY.rawValue) || raw == Int32(G_DBUS_ERROR_TIMEOUT.rawValue)
-                || raw == Int32(G_DBUS_ERROR_TIMED_OUT.rawValue)) {
+                || raw == Int32(G_DBUS_ERROR_TIMED_OUT.rawValue))
+        {
             kind = .timedOut
         } else if stage == .connectBus {
             kind = .noSessionBus
         } else if quark == dbusError
-            && (raw == Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue) || raw == Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue)
+            && (raw == Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue)
+                || raw == Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue)
                 || raw == Int32(G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue)
                 || raw == Int32(G_DBUS_ERROR_SPAWN_EXEC_FAILED.rawValue)
                 || raw == Int32(G_DBUS_ERROR_SPAWN_CHILD_EXITED.rawValue)
-                || raw == Int32(G_DBUS_ERROR_SPAWN_FAILED.rawValue)) {
+                || raw == Int32(G_DBUS_ERROR_SPAWN_FAILED.rawValue))
+        {
             kind = .noProvider
         } else if quark == dbusError && raw == Int32(G_DBUS_ERROR_DISCONNECTED.rawValue) {
             kind = .noSessionBus
         } else if (quark == secretError && raw == Int32(SECRET_ERROR_IS_LOCKED.rawValue))
-            || remoteName == "org.freedesktop.Secret.Error.IsLocked" {
+            || remoteName == "org.freedesktop.Secret.Error.IsLocked"
+        {
             kind = .locked
         } else {
             kind = .other

@@ -6,8 +6,8 @@ enum Format {
     /// The format version written in the header and in every record file.
     static let version: UInt16 = 1
 
-    static let headerMagic = Array("KSSTORE\u{1}".utf8)   // 8 bytes
-    static let recordMagic = Array("KSRECRD\u{1}".utf8)   // 8 bytes
+    static let headerMagic = Array("KSSTORE\u{1}".utf8)  // 8 bytes
+    static let recordMagic = Array("KSRECRD\u{1}".utf8)  // 8 bytes
 
     static let headerFileName = "keepsake.header"
     static let lockFileName = "keepsake.lock"

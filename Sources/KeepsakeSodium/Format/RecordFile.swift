@@ -59,7 +59,8 @@ enum RecordFile {
         _ = reader.take(8)
         let version = reader.integer(UInt16.self)!
         guard version == Format.version else {
-            throw .corrupt("the record file is format version \(version); this release reads version \(Format.version) only")
+            throw .corrupt(
+                "the record file is format version \(version); this release reads version \(Format.version) only")
         }
         let nonce = reader.take(Sodium.aeadNonceBytes)!
         let sealed = reader.take(reader.remaining)!
@@ -67,7 +68,8 @@ enum RecordFile {
         let plaintext = try SecureBytes(count: sealed.count - Sodium.aeadTagBytes) { (plain) throws(FormatFailure) in
             let result = AEAD.open(sealed, into: plain, associatedData: associated, nonce: nonce, key: keys.recordKey)
             if case let .failure(failure) = result {
-                throw .corrupt("""
+                throw .corrupt(
+                    """
                     the record file failed authentication: it was altered, truncated, renamed from \
                     another record or copied from another store
                     """, failure)

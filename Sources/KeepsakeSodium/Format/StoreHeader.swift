@@ -54,8 +54,9 @@ struct StoreHeader: Equatable {
         keyKind: KeyKind, storeID: [UInt8], salt: [UInt8], opsLimit: UInt64, memLimit: UInt64,
         keyGeneration: UInt32, wrapNonce: [UInt8], masterKey: SecureBytes, dataKey: SecureBytes
     ) -> StoreHeader {
-        precondition(storeID.count == Format.storeIDBytes && salt.count == Sodium.pwhashSaltBytes
-                     && wrapNonce.count == Sodium.aeadNonceBytes && dataKey.count == Format.keyBytes)
+        precondition(
+            storeID.count == Format.storeIDBytes && salt.count == Sodium.pwhashSaltBytes
+                && wrapNonce.count == Sodium.aeadNonceBytes && dataKey.count == Format.keyBytes)
         var header = StoreHeader(
             keyKind: keyKind, storeID: storeID, salt: salt, opsLimit: opsLimit, memLimit: memLimit,
             keyGeneration: keyGeneration, wrapNonce: wrapNonce, wrappedDataKey: [], keyCheck: [])
@@ -107,8 +108,10 @@ struct StoreHeader: Equatable {
             }
         case .passphrase:
             guard (Sodium.pwhashOpsLimitMin...Format.passphraseOpsLimitMax).contains(header.opsLimit),
-                  (Sodium.pwhashMemLimitMin...Format.passphraseMemLimitMax).contains(header.memLimit) else {
-                throw .corrupt("""
+                (Sodium.pwhashMemLimitMin...Format.passphraseMemLimitMax).contains(header.memLimit)
+            else {
+                throw .corrupt(
+                    """
                     the header's Argon2id limits (\(header.opsLimit) passes, \(header.memLimit) bytes) are outside \
                     \(Sodium.pwhashOpsLimitMin)…\(Format.passphraseOpsLimitMax) passes and \
                     \(Sodium.pwhashMemLimitMin)…\(Format.passphraseMemLimitMax) bytes
@@ -125,12 +128,14 @@ struct StoreHeader: Equatable {
         let expected = blake2b256(fields + wrapNonce + wrappedDataKey, key: subkeys.checkKey)
         let matches = expected.withUnsafeBytes { a in keyCheck.withUnsafeBytes { b in Sodium.constantTimeEqual(a, b) } }
         guard matches else {
-            throw FormatFailure(kind: .wrongKey, reason: "the key check in the header does not match this key", sodium: nil)
+            throw FormatFailure(
+                kind: .wrongKey, reason: "the key check in the header does not match this key", sodium: nil)
         }
         let associated = fields
         return try SecureBytes(count: Format.keyBytes) { (plain) throws(FormatFailure) in
-            let result = AEAD.open(wrappedDataKey, into: plain, associatedData: associated, nonce: wrapNonce,
-                                   key: subkeys.wrapKey)
+            let result = AEAD.open(
+                wrappedDataKey, into: plain, associatedData: associated, nonce: wrapNonce,
+                key: subkeys.wrapKey)
             if case let .failure(failure) = result {
                 throw .corrupt("the wrapped data key failed authentication although the key check matched", failure)
             }

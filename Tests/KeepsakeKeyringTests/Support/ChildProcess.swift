@@ -53,7 +53,8 @@ enum ChildProcess {
             [binary, "--testing-library", "swift-testing", "--filter", "KeyringChildProcess"],
             environment: environment, timeout: .seconds(120))
         guard FileManager.default.fileExists(atPath: output.path) else {
-            Issue.record("the child process wrote no outcomes (status \(result.status)):\n\(result.stdout)\n\(result.stderr)")
+            Issue.record(
+                "the child process wrote no outcomes (status \(result.status)):\n\(result.stdout)\n\(result.stderr)")
             return [:]
         }
         return try JSONDecoder().decode([String: Outcome].self, from: Data(contentsOf: output))
@@ -93,8 +94,9 @@ enum ChildProcess {
         let start = ContinuousClock.now
         let diagnosis = KeyringStore.diagnose(timeout: timeout)
         let elapsed = ContinuousClock.now - start
-        var diagnosed = Outcome(status: diagnosis.status.rawValue,
-                                seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        var diagnosed = Outcome(
+            status: diagnosis.status.rawValue,
+            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
         if let error = diagnosis.error {
             diagnosed.code = error.code.rawValue
             diagnosed.message = error.message
@@ -118,8 +120,10 @@ enum ChildProcess {
 }
 
 /// Only in a child process started by ``ChildProcess/run(environment:timeoutMilliseconds:)``.
-@Suite(.enabled(if: ChildProcess.isChild,
-                "runs only inside a child process started by the no-bus, no-provider and hung-provider keyring tests"))
+@Suite(
+    .enabled(
+        if: ChildProcess.isChild,
+        "runs only inside a child process started by the no-bus, no-provider and hung-provider keyring tests"))
 struct KeyringChildProcess {
     @Test("store calls in this process's environment (child process only)")
     func callsInThisEnvironment() throws {

@@ -11,8 +11,9 @@ final class PrivateBus {
 
     init() throws {
         directory = PrivateKeyring.scratch.appendingPathComponent("bus-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         let config = directory.appendingPathComponent("bus.conf")
         try """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
@@ -62,8 +63,9 @@ final class PrivateBus {
         let home = directory.appendingPathComponent("provider")
         let run = home.appendingPathComponent("run"), data = home.appendingPathComponent("data")
         for folder in [run, data] {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                at: folder, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -91,9 +93,11 @@ final class PrivateBus {
 
     private func ownsSecretsName() throws -> Bool {
         let result = try Shell.run(
-            ["gdbus", "call", "--address", address, "--timeout", "5", "--dest", "org.freedesktop.DBus",
-             "--object-path", "/org/freedesktop/DBus", "--method", "org.freedesktop.DBus.NameHasOwner",
-             "org.freedesktop.secrets"])
+            [
+                "gdbus", "call", "--address", address, "--timeout", "5", "--dest", "org.freedesktop.DBus",
+                "--object-path", "/org/freedesktop/DBus", "--method", "org.freedesktop.DBus.NameHasOwner",
+                "org.freedesktop.secrets"
+            ])
         return result.stdout.contains("true")
     }
 

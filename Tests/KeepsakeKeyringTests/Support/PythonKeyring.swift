@@ -10,13 +10,15 @@ enum PythonKeyring {
 
     /// Why the Python interop tests cannot run, as the harness found it.
     static var unavailableReason: String {
-        PrivateKeyring.environment["KEEPSAKE_TEST_PYTHON_UNAVAILABLE"] ?? "KEEPSAKE_TEST_PYTHONPATH is not set: run under scripts/with-private-keyring, which installs Python's keyring and secretstorage"
+        PrivateKeyring.environment["KEEPSAKE_TEST_PYTHON_UNAVAILABLE"]
+            ?? "KEEPSAKE_TEST_PYTHONPATH is not set: run under scripts/with-private-keyring, which installs Python's keyring and secretstorage"
     }
 
     /// `keyring.set_password(service, username, secret)`.
     static func setPassword(service: String, username: String, _ secret: String) throws {
-        _ = try run("import sys, keyring; keyring.set_password(sys.argv[1], sys.argv[2], sys.stdin.read())",
-                    [service, username], stdin: secret)
+        _ = try run(
+            "import sys, keyring; keyring.set_password(sys.argv[1], sys.argv[2], sys.stdin.read())",
+            [service, username], stdin: secret)
     }
 
     /// `keyring.get_password(service, username)`, `nil` when it returns None.

@@ -26,11 +26,16 @@ public enum TwoReleaseScenario {
         let newer = BuiltExecutable(named: "person-release-4"), older = BuiltExecutable(named: "person-release-3")
         let expectations: [(String, BuiltExecutable, [String], String?)] = [
             ("the newer release saves", newer, ["save", "Ada", "ada@example.com", "+1-555-0100"], ""),
-            ("the older release reads", older, ["read"],
-             #"{"alias":"Ada","email":"ada@example.com","latestVersion":3,"newer":true,"storedVersion":4}"# + "\n"),
+            (
+                "the older release reads", older, ["read"],
+                #"{"alias":"Ada","email":"ada@example.com","latestVersion":3,"newer":true,"storedVersion":4}"# + "\n"
+            ),
             ("the older release renames", older, ["rename", "Countess"], ""),
-            ("the newer release reads its phone and the new alias", newer, ["read"],
-             #"{"alias":"Countess","email":"ada@example.com","latestVersion":4,"newer":false,"phone":"+1-555-0100","storedVersion":4}"# + "\n"),
+            (
+                "the newer release reads its phone and the new alias", newer, ["read"],
+                #"{"alias":"Countess","email":"ada@example.com","latestVersion":4,"newer":false,"phone":"+1-555-0100","storedVersion":4}"#
+                    + "\n"
+            )
         ]
         var steps: [(name: String, result: BuiltExecutable.Result)] = []
         var mismatches: [String] = []
@@ -38,8 +43,9 @@ public enum TwoReleaseScenario {
             let result = try executable.run(arguments + store)
             steps.append((name, result))
             if result.status != 0 || (expected.map { $0 != result.stdout } ?? false) {
-                mismatches.append("\(name): exit \(result.status), printed \(result.stdout.debugDescription), " +
-                                  "expected \((expected ?? "").debugDescription); stderr: \(result.stderr)")
+                mismatches.append(
+                    "\(name): exit \(result.status), printed \(result.stdout.debugDescription), "
+                        + "expected \((expected ?? "").debugDescription); stderr: \(result.stderr)")
             }
         }
         let status = try BuiltExecutable(named: "migrate").run(["status", "--json"] + store)
@@ -49,9 +55,11 @@ public enum TwoReleaseScenario {
         let object = try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
         let reports = object?["records"] as? [[String: Any]]
         let person = reports?.first { $0["key"] as? String == "person" }
-        if status.status != 0 || person?["state"] as? String != "newerReadable" || person?["storedVersion"] as? Int != 4 {
-            mismatches.append("migrate status: exit \(status.status), printed \(status.stdout); expected the person " +
-                              "record as newerReadable at version 4 and exit 0; stderr: \(status.stderr)")
+        if status.status != 0 || person?["state"] as? String != "newerReadable" || person?["storedVersion"] as? Int != 4
+        {
+            mismatches.append(
+                "migrate status: exit \(status.status), printed \(status.stdout); expected the person "
+                    + "record as newerReadable at version 4 and exit 0; stderr: \(status.stderr)")
         }
         return Observed(steps: steps, mismatches: mismatches)
     }

@@ -26,6 +26,7 @@ extension RecordKeys {
     /// keep any date exactly, a finer one with more fraction digits.
     public static let settings = RecordKey(
         "settings", chain: Settings.chain,
-        default: SettingsV2(theme: .system, textSize: 14, installID: UUID(),
-                            installedAt: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))))
+        default: SettingsV2(
+            theme: .system, textSize: 14, installID: UUID(),
+            installedAt: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))))
 }

@@ -23,7 +23,8 @@ public enum SettingsTrial {
     public static func guarded(
         service: String = Settings.appID, deviceIdentity: String, clock: @escaping @Sendable () -> Date
     ) throws(KeepsakeError) -> TrialGuard {
-        TrialGuard(store: try KeyringStore(service: service), length: length, deviceIdentity: deviceIdentity, clock: clock)
+        TrialGuard(
+            store: try KeyringStore(service: service), length: length, deviceIdentity: deviceIdentity, clock: clock)
     }
 
     /// What the app shows for `status`. A trial that cannot be read is never a fresh one.

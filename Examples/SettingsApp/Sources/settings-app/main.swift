@@ -41,7 +41,9 @@ func run(_ command: [String], in vault: Vault) async throws(KeepsakeError) {
         print("install: \(settings.installID.uuidString), since \(settings.installedAt.formatted(.iso8601))")
         print("last synced: \(settings.lastSyncedAt?.formatted(.iso8601) ?? "never")")
         if let loaded, loaded.wasMigrated {
-            print("(stored as version \(loaded.storedVersion); \(loaded.writeBack == .written ? "upgraded" : "not saved"))")
+            print(
+                "(stored as version \(loaded.storedVersion); \(loaded.writeBack == .written ? "upgraded" : "not saved"))"
+            )
         } else if loaded == nil {
             print("(nothing stored yet: defaults)")
         }

@@ -40,7 +40,8 @@ struct AppTests {
         let environment = ["XDG_CONFIG_HOME": config.path]
         let show = try run(settingsApp, [], environment: environment)
         #expect(show.status == 0, "\(show.stderr)")
-        #expect(show.stdout.hasPrefix("store: defaults:\(config.path)/com.example.settings/settings.json\ntheme: system\n"))
+        #expect(
+            show.stdout.hasPrefix("store: defaults:\(config.path)/com.example.settings/settings.json\ntheme: system\n"))
         #expect(show.stdout.hasSuffix("(nothing stored yet: defaults)\n"))
         let suite = config.path + "/com.example.settings/settings.json"
         #expect(!FileManager.default.fileExists(atPath: suite))

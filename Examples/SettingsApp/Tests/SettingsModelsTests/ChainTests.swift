@@ -20,11 +20,13 @@ struct ChainTests {
         let summaries = Settings.chain.versionSummaries
         #expect(summaries.map(\.version) == [0, 1, 2])
         #expect(summaries.map(\.typeName) == ["SettingsV0", "SettingsV1", "SettingsV2"])
-        #expect(summaries.map(\.storedKeys) == [
-            StoredKeys(required: ["darkMode", "fontSize"]),
-            StoredKeys(required: ["theme", "fontSize", "installID", "installedAt"]),
-            StoredKeys(required: ["theme", "textSize", "installID", "installedAt", "window"], optional: ["lastSyncedAt"]),
-        ])
+        #expect(
+            summaries.map(\.storedKeys) == [
+                StoredKeys(required: ["darkMode", "fontSize"]),
+                StoredKeys(required: ["theme", "fontSize", "installID", "installedAt"]),
+                StoredKeys(
+                    required: ["theme", "textSize", "installID", "installedAt", "window"], optional: ["lastSyncedAt"])
+            ])
     }
 
     @Test("a bare V0 record goes through both steps: dark mode becomes the dark theme, fontSize becomes textSize")
@@ -33,9 +35,12 @@ struct ChainTests {
         #expect(record.storedVersion == 0)
         #expect(record.form == .bare)
         #expect(record.steps == [1, 2])
-        #expect(record.value == SettingsV2(theme: .dark, textSize: 13, installID: installIDFromID1,
-                                           installedAt: fixedNow, window: SettingsV2.Window(width: 800, height: 600),
-                                           lastSyncedAt: nil))
+        #expect(
+            record.value
+                == SettingsV2(
+                    theme: .dark, textSize: 13, installID: installIDFromID1,
+                    installedAt: fixedNow, window: SettingsV2.Window(width: 800, height: 600),
+                    lastSyncedAt: nil))
     }
 
     @Test("light mode in V0 becomes the light theme")
@@ -72,17 +77,20 @@ struct ChainTests {
     @Test("the latest envelope is written with sorted keys, millisecond UTC dates, and no key for a nil optional")
     func encoding() throws {
         var settings = SettingsV2(theme: .system, textSize: 14, installID: installIDFromID1, installedAt: fixedNow)
-        #expect(text(try Settings.chain.encode(settings)) == """
-            {"data":{"installID":"63B8799E-21DD-8D80-96C2-C5397006E13B","installedAt":"2024-03-01T09:30:00.250Z",\
-            "textSize":14,"theme":"system","window":{"height":600,"width":800}},"schema":"Settings","version":2}
-            """)
+        #expect(
+            text(try Settings.chain.encode(settings)) == """
+                {"data":{"installID":"63B8799E-21DD-8D80-96C2-C5397006E13B","installedAt":"2024-03-01T09:30:00.250Z",\
+                "textSize":14,"theme":"system","window":{"height":600,"width":800}},"schema":"Settings","version":2}
+                """)
         settings.lastSyncedAt = Date(timeIntervalSince1970: 0)
         #expect(text(try Settings.chain.encode(settings)).contains(#""lastSyncedAt":"1970-01-01T00:00:00.000Z""#))
     }
 
     @Test("a theme a version does not know is a corrupt record, not a crash")
     func unknownTheme() {
-        let stored = Data(#"{"version":1,"theme":"sepia","fontSize":12,"installID":"0F8C1D52-3B1E-4F0A-9D8E-6A2B7C4E5F10","installedAt":"2023-11-14T22:13:20Z"}"#.utf8)
+        let stored = Data(
+            #"{"version":1,"theme":"sepia","fontSize":12,"installID":"0F8C1D52-3B1E-4F0A-9D8E-6A2B7C4E5F10","installedAt":"2023-11-14T22:13:20Z"}"#
+                .utf8)
         let outcome = Settings.chain.outcome(of: stored, context: fixedContext())
         #expect(outcome.error?.code == .corruptRecord)
         #expect(outcome.stored?.version == 1)

@@ -10,12 +10,14 @@ import Testing
 struct GoldenFixtureTests {
     @Test("every fixture is there: bare and string-wrapped V0, inline and envelope V1, envelope V2")
     func fixtureSet() throws {
-        #expect(try GoldenFixture.all(in: fixturesDirectory).map(\.name)
+        #expect(
+            try GoldenFixture.all(in: fixturesDirectory).map(\.name)
                 == ["v0-bare", "v0-string-wrapped", "v1-envelope", "v1-inline", "v2-envelope"])
     }
 
-    @Test("each fixture loads and is written back as exactly its expected envelope",
-          arguments: try GoldenFixture.all(in: fixturesDirectory))
+    @Test(
+        "each fixture loads and is written back as exactly its expected envelope",
+        arguments: try GoldenFixture.all(in: fixturesDirectory))
     func verify(_ fixture: GoldenFixture) throws {
         let result = try fixture.verify(Settings.chain, context: fixedContext())
         #expect(result.loaded == result.expected)

@@ -49,17 +49,19 @@ struct MigrateToolTests {
     func models() throws {
         let result = try run(settingsMigrate, ["models"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout == """
-            Settings — latest v2, default keys: settings
-            VERSION  TYPE        STORED KEYS
-            v0       SettingsV0  {darkMode, fontSize}
-            v1       SettingsV1  {fontSize, installID, installedAt, theme}
-            v2       SettingsV2  {installID, installedAt, textSize, theme, window, lastSyncedAt?}
+        #expect(
+            result.stdout == """
+                Settings — latest v2, default keys: settings
+                VERSION  TYPE        STORED KEYS
+                v0       SettingsV0  {darkMode, fontSize}
+                v1       SettingsV1  {fontSize, installID, installedAt, theme}
+                v2       SettingsV2  {installID, installedAt, textSize, theme, window, lastSyncedAt?}
 
-            """)
+                """)
         #expect(!result.stdout.contains("Person"))
         #expect(!result.stdout.contains("TrialInfo"))
-        let json = try #require(try decodeJSON(try run(settingsMigrate, ["models", "--json"]).stdout) as? [[String: Any]])
+        let json = try #require(
+            try decodeJSON(try run(settingsMigrate, ["models", "--json"]).stdout) as? [[String: Any]])
         #expect(json.map { $0["name"] as? String } == ["Settings"])
         #expect(json.first?["latestVersion"] as? Int == 2)
     }
@@ -110,19 +112,21 @@ struct MigrateToolTests {
         let installID = String(match.1), installedAt = String(match.2)
         #expect(UUID(uuidString: installID) != nil)
         #expect(installID.dropFirst(14).first == "4", "a random (version 4) UUID from the live context")
-        let date = try #require(try? Date(installedAt, strategy: .iso8601.year().month().day().time(includingFractionalSeconds: true)))
+        let date = try #require(
+            try? Date(installedAt, strategy: .iso8601.year().month().day().time(includingFractionalSeconds: true)))
         #expect(date >= before.addingTimeInterval(-1) && date <= after.addingTimeInterval(1), "\(installedAt)")
-        #expect(suite.contents == """
-            {
-              "settings": {"data":{"installID":"\(installID)","installedAt":"\(installedAt)",\
-            "textSize":13,"theme":"dark","window":{"height":600,"width":800}},"schema":"Settings","version":2},
-              "settings-new": \(ThreeEraSuite.v2),
-              "settings-old": {"data":{"installID":"0F8C1D52-3B1E-4F0A-9D8E-6A2B7C4E5F10",\
-            "installedAt":"2023-11-14T22:13:20.000Z","textSize":15,"theme":"system","window":{"height":600,"width":800}},\
-            "schema":"Settings","version":2}
-            }
+        #expect(
+            suite.contents == """
+                {
+                  "settings": {"data":{"installID":"\(installID)","installedAt":"\(installedAt)",\
+                "textSize":13,"theme":"dark","window":{"height":600,"width":800}},"schema":"Settings","version":2},
+                  "settings-new": \(ThreeEraSuite.v2),
+                  "settings-old": {"data":{"installID":"0F8C1D52-3B1E-4F0A-9D8E-6A2B7C4E5F10",\
+                "installedAt":"2023-11-14T22:13:20.000Z","textSize":15,"theme":"system","window":{"height":600,"width":800}},\
+                "schema":"Settings","version":2}
+                }
 
-            """)
+                """)
 
         let again = try suite.run("status", ["--json"] + ThreeEraSuite.models)
         #expect(again.status == 0)
@@ -138,7 +142,8 @@ struct MigrateToolTests {
         let suite = try ThreeEraSuite()
         let unknown = try suite.run("run", ["--model", "settings-old=Person"])
         #expect(unknown.status == 64)
-        #expect(unknown.stderr.contains("unknown model 'Person' in --model; known models: Settings"), "\(unknown.stderr)")
+        #expect(
+            unknown.stderr.contains("unknown model 'Person' in --model; known models: Settings"), "\(unknown.stderr)")
         #expect(suite.contents == ThreeEraSuite.original)
 
         let newer = #"{"settings": {"data":{"theme":"dark"},"schema":"Settings","version":3}}"#

@@ -29,15 +29,19 @@ struct SchemaSnapshotTests {
         #expect(v2.type == "SettingsV2")
         #expect(v2.keys == ["installID", "installedAt", "textSize", "theme", "window"])
         #expect(v2.optionalKeys == ["lastSyncedAt"])
-        #expect(v2.shape == RecordShape(fields: [
-            "theme": .required(.string),
-            "textSize": .required(.integer),
-            "installID": .required(.uuid),
-            "installedAt": .required(.date),
-            "window": .required(.object(RecordShape(fields: ["width": .required(.integer), "height": .required(.integer)]))),
-            "lastSyncedAt": .optional(.date),
-        ]))
-        #expect(snapshot.versions.first { $0.version == 0 }?.shape
+        #expect(
+            v2.shape
+                == RecordShape(fields: [
+                    "theme": .required(.string),
+                    "textSize": .required(.integer),
+                    "installID": .required(.uuid),
+                    "installedAt": .required(.date),
+                    "window": .required(
+                        .object(RecordShape(fields: ["width": .required(.integer), "height": .required(.integer)]))),
+                    "lastSyncedAt": .optional(.date)
+                ]))
+        #expect(
+            snapshot.versions.first { $0.version == 0 }?.shape
                 == RecordShape(fields: ["darkMode": .required(.bool), "fontSize": .required(.integer)]))
     }
 }

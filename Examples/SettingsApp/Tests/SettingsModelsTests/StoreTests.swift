@@ -1,9 +1,9 @@
 import Foundation
 import Keepsake
 import KeepsakeKeyring
-import KeepsakeTestKeyring
 import KeepsakeSodium
 import KeepsakeStores
+import KeepsakeTestKeyring
 import SettingsModels
 import Testing
 
@@ -35,11 +35,12 @@ func checkLoadAndSave(_ store: any RecordStore) async throws {
     changed.theme = .light
     changed.lastSyncedAt = Date(timeIntervalSince1970: 1_709_290_000)
     try await vault.save(changed, for: .settings)
-    #expect(text(try store.data(forKey: "settings")) == """
-        {"data":{"installID":"63B8799E-21DD-8D80-96C2-C5397006E13B","installedAt":"2024-03-01T09:30:00.250Z",\
-        "lastSyncedAt":"2024-03-01T10:46:40.000Z","textSize":13,"theme":"light","window":{"height":600,"width":800}},\
-        "schema":"Settings","version":2}
-        """)
+    #expect(
+        text(try store.data(forKey: "settings")) == """
+            {"data":{"installID":"63B8799E-21DD-8D80-96C2-C5397006E13B","installedAt":"2024-03-01T09:30:00.250Z",\
+            "lastSyncedAt":"2024-03-01T10:46:40.000Z","textSize":13,"theme":"light","window":{"height":600,"width":800}},\
+            "schema":"Settings","version":2}
+            """)
     #expect(try await vault.value(.settings) == changed)
 }
 
@@ -49,7 +50,8 @@ struct StoreTests {
     func defaultsStore() async throws {
         let directory = try temporaryDirectory()
         let path = directory.appendingPathComponent("settings.json").path
-        try Data(#"{"other": "kept", "settings": {"darkMode":true,"fontSize":13}}"#.utf8).write(to: URL(fileURLWithPath: path))
+        try Data(#"{"other": "kept", "settings": {"darkMode":true,"fontSize":13}}"#.utf8).write(
+            to: URL(fileURLWithPath: path))
         let store = DefaultsStore(path: path)
         try await checkLoadAndSave(store)
         #expect(text(try store.data(forKey: "other")) == #""kept""#, "a plain value beside the record keeps its bytes")
@@ -59,8 +61,9 @@ struct StoreTests {
     @Test("defaults suite: nothing stored gives the key's defaults and writes nothing; remove deletes the record")
     func defaultsWhenAbsent() async throws {
         let directory = try temporaryDirectory()
-        let store = try DefaultsStore(suite: "settings", app: Settings.appID,
-                                      environment: ["XDG_CONFIG_HOME": directory.path])
+        let store = try DefaultsStore(
+            suite: "settings", app: Settings.appID,
+            environment: ["XDG_CONFIG_HOME": directory.path])
         #expect(store.path == directory.path + "/com.example.settings/settings.json")
         let vault = Vault(store: store, context: fixedContext())
         #expect(try await vault.load(.settings) == nil)
@@ -115,8 +118,9 @@ struct StoreTests {
     @Test("encrypted file store: a V0 record, migrated, saved and read back")
     func sodiumFileStoreV0() async throws {
         let directory = try temporaryDirectory()
-        let store = try SodiumFileStore.create(directory: directory.appendingPathComponent("records").path,
-                                               key: .keyFile(path: directory.appendingPathComponent("key").path))
+        let store = try SodiumFileStore.create(
+            directory: directory.appendingPathComponent("records").path,
+            key: .keyFile(path: directory.appendingPathComponent("key").path))
         try store.setData(Data(#"{"darkMode":true,"fontSize":13}"#.utf8), forKey: "settings")
         try await checkLoadAndSave(store)
     }

@@ -50,14 +50,19 @@ extension OnPrivateKeyring {
             let trial = try await machine.launch()
             #expect(trial.status() == .notStarted)
             let started = trial.start()
-            guard case let .active(active) = started else { Issue.record("not started: \(started)"); return }
+            guard case let .active(active) = started else {
+                Issue.record("not started: \(started)")
+                return
+            }
             #expect(active.start == firstLaunch)
             #expect(active.daysLeft == 14)
             #expect(active.expiresAt == firstLaunch.addingTimeInterval(14 * 86_400))
             #expect(SettingsTrial.banner(started) == "trial: 14 days left")
             let stored = try KeyringStore(service: machine.service).data(forKey: "trialInfo")
-            #expect(stored.map { String(decoding: $0, as: UTF8.self) }
-                    == #"{"data":{"deviceId":"device-1","startDate":"2026-01-01T10:00:00.000Z","version":2},"schema":"TrialInfo","version":2}"#)
+            #expect(
+                stored.map { String(decoding: $0, as: UTF8.self) }
+                    == #"{"data":{"deviceId":"device-1","startDate":"2026-01-01T10:00:00.000Z","version":2},"schema":"TrialInfo","version":2}"#
+            )
             #expect(trial.survivesReinstall)
         }
 
@@ -73,7 +78,10 @@ extension OnPrivateKeyring {
 
             let trial = try await machine.launch()
             let status = trial.start()  // what a first launch does: must not start a new trial
-            guard case let .active(active) = status else { Issue.record("not active after reinstall: \(status)"); return }
+            guard case let .active(active) = status else {
+                Issue.record("not active after reinstall: \(status)")
+                return
+            }
             #expect(active.start == firstLaunch, "the reinstall did not restart the trial")
             #expect(active.daysLeft == 10)
             #expect(active.expiresAt == firstLaunch.addingTimeInterval(14 * 86_400))
@@ -99,7 +107,10 @@ extension OnPrivateKeyring {
             _ = try await machine.launch().start()
             machine.clock.advance(days: 5)
             let seen = machine.clock.now
-            guard case .active = try await machine.launch().status() else { Issue.record("not active on day 5"); return }
+            guard case .active = try await machine.launch().status() else {
+                Issue.record("not active on day 5")
+                return
+            }
 
             machine.clock.advance(days: -3)
             #expect(try await machine.launch().status() == .clockMovedBack(lastSeen: seen, now: machine.clock.now))
@@ -120,13 +131,19 @@ extension OnPrivateKeyring {
             try machine.keyring.whileLocked { () throws -> Void in
                 #expect(try machine.keyring.isLocked())
                 for status in [trial.status(), trial.start()] {
-                    guard case let .unknown(error) = status else { Issue.record("expected unknown, got \(status)"); continue }
+                    guard case let .unknown(error) = status else {
+                        Issue.record("expected unknown, got \(status)")
+                        continue
+                    }
                     #expect(error.code == .locked)
                     #expect(SettingsTrial.banner(status) == "trial: cannot tell now (locked)")
                 }
             }
             #expect(try store.allData().map { "\($0.key)=\(String(decoding: $0.data, as: UTF8.self))" } == before)
-            guard case let .active(active) = trial.status() else { Issue.record("not active once unlocked"); return }
+            guard case let .active(active) = trial.status() else {
+                Issue.record("not active once unlocked")
+                return
+            }
             #expect(active.start == firstLaunch && active.daysLeft == 12)
         }
     }
