@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The README or a DocC catalog quotes code of this file verbatim, so its layout is kept as written.)
 import Foundation
 import Keepsake
 import KeepsakeKeyring
@@ -18,9 +20,8 @@ struct KeyringArgumentTests {
         #expect(KeyringStore.schemaName == "org.keepsake.Record")
     }
 
-    @Test(
-        "an empty service name, one with NUL, or a non-positive timeout is an invalid argument",
-        arguments: [("", Duration.seconds(1)), ("a\u{0}b", .seconds(1)), ("app", .zero), ("app", .seconds(-1))])
+    @Test("an empty service name, one with NUL, or a non-positive timeout is an invalid argument",
+          arguments: [("", Duration.seconds(1)), ("a\u{0}b", .seconds(1)), ("app", .zero), ("app", .seconds(-1))])
     func invalid(service: String, timeout: Duration) {
         #expect {
             _ = try KeyringStore(service: service, timeout: timeout)

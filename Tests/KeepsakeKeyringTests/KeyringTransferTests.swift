@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The README or a DocC catalog quotes code of this file verbatim, so its layout is kept as written.)
 import Foundation
 import Keepsake
 import KeepsakeKeyring
@@ -11,8 +13,7 @@ extension KeyringTests {
     /// the private keyring: the results read by `secret-tool`, an independent client.
     @Suite("Moving records into and out of the keyring")
     struct Transfer {
-        let context = MigrationContext.fixed(
-            now: Date(timeIntervalSince1970: 0), deviceIdentity: "dev", identifierPrefix: "u")
+        let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "dev", identifierPrefix: "u")
         static let person = #"{"name":"Ada","age":"36"}"#
         static let personV3 = #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#
 
@@ -21,11 +22,9 @@ extension KeyringTests {
             let directory = PrivateKeyring.scratch.appendingPathComponent("transfer-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let suite = DefaultsStore(path: directory + "/settings.json")
-            _ = try suite.commit([
-                StoreWrite(key: "person", value: Data(Self.person.utf8)),
-                StoreWrite(key: "apiToken", value: Data(#""s3cr3t-token""#.utf8)),
-                StoreWrite(key: "theme", value: Data(#""dark""#.utf8))
-            ])
+            _ = try suite.commit([StoreWrite(key: "person", value: Data(Self.person.utf8)),
+                                  StoreWrite(key: "apiToken", value: Data(#""s3cr3t-token""#.utf8)),
+                                  StoreWrite(key: "theme", value: Data(#""dark""#.utf8))])
             return suite
         }
 
@@ -35,9 +34,7 @@ extension KeyringTests {
             return try #require(object as? [String: Any]).keys.sorted()
         }
 
-        @Test(
-            "defaults → keyring move: secret-tool reads the migrated record and the token; the suite no longer holds them"
-        )
+        @Test("defaults → keyring move: secret-tool reads the migrated record and the token; the suite no longer holds them")
         func defaultsToKeyring() throws {
             let suite = try legacySuite()
             let keyring = try PrivateKeyring.freshStore("move-in")
@@ -46,8 +43,7 @@ extension KeyringTests {
             #expect(report.outcome == .completed)
             #expect(report.records.map(\.state) == [.moved, .moved])
             #expect(try PrivateKeyring.secretToolLookup(service: keyring.service, key: "person") == Self.personV3)
-            #expect(
-                try PrivateKeyring.secretToolLookup(service: keyring.service, key: "apiToken") == #""s3cr3t-token""#)
+            #expect(try PrivateKeyring.secretToolLookup(service: keyring.service, key: "apiToken") == #""s3cr3t-token""#)
             #expect(try suiteKeys(suite) == ["theme"])
         }
 
@@ -65,61 +61,49 @@ extension KeyringTests {
             }
         }
 
-        @Test(
-            "the README's move runs: the token and the migrated profile are in the keyring, only the theme stays in the suite"
-        )
+        @Test("the README's move runs: the token and the migrated profile are in the keyring, only the theme stays in the suite")
         func readmeExample() throws {
             let config = PrivateKeyring.scratch.appendingPathComponent("readme-\(UUID().uuidString)").path
             setenv("XDG_CONFIG_HOME", config, 1)
             defer { unsetenv("XDG_CONFIG_HOME") }
             let suite = try DefaultsStore(suite: "settings", app: "com.example.notes")
-            _ = try suite.commit([
-                StoreWrite(key: "person", value: Data(Self.person.utf8)),
-                StoreWrite(key: "apiToken", value: Data(#""tok_8f2c41""#.utf8)),
-                StoreWrite(key: "theme", value: Data(#""dark""#.utf8))
-            ])
+            _ = try suite.commit([StoreWrite(key: "person", value: Data(Self.person.utf8)),
+                                  StoreWrite(key: "apiToken", value: Data(#""tok_8f2c41""#.utf8)),
+                                  StoreWrite(key: "theme", value: Data(#""dark""#.utf8))])
             let keyring = try KeyringStore(service: "com.example.notes")
             defer { for key in ["apiToken", "person"] { try? keyring.removeData(forKey: key) } }  // cleanup only
             try readmeMove()
             #expect(try PrivateKeyring.secretToolLookup(service: "com.example.notes", key: "person") == Self.personV3)
-            #expect(
-                try PrivateKeyring.secretToolLookup(service: "com.example.notes", key: "apiToken") == #""tok_8f2c41""#)
+            #expect(try PrivateKeyring.secretToolLookup(service: "com.example.notes", key: "apiToken") == #""tok_8f2c41""#)
             #expect(try suiteKeys(suite) == ["theme"])
         }
 
         @Test("keyring → file move: every record in the encrypted store, the keyring items gone")
         func keyringToFile() throws {
             let keyring = try PrivateKeyring.freshStore("move-out")
-            try PrivateKeyring.secretToolStore(
-                label: "p", attributes: [("service", keyring.service), ("username", "person")],
-                secret: Self.person)
-            try PrivateKeyring.secretToolStore(
-                label: "t", attributes: [("service", keyring.service), ("username", "token")],
-                secret: "hunter2 – not JSON")
+            try PrivateKeyring.secretToolStore(label: "p", attributes: [("service", keyring.service), ("username", "person")],
+                                               secret: Self.person)
+            try PrivateKeyring.secretToolStore(label: "t", attributes: [("service", keyring.service), ("username", "token")],
+                                               secret: "hunter2 – not JSON")
             let directory = PrivateKeyring.scratch.appendingPathComponent("file-\(UUID().uuidString)").path
-            let files = try SodiumFileStore.create(
-                directory: directory + "/store", key: .keyFile(path: directory + "/k.key"))
+            let files = try SodiumFileStore.create(directory: directory + "/store", key: .keyFile(path: directory + "/k.key"))
             let report = try StoreTransfer(from: keyring, to: files, chains: SampleModels.all, context: context)
                 .run(.all, options: .init(move: true))
             #expect(report.outcome == .completed)
             #expect(report.records.map(\.key) == ["person", "token"])
             #expect(report.records.map(\.state) == [.moved, .moved])
-            let reopened = try SodiumFileStore(
-                directory: directory + "/store", key: .keyFile(path: directory + "/k.key"))
+            let reopened = try SodiumFileStore(directory: directory + "/store", key: .keyFile(path: directory + "/k.key"))
             #expect(try reopened.data(forKey: "person") == Data(Self.person.utf8))
             #expect(try reopened.data(forKey: "token") == Data("hunter2 – not JSON".utf8))
             #expect(try PrivateKeyring.secretToolSearch(service: keyring.service).isEmpty)
         }
 
-        @Test(
-            "values a store cannot hold are refused before anything is written: text into a suite, bytes into the keyring"
-        )
+        @Test("values a store cannot hold are refused before anything is written: text into a suite, bytes into the keyring")
         func cannotHold() throws {
             let keyring = try PrivateKeyring.freshStore("hold")
             try keyring.setData(Data("hunter2".utf8), forKey: "token")
             let suite = try legacySuite()
-            let intoSuite = try StoreTransfer(from: keyring, to: suite).run(
-                .keys(["token"]), options: .init(move: true))
+            let intoSuite = try StoreTransfer(from: keyring, to: suite).run(.keys(["token"]), options: .init(move: true))
             #expect(intoSuite.outcome == .refused)
             #expect(intoSuite.records.first?.error?.code == .invalidArgument)
             #expect(intoSuite.records.first?.error?.store == suite.uri)
@@ -139,8 +123,7 @@ extension KeyringTests {
             let suite = try legacySuite()
             let keyring = try PrivateKeyring.freshStore("locked")
             try PrivateKeyring.whileLocked {
-                let report = try StoreTransfer(from: suite, to: keyring).run(
-                    .keys(["apiToken"]), options: .init(move: true))
+                let report = try StoreTransfer(from: suite, to: keyring).run(.keys(["apiToken"]), options: .init(move: true))
                 #expect(report.outcome == .refused)
                 #expect(report.records.first?.error?.code == .locked)
             }
@@ -148,16 +131,12 @@ extension KeyringTests {
             #expect(try keyring.keys().isEmpty)
         }
 
-        @Test(
-            "migrate copy --move into the keyring: table, --json and the exit code; a key that exists is refused with 83"
-        )
+        @Test("migrate copy --move into the keyring: table, --json and the exit code; a key that exists is refused with 83")
         func cliMove() throws {
             let suite = try legacySuite()
             let service = PrivateKeyring.uniqueService("cli-copy")
-            let json = try runMigrate([
-                "copy", "--from", "defaults:" + suite.path, "--to", "keyring:" + service,
-                "person", "apiToken", "--move", "--migrate", "--json"
-            ])
+            let json = try runMigrate(["copy", "--from", "defaults:" + suite.path, "--to", "keyring:" + service,
+                                       "person", "apiToken", "--move", "--migrate", "--json"])
             #expect(json.status == 0, "\(json.stderr)")
             let object = try jsonObject(json.stdout)
             #expect(object["outcome"] as? String == "completed")
@@ -168,10 +147,8 @@ extension KeyringTests {
             #expect(try suiteKeys(suite) == ["theme"])
 
             try suite.setData(Data(#""new-token""#.utf8), forKey: "apiToken")
-            let refused = try runMigrate([
-                "copy", "--from", "defaults:" + suite.path, "--to", "keyring:" + service,
-                "apiToken", "--move"
-            ])
+            let refused = try runMigrate(["copy", "--from", "defaults:" + suite.path, "--to", "keyring:" + service,
+                                          "apiToken", "--move"])
             #expect(refused.status == 83)
             #expect(refused.stdout.contains("exists"))
             #expect(refused.stdout.contains("Nothing was written."))
@@ -241,8 +218,7 @@ extension KeyringTests {
                 try PrivateKeyring.register(process)
                 let deadline = Date().addingTimeInterval(30)
                 while Date() < deadline, process.isRunning,
-                    !String(decoding: try Data(contentsOf: err), as: UTF8.self).contains("paused after \(step)")
-                {
+                      !String(decoding: try Data(contentsOf: err), as: UTF8.self).contains("paused after \(step)") {
                     Thread.sleep(forTimeInterval: 0.02)
                 }
                 let printed = String(decoding: try Data(contentsOf: err), as: UTF8.self)
@@ -255,10 +231,8 @@ extension KeyringTests {
                 process.waitUntilExit()
                 return Shell.Result(
                     status: process.terminationStatus,
-                    stdout: String(
-                        decoding: try Data(contentsOf: directory.appendingPathComponent("stdout")), as: UTF8.self),
-                    stderr: String(
-                        decoding: try Data(contentsOf: directory.appendingPathComponent("stderr")), as: UTF8.self))
+                    stdout: String(decoding: try Data(contentsOf: directory.appendingPathComponent("stdout")), as: UTF8.self),
+                    stderr: String(decoding: try Data(contentsOf: directory.appendingPathComponent("stderr")), as: UTF8.self))
             }
         }
 
@@ -269,11 +243,8 @@ extension KeyringTests {
             try keyring.setData(Data(#""a""#.utf8), forKey: "first")
             try keyring.setData(Data(#""b""#.utf8), forKey: "second")
             let suite = try legacySuite()
-            let copy = try PausedCopy(
-                [
-                    "copy", "--from", "keyring:" + service, "--to", "defaults:" + suite.path,
-                    "--all", "--move", "--json"
-                ], after: "verified")
+            let copy = try PausedCopy(["copy", "--from", "keyring:" + service, "--to", "defaults:" + suite.path,
+                                       "--all", "--move", "--json"], after: "verified")
             var result: Shell.Result?
             try PrivateKeyring.whileLocked {
                 try copy.resume()
@@ -293,19 +264,14 @@ extension KeyringTests {
             #expect(try suite.data(forKey: "second") == Data(#""b""#.utf8))
         }
 
-        @Test(
-            "the keyring item changed by another client between write and read-back: exits 85, the keyring restored, the suite untouched"
-        )
+        @Test("the keyring item changed by another client between write and read-back: exits 85, the keyring restored, the suite untouched")
         func readBackDiffersInKeyring() throws {
             let suite = try legacySuite()
             let before = try suite.allData().map(\.data)
             let service = PrivateKeyring.uniqueService("read-back")
             let keyring = try KeyringStore(service: service)
-            let copy = try PausedCopy(
-                [
-                    "copy", "--from", "defaults:" + suite.path, "--to", "keyring:" + service,
-                    "apiToken", "--move"
-                ], after: "written")
+            let copy = try PausedCopy(["copy", "--from", "defaults:" + suite.path, "--to", "keyring:" + service,
+                                       "apiToken", "--move"], after: "written")
             #expect(try keyring.data(forKey: "apiToken") == Data(#""s3cr3t-token""#.utf8), "written before the pause")
             try keyring.setData(Data("tampered".utf8), forKey: "apiToken")
             try copy.resume()
@@ -317,23 +283,16 @@ extension KeyringTests {
             #expect(try suite.allData().map(\.data) == before)
         }
 
-        @Test(
-            "migrate copy --move from the keyring killed at moments spread over its run: never a record in neither store",
-            arguments: [0, 40, 80, 120, 160, 240, 320, 480])
+        @Test("migrate copy --move from the keyring killed at moments spread over its run: never a record in neither store", arguments: [0, 40, 80, 120, 160, 240, 320, 480])
         func killedAtRandomMoments(milliseconds: Int) throws {
             let service = PrivateKeyring.uniqueService("kill-at-\(milliseconds)")
             let keyring = try KeyringStore(service: service)
             let before = Dictionary(uniqueKeysWithValues: (0..<30).map { ("key\($0)", Data("\"value \($0)\"".utf8)) })
-            #expect(
-                try keyring.commit(before.map { StoreWrite(key: $0.key, value: $0.value) }).allSatisfy {
-                    $0 == .applied
-                })
+            #expect(try keyring.commit(before.map { StoreWrite(key: $0.key, value: $0.value) }).allSatisfy { $0 == .applied })
             let directory = PrivateKeyring.scratch.appendingPathComponent("kill-at-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let suite = DefaultsStore(path: directory + "/suite.json")
-            let arguments = [
-                "copy", "--from", "keyring:" + service, "--to", "defaults:" + suite.path, "--all", "--move"
-            ]
+            let arguments = ["copy", "--from", "keyring:" + service, "--to", "defaults:" + suite.path, "--all", "--move"]
 
             let process = Process()
             process.executableURL = URL(fileURLWithPath: migrateExecutable)
@@ -358,15 +317,11 @@ extension KeyringTests {
             #expect(Dictionary(uniqueKeysWithValues: try suite.allData().map { ($0.key, $0.data) }) == before)
         }
 
-        @Test(
-            "migrate copy --move killed after each step: every record is in the suite or the keyring or both; a rerun finishes",
-            arguments: ["prepared", "written", "verified"])
+        @Test("migrate copy --move killed after each step: every record is in the suite or the keyring or both; a rerun finishes", arguments: ["prepared", "written", "verified"])
         func killedBetweenSteps(step: String) throws {
             let suite = try legacySuite()
             let service = PrivateKeyring.uniqueService("kill-\(step)")
-            let arguments = [
-                "copy", "--from", "defaults:" + suite.path, "--to", "keyring:" + service, "--all", "--move"
-            ]
+            let arguments = ["copy", "--from", "defaults:" + suite.path, "--to", "keyring:" + service, "--all", "--move"]
             let before = Dictionary(uniqueKeysWithValues: try suite.allData().map { ($0.key, $0.data) })
             try killedCopy(arguments, after: step)
 
@@ -374,8 +329,7 @@ extension KeyringTests {
             let inSuite = Dictionary(uniqueKeysWithValues: try suite.allData().map { ($0.key, $0.data) })
             let inKeyring = Dictionary(uniqueKeysWithValues: try keyring.allData().map { ($0.key, $0.data) })
             for (key, bytes) in before {
-                #expect(
-                    inSuite[key] == bytes || inKeyring[key] == bytes, "\(key) is in neither store after a kill \(step)")
+                #expect(inSuite[key] == bytes || inKeyring[key] == bytes, "\(key) is in neither store after a kill \(step)")
             }
             // Up to `verified` the source was not touched.
             #expect(inSuite == before)
@@ -385,9 +339,7 @@ extension KeyringTests {
             #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
             #expect(try suite.keys().isEmpty)
             for (key, bytes) in before {
-                #expect(
-                    try PrivateKeyring.secretToolLookup(service: service, key: key)
-                        == String(decoding: bytes, as: UTF8.self))
+                #expect(try PrivateKeyring.secretToolLookup(service: service, key: key) == String(decoding: bytes, as: UTF8.self))
             }
         }
     }

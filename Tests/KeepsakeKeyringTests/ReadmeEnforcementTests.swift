@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The README or a DocC catalog quotes code of this file verbatim, so its layout is kept as written.)
 import Foundation
 import KeepsakeKeyring
 import KeepsakeTestKeyring
@@ -8,11 +10,8 @@ import Testing
 /// still is), nested in the keyring suite so that it never runs while another test locks or
 /// restarts the keyring.
 extension KeyringTests {
-    @Suite(
-        .serialized,
-        .enabled(
-            if: TestKeyring.unavailableReason() == nil,
-            Comment(rawValue: TestKeyring.unavailableReason() ?? "")))
+    @Suite(.serialized, .enabled(if: TestKeyring.unavailableReason() == nil,
+                                 Comment(rawValue: TestKeyring.unavailableReason() ?? "")))
     struct TrialEnforcementTests {
         @Test func reinstallKeepsTheTrial() throws {
             let keyring = try TestKeyring.shared()  // first: before anything in the process uses libsecret
@@ -20,9 +19,8 @@ extension KeyringTests {
             let clock = TestClock(launchDay)
             let device = ReinstallSimulator(appID: "com.example.notes", keyring: keyring, clock: clock)
             func launch() throws -> TrialGuard {
-                TrialGuard(
-                    store: try KeyringStore(service: "com.example.notes"), length: .days(14),
-                    deviceIdentity: "test-device", clock: clock.clock)
+                TrialGuard(store: try KeyringStore(service: "com.example.notes"), length: .days(14),
+                           deviceIdentity: "test-device", clock: clock.clock)
             }
 
             #expect(try launch().start() != .notStarted)

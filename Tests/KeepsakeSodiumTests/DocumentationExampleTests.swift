@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The README or a DocC catalog quotes code of this file verbatim, so its layout is kept as written.)
 import Foundation
 import Keepsake
 import KeepsakeSodium
@@ -18,11 +20,8 @@ struct SodiumDocumentationExampleTests {
         try withTemporaryDirectory { directory in
             try example(directory: directory + "/records", keyPath: directory + "/records.key")
             #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/records.key")).count == 32)
-            let reopened = try SodiumFileStore(
-                directory: directory + "/records", key: .keyFile(path: directory + "/records.key"))
-            #expect(
-                try Vault(store: reopened).load(Person.chain)?.value == PersonV3(alias: "Ada", email: "ada@example.com")
-            )
+            let reopened = try SodiumFileStore(directory: directory + "/records", key: .keyFile(path: directory + "/records.key"))
+            #expect(try Vault(store: reopened).load(Person.chain)?.value == PersonV3(alias: "Ada", email: "ada@example.com"))
             for file in try FileManager.default.contentsOfDirectory(atPath: directory + "/records") {
                 let contents = try Data(contentsOf: URL(fileURLWithPath: directory + "/records/" + file))
                 #expect(contents.range(of: Data("ada@example.com".utf8)) == nil, "\(file) holds the plaintext")

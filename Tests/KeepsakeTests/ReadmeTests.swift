@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The README or a DocC catalog quotes code of this file verbatim, so its layout is kept as written.)
 import Foundation
 import Keepsake
 import Migrations
@@ -15,7 +17,7 @@ struct ReadmeTests {
             } else {
                 try vault.save(PersonV3(alias: "Ada", email: "ada@example.com"), in: Person.chain)
             }
-        } catch  where error.code == .newerVersion {
+        } catch where error.code == .newerVersion {
             // Written by a newer release: it is left untouched. Carry on without it.
         } catch {
             print("Cannot read the profile: \(error)")  // names the store, the key and the cause
@@ -29,10 +31,8 @@ struct ReadmeTests {
         defer { unsetenv("XDG_CONFIG_HOME") }
         try quickStart()
         let suite = DefaultsStore(path: config + "/com.example.notes/settings.json")
-        #expect(
-            try suite.data(forKey: "person")
-                == bytes(
-                    #"{"data":{"alias":"Ada","email":"ada@example.com"},"schema":"Person","version":3}"#))
+        #expect(try suite.data(forKey: "person") == bytes(
+            #"{"data":{"alias":"Ada","email":"ada@example.com"},"schema":"Person","version":3}"#))
         try quickStart()  // now current: no error, nothing rewritten
         #expect(try suite.keys() == ["person"])
     }

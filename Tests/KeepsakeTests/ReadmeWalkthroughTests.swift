@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The README or a DocC catalog quotes code of this file verbatim, so its layout is kept as written.)
 import Foundation
 import Keepsake
 import KeepsakeTesting
@@ -66,9 +68,9 @@ private let schemas = URL(fileURLWithPath: #filePath).deletingLastPathComponent(
 extension ReadmeTests {
     func app() throws {
         let vault = Vault(store: try DefaultsStore(suite: "main", app: "com.example.notes"))
-        var settings = try vault.value(.settings)  // a 1.0 record comes back as SettingsV1
+        var settings = try vault.value(.settings)   // a 1.0 record comes back as SettingsV1
         settings.theme = .dark
-        try vault.save(settings, for: .settings)  // {"data":{…},"schema":"Settings","version":1}
+        try vault.save(settings, for: .settings)     // {"data":{…},"schema":"Settings","version":1}
     }
 
     @Test("a 1.0 record is read as SettingsV1, its id kept, and the app's change saved as version 1")
@@ -77,16 +79,12 @@ extension ReadmeTests {
         setenv("XDG_CONFIG_HOME", config, 1)
         defer { unsetenv("XDG_CONFIG_HOME") }
         let suite = config + "/com.example.notes/main.json"
-        try FileManager.default.createDirectory(
-            atPath: config + "/com.example.notes", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: config + "/com.example.notes", withIntermediateDirectories: true)
         try bytes(#"{"settings":{"id":"6F1C2B9A-7E55-4D7B-9B0E-2F4C1A3D5E6F","darkMode":false}}"#)
             .write(to: URL(fileURLWithPath: suite))
         try app()
-        #expect(
-            try DefaultsStore(path: suite).data(forKey: "settings")
-                == bytes(
-                    #"{"data":{"id":"6F1C2B9A-7E55-4D7B-9B0E-2F4C1A3D5E6F","theme":"dark"},"schema":"Settings","version":1}"#
-                ))
+        #expect(try DefaultsStore(path: suite).data(forKey: "settings") == bytes(
+            #"{"data":{"id":"6F1C2B9A-7E55-4D7B-9B0E-2F4C1A3D5E6F","theme":"dark"},"schema":"Settings","version":1}"#))
     }
 
     @Test("with nothing stored, the key's default is used and the app's change saved")

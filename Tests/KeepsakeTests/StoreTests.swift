@@ -148,6 +148,35 @@ struct DefaultsStoreTests {
         #expect(!FileManager.default.fileExists(atPath: leftover))
     }
 
+    @Test("a crashed writer's leftovers go on the first read when no writer holds the lock, and stay while one does")
+    func leftoversRemovedOnRead() throws {
+        let directory = try temporaryDirectory()
+        let suite = directory + "/suite.json"
+        try DefaultsStore(path: suite).set(1, forKey: "a")  // the suite and its lock file exist
+        let leftover = directory + "/.suite.json.tmp-0123456789abcdef"  // e.g. the old document's rollback link
+
+        // A writer holds the lock: a read leaves the leftover to it, and still reads.
+        try bytes(#"{"a":0}"#).write(to: URL(fileURLWithPath: leftover))
+        let fd = open(suite + ".lock", O_RDWR)
+        #expect(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+        #expect(try DefaultsStore(path: suite).data(forKey: "a") == bytes("1"))
+        #expect(FileManager.default.fileExists(atPath: leftover))
+        close(fd)
+
+        // No writer: the first read of a new instance removes it; the suite is untouched.
+        #expect(try DefaultsStore(path: suite).keys() == ["a"])
+        #expect(!FileManager.default.fileExists(atPath: leftover))
+        #expect(try String(contentsOfFile: suite, encoding: .utf8).contains(#""a""#))
+    }
+
+    @Test("a read never creates the lock file")
+    func readCreatesNoLockFile() throws {
+        let directory = try temporaryDirectory()
+        try bytes(#"{"a":1}"#).write(to: URL(fileURLWithPath: directory + "/suite.json"))
+        #expect(try DefaultsStore(path: directory + "/suite.json").data(forKey: "a") == bytes("1"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/suite.json.lock"))
+    }
+
     @Test("concurrent writers in one process lose no update")
     func concurrentWriters() async throws {
         let store = DefaultsStore(path: try temporaryDirectory() + "/suite.json")

@@ -91,10 +91,11 @@ struct StoreTransferTests {
     /// A real defaults suite holding an old Person, a plain token and a theme.
     func legacySuite() throws -> DefaultsStore {
         let suite = DefaultsStore(path: try temporaryDirectory() + "/legacy.json")
-        try suite.commit([
+        let results = try suite.commit([
             StoreWrite(key: "person", value: person), StoreWrite(key: "apiToken", value: token),
             StoreWrite(key: "theme", value: bytes(#""dark""#))
-        ]).forEach { #expect($0 == .applied) }
+        ])
+        #expect(results == [.applied, .applied, .applied])
         return suite
     }
 

@@ -103,7 +103,8 @@ struct SkippedValueTests {
         #"{"a":1,"a":2}"#,  // plain duplicate names
         #"{"a":1,"\u0061":2}"#,  // the same name, once escaped
         #"{"é":1,"\u00e9":2}"#,  // the same non-ASCII name, once escaped
-        "{" + (0..<40).map { #""k\#($0)":\#($0)"# }.joined(separator: ",") + #","k3":0}"#,  // past the small-object scan
+        // Past the small-object scan:
+        "{" + (0..<40).map { #""k\#($0)":\#($0)"# }.joined(separator: ",") + #","k3":0}"#,
         #"{"x":{"y":[{"z":1,"z":1}]}}"#,  // a duplicate deep inside
         "\"a\u{01}b\"",  // a control character in a string
         #""unterminated"#,

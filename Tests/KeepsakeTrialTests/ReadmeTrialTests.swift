@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The README or a DocC catalog quotes code of this file verbatim, so its layout is kept as written.)
 import Foundation
 import KeepsakeTrial
 import Testing
@@ -9,17 +11,16 @@ struct ReadmeTrialTests {
     func example() throws {
         let trial = try TrialGuard.keyring(service: "com.example.notes", appID: "com.example.notes", length: .days(14))
         switch trial.status() {
-        case .notStarted: _ = trial.start()
-        case let .active(running): print("\(running.daysLeft) days left")
-        case .expired: print("The trial has ended")
-        case .clockMovedBack, .unknown: print("Cannot tell now; try again later")  // never a fresh trial
+        case .notStarted:                    _ = trial.start()
+        case let .active(running):           print("\(running.daysLeft) days left")
+        case .expired:                       print("The trial has ended")
+        case .clockMovedBack, .unknown:      print("Cannot tell now; try again later")  // never a fresh trial
         }
     }
 
     @Test("the README's trial example is the code compiled here")
     func verbatim() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         let start = try #require(readme.range(of: "```swift\nimport KeepsakeTrial\n\n"))
         let body = readme[start.upperBound...]

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -30,6 +31,8 @@ public final class DefaultsStore: RecordStore {
     public let lockTimeout: Duration
     /// The last parsed version of the suite, reused while the file is provably unchanged.
     private let cache = SuiteCache()
+    /// Whether this instance has looked for a crashed writer's leftovers on a read (once).
+    private let leftoversChecked = Mutex(false)
 
     /// A store on the suite file at `path` (created on the first write).
     public init(path: String, lockTimeout: Duration = .seconds(10)) {
@@ -189,10 +192,28 @@ public final class DefaultsStore: RecordStore {
         }
     }
 
+    /// Once per instance, on its first read: removes a crashed writer's leftovers (a killed
+    /// write can leave its temporary file, or the previous document under its rollback name)
+    /// when the suite's lock file exists and no writer holds it — so they do not wait for the
+    /// suite's next write. A read never creates the lock file and never waits for it.
+    private func removeLeftoversIfUnlocked() {
+        let first = leftoversChecked.withLock { checked in
+            defer { checked = true }
+            return !checked
+        }
+        guard first, access(lockPath, F_OK) == 0 else { return }
+        // Best effort: a leftover is harmless, and a lock that cannot be taken now means a writer
+        // is at work (it cleans under the lock itself).
+        guard let lock = try? StoreLock.acquire(lockPath, timeout: .zero) else { return }
+        defer { lock.unlock() }
+        removeLeftovers()
+    }
+
     /// The suite as it is on disk now: the cached parse when the file is provably the version
     /// parsed last (see ``SuiteCache``), else the file read and parsed (and cached).
     private func readDocument() throws(KeepsakeError) -> DefaultsDocument {
         if let settled = cache.settledDocument(at: path) { return settled }
+        removeLeftoversIfUnlocked()
         let readAt = SuiteCache.now()
         let read: (bytes: Data, identity: FileIdentity?)?
         do throws(SystemFailure) {

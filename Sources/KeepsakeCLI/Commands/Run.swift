@@ -102,9 +102,10 @@ extension Migrate {
             _ migrator: Migrator, backup: BackupDirectory?, meter: ProgressMeter?
         ) throws -> [RecordReport] {
             guard let meter else { return try migrator.run(backup: backup) }
-            return try CommitProgress.$observer.withValue({ done, total in
+            let written: @Sendable (Int, Int) -> Void = { done, total in
                 meter.update("writing", done: done, total: total)
-            }) {
+            }
+            return try CommitProgress.$observer.withValue(written) {
                 try migrator.run(backup: backup) { progress in
                     if !progress.written {
                         meter.update("checking", done: progress.evaluated, total: progress.total)
