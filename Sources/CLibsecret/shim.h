@@ -218,10 +218,88 @@ static inline SecretValue *keepsake_get_secret(GDBusConnection *bus, const gchar
     return value;
 }
 
+/// The state of one prompt run by keepsake_run_prompt.
+typedef struct {
+    gboolean completed;
+    gboolean dismissed;
+    GVariant *result;
+    gboolean expired;
+} KeepsakePrompt;
+
+static inline void keepsake_prompt_completed(GDBusConnection *bus, const gchar *sender, const gchar *path,
+                                             const gchar *interface, const gchar *signal, GVariant *parameters,
+                                             gpointer data) {
+    KeepsakePrompt *prompt = (KeepsakePrompt *)data;
+    if (prompt->completed || !g_variant_is_of_type(parameters, G_VARIANT_TYPE("(bv)"))) return;
+    prompt->completed = TRUE;
+    g_variant_get(parameters, "(bv)", &prompt->dismissed, &prompt->result);
+}
+
+static inline gboolean keepsake_prompt_expired(GCancellable *cancellable, gpointer data) {
+    ((KeepsakePrompt *)data)->expired = TRUE;
+    return G_SOURCE_REMOVE;
+}
+
+/// Runs the prompt at `path` (Prompt.Prompt with no parent window) and waits for its
+/// `Completed` signal until `cancellable` is cancelled (the call's deadline); a prompt still
+/// open then is dismissed (Prompt.Dismiss, best effort, half a second). Returns 1 when it
+/// completed (its result in `result`, the caller's to unref), 0 when the provider reports it
+/// dismissed (a refusal; nothing was done), 2 when the deadline came first, -1 on failure.
+static inline int keepsake_run_prompt(GDBusConnection *bus, const gchar *dest, const gchar *path,
+                                      GCancellable *cancellable, GVariant **result, GError **error) {
+    GMainContext *context = g_main_context_new();
+    g_main_context_push_thread_default(context);
+    KeepsakePrompt *prompt = g_new0(KeepsakePrompt, 1);
+    // Subscribed before the prompt is started, on this thread's context: the signal cannot be missed.
+    guint subscription = g_dbus_connection_signal_subscribe(
+        bus, dest, "org.freedesktop.Secret.Prompt", "Completed", path, NULL, G_DBUS_SIGNAL_FLAGS_NONE,
+        keepsake_prompt_completed, prompt, NULL);
+    GSource *deadline = g_cancellable_source_new(cancellable);
+    g_source_set_callback(deadline, (GSourceFunc)(void (*)(void))keepsake_prompt_expired, prompt, NULL);
+    g_source_attach(deadline, context);
+    int outcome;
+    GVariant *reply = g_dbus_connection_call_sync(
+        bus, dest, path, "org.freedesktop.Secret.Prompt", "Prompt", g_variant_new("(s)", ""), G_VARIANT_TYPE("()"),
+        G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+    if (reply == NULL) {
+        outcome = -1;
+    } else {
+        g_variant_unref(reply);
+        while (!prompt->completed && !prompt->expired && !g_cancellable_is_cancelled(cancellable)) {
+            g_main_context_iteration(context, TRUE);
+        }
+        if (prompt->completed) {
+            outcome = prompt->dismissed ? 0 : 1;
+        } else {
+            outcome = 2;
+            GVariant *dismissed = g_dbus_connection_call_sync(
+                bus, dest, path, "org.freedesktop.Secret.Prompt", "Dismiss", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, 500,
+                NULL, NULL);
+            if (dismissed != NULL) g_variant_unref(dismissed);
+        }
+    }
+    g_dbus_connection_signal_unsubscribe(bus, subscription);
+    g_source_destroy(deadline);
+    g_source_unref(deadline);
+    while (g_main_context_iteration(context, FALSE)) {}
+    g_main_context_pop_thread_default(context);
+    g_main_context_unref(context);
+    if (outcome == 1 && result != NULL) *result = prompt->result; else if (prompt->result != NULL) g_variant_unref(prompt->result);
+    // Freed only after the subscription is gone and its context drained: no callback can still run.
+    g_free(prompt);
+    return outcome;
+}
+
+/// The object path inside a prompt's result (a `v` holding an `o`), or NULL (the caller's, g_free).
+static inline gchar *keepsake_prompt_result_path(GVariant *result) {
+    if (result == NULL || !g_variant_is_of_type(result, G_VARIANT_TYPE_OBJECT_PATH)) return NULL;
+    return g_variant_dup_string(result, NULL);
+}
+
 /// Collection.CreateItem with a label and string attributes, replacing an item with exactly
-/// these attributes when `replace` is set. Returns 1 when created (the new item's path in
-/// `created_path`, the caller's to g_free, when it is not NULL), 0 when the provider asks for
-/// a prompt (nothing created: the prompt is never shown), -1 on failure.
+/// these attributes when `replace` is set. Returns 1 when created, 0 when the provider asks for
+/// a prompt first (nothing created yet: see keepsake_run_prompt), -1 on failure. `created_path`
+/// gets the new item's path (on 1) or the prompt's (on 0), the caller's to g_free.
 static inline int keepsake_create_item(GDBusConnection *bus, const gchar *dest, SecretService *service, const gchar *collection,
                                        GHashTable *attributes, const gchar *label, SecretValue *value, gboolean replace,
                                        gchar **created_path, GCancellable *cancellable, GError **error) {
@@ -245,15 +323,15 @@ static inline int keepsake_create_item(GDBusConnection *bus, const gchar *dest, 
     const gchar *item = NULL, *prompt = NULL;
     g_variant_get(reply, "(&o&o)", &item, &prompt);
     int created = g_strcmp0(prompt, "/") == 0 ? 1 : 0;
-    if (created && created_path != NULL) *created_path = g_strdup(item);
+    if (created_path != NULL) *created_path = g_strdup(created ? item : prompt);
     g_variant_unref(reply);
     return created;
 }
 
-/// Item.Delete. Returns 1 when deleted, 0 when the provider asks for a prompt (nothing deleted:
-/// the prompt is never shown), -1 on failure.
-static inline int keepsake_delete_item(GDBusConnection *bus, const gchar *dest, const gchar *path, GCancellable *cancellable,
-                                       GError **error) {
+/// Item.Delete. Returns 1 when deleted, 0 when the provider asks for a prompt first (nothing
+/// deleted yet; its path in `prompt_path`, the caller's to g_free), -1 on failure.
+static inline int keepsake_delete_item(GDBusConnection *bus, const gchar *dest, const gchar *path, gchar **prompt_path,
+                                       GCancellable *cancellable, GError **error) {
     GVariant *reply = g_dbus_connection_call_sync(
         bus, dest, path, "org.freedesktop.Secret.Item", "Delete", NULL, G_VARIANT_TYPE("(o)"),
         G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
@@ -261,6 +339,7 @@ static inline int keepsake_delete_item(GDBusConnection *bus, const gchar *dest, 
     const gchar *prompt = NULL;
     g_variant_get(reply, "(&o)", &prompt);
     int deleted = g_strcmp0(prompt, "/") == 0 ? 1 : 0;
+    if (!deleted && prompt_path != NULL) *prompt_path = g_strdup(prompt);
     g_variant_unref(reply);
     return deleted;
 }

@@ -48,8 +48,11 @@ import Keepsake
 ///   GError kept as the cause (`KeepsakeError.Cause.library`).
 /// - Every call has a deadline (``timeout``): a provider that does not answer gives
 ///   `.timeout` on time, not after D-Bus's own 25–50 s.
-/// - Nothing here ever shows a prompt: locked items are not unlocked, and no collection is
-///   created.
+/// - Nothing here unlocks anything or creates a collection, so no unlock dialog is ever asked
+///   for. A provider that asks for a prompt to create or delete an item in an unlocked
+///   collection (KeePassXC does for every new item) gets it run within the call's deadline:
+///   one still open then — a confirmation nobody answers — is dismissed and the call throws
+///   `.timeout`; one the provider dismisses (access refused) throws `.locked`.
 ///
 /// ## One connection
 /// A store opens, on its first call, one Secret Service session (encrypted when the provider
@@ -79,6 +82,11 @@ public struct KeyringStore: RecordStore {
     /// For tests only: applied to what a write reads back before it is compared with what was
     /// written, to act as a provider that rewrites secrets (gnome-keyring never does).
     var readBackTransform: (@Sendable (Data) -> Data)?
+
+    /// For tests only: called with an item's path when its secret arrives with its properties;
+    /// `true` treats that answer as holding no secret, to act as a provider that sometimes
+    /// answers without one (KWallet, rarely, right after a write).
+    var dropsSecretFromAnswer: (@Sendable (String) -> Bool)?
 
     /// `keyring:<service>`.
     public var uri: String { "keyring:\(service)" }
@@ -155,7 +163,7 @@ public struct KeyringStore: RecordStore {
         return try converse(key: key) { call throws(LibsecretFailure) in
             let match = try find(key, in: call, loadSecrets: true)
             guard let item = match.items.first else { return nil }
-            return try secret(of: item)
+            return try secret(of: item, in: call)
         }
     }
 
@@ -178,7 +186,7 @@ public struct KeyringStore: RecordStore {
             var result: [(key: String, data: Data)] = []
             for (key, items) in try findAll(in: call, loadSecrets: true).sorted(by: { $0.key < $1.key }) {
                 guard let item = items.first else { continue }
-                result.append((key.value, try secret(of: item)))
+                result.append((key.value, try secret(of: item, in: call)))
             }
             return result
         }
@@ -243,7 +251,7 @@ public struct KeyringStore: RecordStore {
             let match = try find(write.key, in: call, loadSecrets: needsCurrent || write.value != nil)
             if needsCurrent {
                 let current = try match.items.first.map { item throws(LibsecretFailure) in
-                    try secret(of: item)
+                    try secret(of: item, in: call)
                 }
                 guard write.expects(current) else { return .done(.conflict) }
             }
@@ -459,14 +467,19 @@ public struct KeyringStore: RecordStore {
         return a > b
     }
 
-    private func secret(of item: LibsecretItem) throws(LibsecretFailure) -> Data {
-        guard let data = item.secret else {
-            throw LibsecretFailure(
-                stage: .readSecret, kind: .other,
-                message:
-                    "the Secret Service returned no secret for the unlocked item \(item.path)")
-        }
-        return data
+    /// The secret of `item` as read with its properties. A provider that answered with no
+    /// secret for an unlocked item (KWallet does, rarely, right after a write) is asked once
+    /// more with `Item.GetSecret`, in the same call.
+    ///
+    /// - Throws: `.other` naming the item when the second answer has no secret either.
+    private func secret(of item: LibsecretItem, in call: LibsecretCall) throws(LibsecretFailure) -> Data {
+        if let data = item.secret, dropsSecretFromAnswer?(item.path) != true { return data }
+        Log.keyring.debug("no secret in the answer for \(item.path); asking again")
+        if let data = try call.readSecret(at: item.path) { return data }
+        throw LibsecretFailure(
+            stage: .readSecret, kind: .other,
+            message:
+                "the Secret Service returned no secret for the unlocked item \(item.path), twice")
     }
 
     // MARK: Plumbing

@@ -5,9 +5,10 @@ import Synchronization
 import Glibc
 #endif
 
-/// A private, throwaway keyring for tests: a D-Bus session bus of its own and a
-/// gnome-keyring-daemon on it whose `login` collection is created unlocked with a random
-/// password, all in a temporary directory — never the user's keyring.
+/// A private, throwaway keyring for tests: a D-Bus session bus of its own and a Secret Service
+/// provider on it — gnome-keyring-daemon by default, whose `login` collection is created
+/// unlocked with a random password, or KeePassXC or KWallet (``Provider``) — all in a
+/// temporary directory, never the user's keyring.
 ///
 /// Three ways to use it:
 /// - **Around the test command** (what CI does): `keepsake-test-keyring -- swift test` starts one,
@@ -42,7 +43,8 @@ import Glibc
 /// then kills the bus, the daemon and every process registered with ``adopt(processID:)``, and
 /// removes the temporary directory.
 ///
-/// Needs `dbus-daemon` (Debian `dbus`), `gnome-keyring-daemon` (`gnome-keyring`) and `gdbus`
+/// Needs `dbus-daemon` (Debian `dbus`), the provider's programs (``Provider/debianPackages``;
+/// `gnome-keyring-daemon` from `gnome-keyring` by default) and `gdbus`
 /// (`libglib2.0-bin`) in `PATH`; without them ``unavailableReason(environment:)`` says which are
 /// missing, for a test to skip with.
 public final class TestKeyring: Sendable {
@@ -59,6 +61,9 @@ public final class TestKeyring: Sendable {
         public static let password = "KEEPSAKE_TEST_KEYRING_PASSWORD"
         /// A scratch directory for the tests (`<root>/scratch`), removed with the keyring.
         public static let scratch = "KEEPSAKE_TEST_KEYRING_DIR"
+        /// The ``Provider`` to run (`gnome-keyring`, the default; `keepassxc`; `kwallet`); inside,
+        /// the one that runs.
+        public static let provider = "KEEPSAKE_TEST_KEYRING_PROVIDER"
     }
 
     /// Variables removed from a process inside the keyring, so that nothing reaches a desktop
@@ -79,6 +84,11 @@ public final class TestKeyring: Sendable {
     public let runtimeDirectory: URL
     /// Scratch space for tests, removed with the keyring.
     public let scratch: URL
+    /// The Secret Service provider it runs.
+    public let provider: Provider
+    /// The D-Bus object path of the provider's default collection (``Provider/collection``):
+    /// what ``lock()`` locks.
+    public var collection: String { provider.collection }
     /// Throwaway XDG base directories: the "home" of the apps under test.
     public let home: XDGDirectories
 
@@ -92,18 +102,25 @@ public final class TestKeyring: Sendable {
     }
 
     private let ownership: Ownership
-    private let tools: Tools
+    let tools: Tools
     /// The write end of the watchdog's pipe (`-1` once closed, or when attached).
     private let watchdog: Mutex<Int32>
 
     struct Tools: Sendable {
         var dbusDaemon: String
-        var keyringDaemon: String
         var gdbus: String
-        static let names = ["dbus-daemon", "gnome-keyring-daemon", "gdbus"]
+        /// The provider's programs, by name.
+        var programs: [String: String]
+        static func names(_ provider: Provider) -> [String] { ["dbus-daemon", "gdbus"] + provider.programs }
+        /// The path of the provider's program `name` (found when the tools were).
+        func program(_ name: String) -> String { programs[name] ?? name }
     }
 
-    private init(root: URL, busAddress: String, password: String, ownership: Ownership, tools: Tools, watchdog: Int32) {
+    private init(
+        root: URL, busAddress: String, password: String, ownership: Ownership, tools: Tools, provider: Provider,
+        watchdog: Int32
+    ) {
+        self.provider = provider
         self.root = root
         self.busAddress = busAddress
         self.password = password
@@ -132,7 +149,8 @@ public final class TestKeyring: Sendable {
             Variable.root: root.path,
             Variable.bus: busAddress,
             Variable.password: password,
-            Variable.scratch: scratch.path
+            Variable.scratch: scratch.path,
+            Variable.provider: provider.rawValue
         ]) { $1 }
     }
 
@@ -165,7 +183,13 @@ public final class TestKeyring: Sendable {
     public static func unavailableReason(
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> String? {
-        if let missing = missingTools(path: environment["PATH"]) { return missing.message }
+        let provider: Provider
+        do throws(TestKeyringError) {
+            provider = try Provider.chosen(in: environment)
+        } catch {
+            return error.message
+        }
+        if let missing = missingTools(path: environment["PATH"], provider: provider) { return missing.message }
         if environment[Variable.inside] == "1" {
             do throws(TestKeyringError) {
                 _ = try validateHarness(environment)
@@ -177,23 +201,26 @@ public final class TestKeyring: Sendable {
         return realSession(environment)?.message
     }
 
-    static func missingTools(path: String?) -> TestKeyringError? {
-        let missing = Tools.names.filter { Subprocess.which($0, path: path) == nil }
+    static func missingTools(path: String?, provider: Provider) -> TestKeyringError? {
+        var missing = Tools.names(provider).filter { Subprocess.which($0, path: path) == nil }
+        if let plugin = provider.missingPlugin { missing.append(plugin) }
         guard !missing.isEmpty else { return nil }
         return TestKeyringError(
             .toolsMissing,
             """
-            \(missing.joined(separator: ", ")) not found in PATH, so no private keyring can be started \
-            (the keyring tests did not run); on Debian: apt-get install -y --no-install-recommends \
-            dbus gnome-keyring libglib2.0-bin
+            \(missing.joined(separator: ", ")) not found, so no private keyring with \(provider.displayName) \
+            can be started (the keyring tests did not run); on Debian: apt-get install -y \
+            --no-install-recommends dbus libglib2.0-bin \(provider.debianPackages.joined(separator: " "))
             """)
     }
 
-    static func findTools(path: String?) throws(TestKeyringError) -> Tools {
-        if let missing = missingTools(path: path) { throw missing }
+    static func findTools(path: String?, provider: Provider) throws(TestKeyringError) -> Tools {
+        if let missing = missingTools(path: path, provider: provider) { throw missing }
         // Checked just above: every tool was found.
         func find(_ name: String) -> String { Subprocess.which(name, path: path) ?? name }
-        return Tools(dbusDaemon: find("dbus-daemon"), keyringDaemon: find("gnome-keyring-daemon"), gdbus: find("gdbus"))
+        var programs: [String: String] = [:]
+        for name in provider.programs { programs[name] = find(name) }
+        return Tools(dbusDaemon: find("dbus-daemon"), gdbus: find("gdbus"), programs: programs)
     }
 
     /// A session bus reachable from `environment` that is not a private keyring's.
@@ -256,9 +283,10 @@ public final class TestKeyring: Sendable {
                 keyring = try attach(environment: environment)
                 for (name, value) in keyring.home.environment { setenv(name, value, 1) }
             } else {
-                let tools = try findTools(path: environment["PATH"])
+                let provider = try Provider.chosen(in: environment)
+                let tools = try findTools(path: environment["PATH"], provider: provider)
                 if let refusal = realSession(environment) { throw refusal }
-                keyring = try launch(tools: tools, ownership: .processWide)
+                keyring = try launch(tools: tools, ownership: .processWide, provider: provider)
                 for name in variablesToUnset { unsetenv(name) }
                 for (name, value) in keyring.environment { setenv(name, value, 1) }
             }
@@ -275,10 +303,12 @@ public final class TestKeyring: Sendable {
     ///   bus; `.toolsMissing`.
     /// - Important: Nothing is started, stopped or changed, whether it returns or throws.
     public static func attach(environment: [String: String]) throws(TestKeyringError) -> TestKeyring {
-        let tools = try findTools(path: environment["PATH"])
+        let provider = try Provider.chosen(in: environment)
+        let tools = try findTools(path: environment["PATH"], provider: provider)
         let (root, bus, password) = try validateHarness(environment)
         return TestKeyring(
-            root: root, busAddress: bus, password: password, ownership: .attached, tools: tools, watchdog: -1)
+            root: root, busAddress: bus, password: password, ownership: .attached, tools: tools, provider: provider,
+            watchdog: -1)
     }
 
     static func validateHarness(_ environment: [String: String]) throws(TestKeyringError) -> (URL, String, String) {
@@ -320,12 +350,13 @@ public final class TestKeyring: Sendable {
     /// changed. Stop it with ``stop()`` (or let it go: cleanup also runs when it is released or
     /// when this process exits).
     ///
+    /// - Parameter provider: The Secret Service provider to run.
     /// - Throws: `.toolsMissing`, `.startFailed` (with the daemon's output).
     /// - Important: When it throws, nothing is left running and the temporary directory is
     ///   removed.
-    public static func start() throws(TestKeyringError) -> TestKeyring {
-        let tools = try findTools(path: ProcessInfo.processInfo.environment["PATH"])
-        return try launch(tools: tools, ownership: .started)
+    public static func start(provider: Provider = .gnomeKeyring) throws(TestKeyringError) -> TestKeyring {
+        let tools = try findTools(path: ProcessInfo.processInfo.environment["PATH"], provider: provider)
+        return try launch(tools: tools, ownership: .started, provider: provider)
     }
 
     /// Runs `body` with a new private keyring (``start()``) and stops it afterwards, whether
@@ -368,7 +399,9 @@ public final class TestKeyring: Sendable {
 
     static let markerName = ".keepsake-test-keyring"
 
-    private static func launch(tools: Tools, ownership: Ownership) throws(TestKeyringError) -> TestKeyring {
+    private static func launch(
+        tools: Tools, ownership: Ownership, provider: Provider
+    ) throws(TestKeyringError) -> TestKeyring {
         let root = try makeRoot()
         let bus = "unix:path=\(root.path)/bus"
         var password = ""
@@ -382,10 +415,10 @@ public final class TestKeyring: Sendable {
         }
         let keyring = TestKeyring(
             root: root, busAddress: bus, password: password, ownership: ownership,
-            tools: tools, watchdog: watchdog)
+            tools: tools, provider: provider, watchdog: watchdog)
         do {
             try keyring.startBus()
-            try keyring.startDaemon()
+            try keyring.startProvider()
             try keyring.waitUntilReady()
             try Data(bus.utf8).write(to: root.appendingPathComponent(markerName))
         } catch let error as TestKeyringError {
@@ -500,7 +533,7 @@ public final class TestKeyring: Sendable {
         }
     }
 
-    private var daemonEnvironment: [String: String] {
+    var daemonEnvironment: [String: String] {
         let parent = ProcessInfo.processInfo.environment
         var environment = [
             "DBUS_SESSION_BUS_ADDRESS": busAddress, "XDG_RUNTIME_DIR": runtimeDirectory.path,
@@ -509,13 +542,21 @@ public final class TestKeyring: Sendable {
             Variable.root: root.path
         ]
         for name in ["PATH", "HOME", "LANG", "LC_ALL"] { environment[name] = parent[name] }
+        if provider != .gnomeKeyring {
+            // Qt programs: no display, and nothing written outside the keyring's directory.
+            let home = keyringDataDirectory.appendingPathComponent("home").path
+            environment["HOME"] = home
+            environment["QT_QPA_PLATFORM"] = "offscreen"
+            environment["XDG_CACHE_HOME"] = home + "/.cache"
+            environment["XDG_STATE_HOME"] = home + "/.local/state"
+        }
         return environment
     }
 
     /// Starts `executable` with the daemons' environment, its output in `logs/<log>.log`, and
     /// registers it for cleanup.
     @discardableResult
-    private func spawn(_ executable: String, _ arguments: [String], log: String, stdin: Data? = nil) throws -> Process {
+    func spawn(_ executable: String, _ arguments: [String], log: String, stdin: Data? = nil) throws -> Process {
         let logURL = root.appendingPathComponent("logs/\(log).log")
         if !FileManager.default.fileExists(atPath: logURL.path) { try Data().write(to: logURL) }
         let output = try FileHandle(forWritingTo: logURL)
@@ -543,18 +584,11 @@ public final class TestKeyring: Sendable {
         return process
     }
 
-    private func log(_ name: String) -> String {
+    func log(_ name: String) -> String {
         let text = (try? String(contentsOf: root.appendingPathComponent("logs/\(name).log"), encoding: .utf8)) ?? ""
         return text.isEmpty ? "(no output)" : text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Starts gnome-keyring-daemon in the foreground, unlocking (or creating) the login
-    /// collection with the password on its standard input.
-    private func startDaemon() throws {
-        try spawn(
-            tools.keyringDaemon, ["--foreground", "--unlock", "--components=secrets"], log: "gnome-keyring-daemon",
-            stdin: Data(password.utf8))
-    }
 
     // MARK: Driving it
 
@@ -567,41 +601,48 @@ public final class TestKeyring: Sendable {
         try Data().write(to: scratch.appendingPathComponent("pids/\(processID)"))
     }
 
-    /// Whether the login collection is locked, asked over D-Bus.
+    /// Whether the provider's collection (``collection``) is locked, asked over D-Bus.
     ///
     /// - Throws: `.operationFailed` when the daemon does not answer.
     /// - Important: Only asks; nothing changes, whether it returns or throws.
     public func isLocked() throws(TestKeyringError) -> Bool {
         let result = try gdbusChecked(
             [
-                "--dest", "org.freedesktop.secrets", "--object-path", Self.loginCollection,
+                "--dest", "org.freedesktop.secrets", "--object-path", collection,
                 "--method", "org.freedesktop.DBus.Properties.Get",
                 "org.freedesktop.Secret.Collection", "Locked"
             ], doing: "reading the lock state")
         return result.stdout.contains("true")
     }
 
-    /// The login collection's D-Bus object path.
+    /// gnome-keyring's login collection's D-Bus object path.
     public static let loginCollection = "/org/freedesktop/secrets/collection/login"
 
-    /// Locks the login collection (`org.freedesktop.Secret.Service.Lock` over D-Bus; `secret-tool
-    /// lock` would wait for a prompt). Reads then throw `.locked`; ``unlock()`` undoes it.
+    /// Locks the provider's collection (`org.freedesktop.Secret.Service.Lock` over D-Bus, and
+    /// the prompt KeePassXC answers it with; `secret-tool lock` would wait for a prompt). Reads
+    /// then throw `.locked`; ``unlock()`` undoes it.
     ///
-    /// - Throws: `.operationFailed` when the daemon refuses or does not answer.
+    /// - Throws: `.operationFailed` when the daemon refuses or does not answer, or the
+    ///   collection is not locked within 5 s.
     /// - Important: When it throws, the collection may or may not be locked: ``unlock()`` restores it.
     public func lock() throws(TestKeyringError) {
         let result = try gdbusChecked(
             [
                 "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
-                "--method", "org.freedesktop.Secret.Service.Lock", "['\(Self.loginCollection)']"
+                "--method", "org.freedesktop.Secret.Service.Lock", "['\(collection)']"
             ],
-            doing: "locking the login collection")
-        guard result.stdout.contains(Self.loginCollection), try isLocked() else {
-            throw TestKeyringError(.operationFailed, "Lock did not lock the login collection: \(result.stdout)")
+            doing: "locking the collection")
+        try runPrompt(in: result.stdout)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while try !isLocked() {
+            guard ContinuousClock.now < deadline else {
+                throw TestKeyringError(.operationFailed, "Lock did not lock \(collection): \(result.stdout)")
+            }
+            Thread.sleep(forTimeInterval: 0.02)
         }
     }
 
-    /// Unlocks the login collection. gnome-keyring has no prompt-free unlock over D-Bus, so this
+    /// Unlocks the provider's collection. None has a prompt-free unlock over D-Bus, so this
     /// restarts the daemon with the password (see ``restartDaemon()``).
     ///
     /// - Throws: Like ``restartDaemon()``.
@@ -636,8 +677,8 @@ public final class TestKeyring: Sendable {
 
     /// Stops the keyring daemon and starts a new one on the same keyring files and password —
     /// what a reboot, or a reinstall of the app, looks like to the keyring: every item is read
-    /// back from disk, nothing stays cached. Returns once the login collection is the unlocked
-    /// default again (up to 15 s).
+    /// back from disk, nothing stays cached. Returns once the provider's collection is the
+    /// unlocked default again (up to 15 s).
     ///
     /// - Throws: `.operationFailed` when the old daemon does not go away, `.startFailed` when
     ///   the new one does not come up (with its output).
@@ -666,9 +707,9 @@ public final class TestKeyring: Sendable {
             }
         }
         do {
-            try startDaemon()
+            try startProvider()
         } catch {
-            throw TestKeyringError(.startFailed, "could not start gnome-keyring-daemon: \(error)")
+            throw TestKeyringError(.startFailed, "could not start \(provider.displayName): \(error)")
         }
         try waitUntilReady()
     }
@@ -708,7 +749,7 @@ public final class TestKeyring: Sendable {
         return Int32(result.stdout[type.upperBound...].prefix { $0.isNumber })
     }
 
-    /// Waits until the login collection is the default and unlocked.
+    /// Waits until the provider's collection is the default and unlocked.
     private func waitUntilReady() throws(TestKeyringError) {
         let deadline = ContinuousClock.now + .seconds(15)
         var last = ""
@@ -718,7 +759,7 @@ public final class TestKeyring: Sendable {
                 "--method", "org.freedesktop.Secret.Service.ReadAlias", "default"
             ])
             last = alias.stderr + alias.stdout
-            if alias.status == 0, alias.stdout.contains(Self.loginCollection), (try? isLocked()) == false {
+            if alias.status == 0, alias.stdout.contains(collection), (try? isLocked()) == false {
                 return
             }
             Thread.sleep(forTimeInterval: 0.05)
@@ -726,9 +767,9 @@ public final class TestKeyring: Sendable {
         throw TestKeyringError(
             .startFailed,
             """
-            the private login keyring did not become the unlocked default collection within 15 s \
+            the private keyring's \(collection) did not become the unlocked default collection within 15 s \
             (last answer: \(last.trimmingCharacters(in: .whitespacesAndNewlines))); \
-            gnome-keyring-daemon said: \(log("gnome-keyring-daemon"))
+            \(provider.displayName) said: \(log(provider.logName))
             """)
     }
 
@@ -740,7 +781,7 @@ public final class TestKeyring: Sendable {
         }
     }
 
-    private func gdbusChecked(_ arguments: [String], doing what: String) throws(TestKeyringError) -> Subprocess.Result {
+    func gdbusChecked(_ arguments: [String], doing what: String) throws(TestKeyringError) -> Subprocess.Result {
         let result = try gdbusResult(arguments)
         guard result.status == 0 else {
             throw TestKeyringError(

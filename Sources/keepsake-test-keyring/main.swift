@@ -7,14 +7,16 @@ import Glibc
 
 // keepsake-test-keyring: runs a command inside a private, throwaway keyring — never the user's.
 //
-//   keepsake-test-keyring [--] COMMAND [ARGUMENT…]
+//   keepsake-test-keyring [--provider PROVIDER] [--] COMMAND [ARGUMENT…]
 //   keepsake-test-keyring -- swift test
+//   keepsake-test-keyring --provider keepassxc -- swift test --filter KeyringTests
 //
-// Starts a D-Bus session bus of its own and a gnome-keyring-daemon on it (login collection
-// unlocked with a random password) in a temporary directory, runs COMMAND with
+// Starts a D-Bus session bus of its own and a Secret Service provider on it in a temporary
+// directory — gnome-keyring-daemon (login collection unlocked with a random password) unless
+// PROVIDER (or KEEPSAKE_TEST_KEYRING_PROVIDER) says keepassxc or kwallet — runs COMMAND with
 //   DBUS_SESSION_BUS_ADDRESS         the private bus
 //   XDG_RUNTIME_DIR                  a private runtime directory (0700)
-//   KEEPSAKE_TEST_KEYRING=1 and KEEPSAKE_TEST_KEYRING_{ROOT,BUS,PASSWORD,DIR}
+//   KEEPSAKE_TEST_KEYRING=1 and KEEPSAKE_TEST_KEYRING_{ROOT,BUS,PASSWORD,DIR,PROVIDER}
 //                                    what TestKeyring.shared() attaches to, to lock, unlock and
 //                                    restart the daemon; it also points the test process's
 //                                    XDG_*_HOME at throwaway directories (<ROOT>/home), which
@@ -22,16 +24,18 @@ import Glibc
 //                                    alone: a build tool keeps its caches there
 // and DISPLAY, WAYLAND_DISPLAY, GNOME_KEYRING_CONTROL and SSH_AUTH_SOCK removed; then stops
 // the daemon and the bus (and any process a test registered), removes the directory, and exits
-// with COMMAND's status. Needs dbus-daemon, gnome-keyring-daemon and gdbus; on Debian:
+// with COMMAND's status. Needs dbus-daemon, gdbus and the provider; on Debian:
 //   apt-get install -y --no-install-recommends dbus gnome-keyring libglib2.0-bin
+//   (KeePassXC: keepassxc; KWallet: libkf5wallet-bin libqca-qt5-2-plugins)
 //
 // Exit status: COMMAND's (128 + N when signal N ended it); 125 when the private keyring could
 // not be started (COMMAND did not run); 127 when COMMAND was not found; 2 for a usage error.
 
 let usage = """
-    usage: keepsake-test-keyring [--] COMMAND [ARGUMENT…]
-    Runs COMMAND inside a private D-Bus session with a throwaway gnome-keyring, never the user's
-    keyring, then cleans up and exits with COMMAND's status (125: the keyring did not start).
+    usage: keepsake-test-keyring [--provider gnome-keyring|keepassxc|kwallet] [--] COMMAND [ARGUMENT…]
+    Runs COMMAND inside a private D-Bus session with a throwaway Secret Service provider
+    (gnome-keyring unless --provider or KEEPSAKE_TEST_KEYRING_PROVIDER says otherwise), never the
+    user's keyring, then cleans up and exits with COMMAND's status (125: the keyring did not start).
     """
 
 func fail(_ message: String, status: Int32) -> Never {
@@ -44,13 +48,28 @@ if arguments.first == "-h" || arguments.first == "--help" {
     print(usage)
     exit(0)
 }
+var providerName = ProcessInfo.processInfo.environment[TestKeyring.Variable.provider] ?? ""
+if arguments.first == "--provider" {
+    guard arguments.count >= 2 else { fail("--provider needs a name\n\(usage)", status: 2) }
+    providerName = arguments[1]
+    arguments.removeFirst(2)
+}
 if arguments.first == "--" { arguments.removeFirst() }
 guard let command = arguments.first else { fail("no command given\n\(usage)", status: 2) }
 if command.hasPrefix("-") { fail("unknown option \(command)\n\(usage)", status: 2) }
 
 let keyring: TestKeyring
 do {
-    keyring = try TestKeyring.start()
+    let provider: TestKeyring.Provider
+    if providerName.isEmpty {
+        provider = .gnomeKeyring
+    } else if let named = TestKeyring.Provider(name: providerName) {
+        provider = named
+    } else {
+        let names = TestKeyring.Provider.allCases.map(\.rawValue).joined(separator: ", ")
+        fail("unknown provider \(providerName) (one of \(names))", status: 2)
+    }
+    keyring = try TestKeyring.start(provider: provider)
 } catch {
     fail(error.message, status: 125)
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import Synchronization
 import Testing
 
 @testable import KeepsakeKeyring
@@ -103,6 +104,23 @@ extension KeyringTests {
             #expect(error.code == .verificationFailed && error.key == "b")
             #expect(try store.keys() == ["a", "c"])
             #expect(try store.data(forKey: "c") == Data("third".utf8))
+        }
+
+        @Test("an answer without the secret of an unlocked item is asked again once, then read")
+        func missingSecretAskedAgain() throws {
+            var store = try PrivateKeyring.freshStore("missing-secret")
+            let record = Data(#"{"data":{"alias":"Ada"},"schema":"Person","version":3}"#.utf8)
+            try store.setData(record, forKey: "person")
+            let dropped = Mutex<[String]>([])
+            store.dropsSecretFromAnswer = { path in
+                dropped.withLock { $0.append(path) }
+                return true
+            }
+            #expect(try store.data(forKey: "person") == record)
+            #expect(try store.allData().map(\.data) == [record])
+            let paths = dropped.withLock { $0 }
+            #expect(paths.count == 2, "one dropped answer per read, each asked again once: \(paths)")
+            #expect(paths.allSatisfy { $0.hasPrefix("/org/freedesktop/secrets/collection/") })
         }
     }
 }

@@ -13,7 +13,7 @@ extension KeyringTests {
             #expect(diagnosis.status == .usable)
             #expect(diagnosis.isUsable)
             #expect(diagnosis.error == nil)
-            #expect(diagnosis.defaultCollection == PrivateKeyring.loginCollection)
+            #expect(diagnosis.defaultCollection == (try PrivateKeyring.collection))
             let store = try KeyringStore.open(service: "org.keepsake.test.open", timeout: .seconds(3))
             #expect(store.uri == "keyring:org.keepsake.test.open")
             #expect(store.timeout == .seconds(3))
@@ -29,7 +29,7 @@ extension KeyringTests {
                 let diagnosis = KeyringStore.diagnose(timeout: .seconds(5))
                 #expect(diagnosis.status == .locked)
                 #expect(diagnosis.error?.code == .locked)
-                #expect(diagnosis.defaultCollection == PrivateKeyring.loginCollection)
+                #expect(diagnosis.defaultCollection == (try PrivateKeyring.collection))
 
                 let openError = try #require(throws: KeepsakeError.self) {
                     _ = try KeyringStore.open(service: store.service)

@@ -262,8 +262,8 @@ struct LibsecretCall {
 
     /// Creates an item in `collection` with `attributes` plus `xdg:schema` (`schema`),
     /// replacing an item with exactly the same attributes if there is one and `replace` is set,
-    /// and returns the new item's D-Bus path. A provider that would prompt first creates nothing
-    /// and this throws `.locked`: no prompt is ever shown.
+    /// and returns the new item's D-Bus path. A provider that asks for a prompt first (KeePassXC
+    /// does for every new item) gets it run within the call's deadline (``runPrompt(_:doing:)``).
     @discardableResult
     func createItem(
         in collection: LibsecretCollection, schema: String = LibsecretSchema.name, attributes: [String: String],
@@ -276,20 +276,57 @@ struct LibsecretCall {
         let value = LibsecretSecret.value(secret)
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         var error: UnsafeMutablePointer<GError>?
-        var created: UnsafeMutablePointer<gchar>?
-        switch keepsake_create_item(
+        var returned: UnsafeMutablePointer<gchar>?
+        let outcome = keepsake_create_item(
             bus, link.owner, link.service, collection.path, table, label, value,
-            replace ? 1 : 0, &created, cancellable, &error)
-        {
+            replace ? 1 : 0, &returned, cancellable, &error)
+        let path = returned.map { String(cString: $0) }
+        g_free(returned)
+        switch outcome {
+        case 1: return path ?? ""
+        case 0:
+            let result = try runPrompt(path ?? "/", doing: .createItem)
+            guard let created = result else {
+                throw LibsecretFailure(
+                    stage: .createItem, kind: .other,
+                    message: "the keyring's prompt to create the item in \(collection.path) completed without naming it")
+            }
+            return created
+        default: throw failure(.createItem, error)
+        }
+    }
+
+    /// Runs the prompt at `path` that the provider asked for before `stage` (Prompt.Prompt with
+    /// no parent window) and waits for it to complete, within the call's deadline; returns the
+    /// object path it completed with, if any. Only ever asked for on an unlocked collection (a
+    /// locked one is refused before): a provider that prompts even then (KeePassXC creating or
+    /// deleting an item) completes it at once unless it is set to ask the user.
+    ///
+    /// - Throws: `.timedOut` when it did not complete before the deadline (it is then
+    ///   dismissed: a confirmation nobody answered); `.locked` when the provider reports it
+    ///   dismissed (access refused).
+    /// - Important: A prompt dismissed at the deadline was not carried out, unless the provider
+    ///   completed it at that same instant.
+    func runPrompt(_ path: String, doing stage: LibsecretFailure.Stage) throws(LibsecretFailure) -> String? {
+        var error: UnsafeMutablePointer<GError>?
+        var result: OpaquePointer?
+        switch keepsake_run_prompt(bus, link.owner, path, cancellable, &result, &error) {
         case 1:
-            defer { g_free(created) }
-            return created.map { String(cString: $0) } ?? ""
+            defer { if let result { g_variant_unref(result) } }
+            guard let raw = keepsake_prompt_result_path(result) else { return nil }
+            defer { g_free(raw) }
+            return String(cString: raw)
         case 0:
             throw LibsecretFailure(
-                stage: .createItem, kind: .locked,
+                stage: stage, kind: .locked,
                 message:
-                    "the keyring asked to prompt before creating the item in \(collection.path); nothing was written")
-        default: throw failure(.createItem, error)
+                    "the keyring provider refused (its prompt \(path) was dismissed, by the user or by its settings); nothing was changed")
+        case 2:
+            throw LibsecretFailure(
+                stage: stage, kind: .timedOut,
+                message:
+                    "the keyring provider showed a prompt (\(path): a confirmation or unlock dialog) that was not answered before the deadline; it was dismissed and nothing was changed")
+        default: throw failure(stage, error)
         }
     }
 
@@ -304,17 +341,17 @@ struct LibsecretCall {
         }
     }
 
-    /// Deletes exactly `item`. A provider that would prompt first deletes nothing and this
-    /// throws `.locked`.
+    /// Deletes exactly `item`. A provider that asks for a prompt first gets it run within the
+    /// call's deadline (``runPrompt(_:doing:)``).
     func delete(_ item: LibsecretItem) throws(LibsecretFailure) {
         var error: UnsafeMutablePointer<GError>?
-        switch keepsake_delete_item(bus, link.owner, item.path, cancellable, &error) {
+        var prompt: UnsafeMutablePointer<gchar>?
+        let outcome = keepsake_delete_item(bus, link.owner, item.path, &prompt, cancellable, &error)
+        let path = prompt.map { String(cString: $0) }
+        g_free(prompt)
+        switch outcome {
         case 1: return
-        case 0:
-            throw LibsecretFailure(
-                stage: .deleteItem, kind: .locked,
-                message:
-                    "the keyring asked to prompt before deleting the item \(item.path); nothing was deleted")
+        case 0: _ = try runPrompt(path ?? "/", doing: .deleteItem)
         default: throw failure(.deleteItem, error)
         }
     }

@@ -28,17 +28,22 @@ enum Subprocess {
     /// holding the descriptors cannot make this wait for ever.
     static func run(
         _ executable: String, _ arguments: [String], environment: [String: String], scratch: URL,
-        timeout: Duration = .seconds(30)
+        timeout: Duration = .seconds(30), stdin: Data? = nil
     ) throws -> Result {
         let base = scratch.appendingPathComponent("run-\(UUID().uuidString.prefix(12))")
         let outURL = URL(fileURLWithPath: base.path + ".out"), errURL = URL(fileURLWithPath: base.path + ".err")
         try Data().write(to: outURL)
         try Data().write(to: errURL)
+        let inURL = URL(fileURLWithPath: base.path + ".in")
+        try (stdin ?? Data()).write(to: inURL)
         defer {
             // Scratch files of this call only.
             _ = unlink(outURL.path)
             _ = unlink(errURL.path)
+            _ = unlink(inURL.path)
         }
+        let input = try FileHandle(forReadingFrom: inURL)
+        defer { try? input.close() }  // the child has its own copy
         let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
         defer {
             try? out.close()  // a close failure of a scratch file changes nothing for the caller
@@ -48,7 +53,7 @@ enum Subprocess {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = environment
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
         process.standardOutput = out
         process.standardError = err
         try process.run()

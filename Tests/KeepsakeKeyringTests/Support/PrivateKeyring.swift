@@ -30,7 +30,16 @@ enum PrivateKeyring {
         }
     }
 
-    static let loginCollection = TestKeyring.loginCollection
+    /// The provider's default collection (gnome-keyring's `login`, KeePassXC's `keepsake`,
+    /// KWallet's `kdewallet`).
+    static var collection: String {
+        get throws { try keyring.collection }
+    }
+
+    /// The provider the keyring runs.
+    static var provider: TestKeyring.Provider {
+        get throws { try keyring.provider }
+    }
 
     /// Tells the keyring's cleanup about a process a test started, so that it is killed at the
     /// end of the run even if the test crashes before stopping it.
