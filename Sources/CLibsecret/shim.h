@@ -6,18 +6,39 @@
 #define KEEPSAKE_SECRETS_NAME "org.freedesktop.secrets"
 #define KEEPSAKE_SECRETS_PATH "/org/freedesktop/secrets"
 
+static inline void keepsake_stop_properties_changed(GDBusProxy *proxy, GVariant *changed, const gchar *const *invalidated,
+                                                    gpointer data) {
+    g_signal_stop_emission_by_name(proxy, "g-properties-changed");
+}
+
+static inline void keepsake_stop_signal(GDBusProxy *proxy, const gchar *sender, const gchar *name, GVariant *parameters,
+                                        gpointer data) {
+    g_signal_stop_emission_by_name(proxy, "g-signal");
+}
+
 /// A SecretService proxy with an open session (encrypted when the provider allows), on the
-/// process's session-bus connection. Signals it subscribes to are delivered to `context`, which
-/// the caller drains with keepsake_drain. Its unique bus name is in `owner` (the caller's,
-/// g_free): every later request is addressed to that name, so a session opened with one daemon
-/// is never presented to its successor.
+/// process's session-bus connection. Its unique bus name is in `owner` (the caller's, g_free):
+/// every later request is addressed to that name, so a session opened with one daemon is never
+/// presented to its successor.
+///
+/// What secret_service_open_sync makes, minus the provider's signals and cached properties,
+/// which nothing here reads: libsecret's class handlers for them crash when KeePassXC is
+/// restarted (a NULL variant iterated while `g-properties-changed` is emitted), so neither
+/// signal ever reaches them. What the proxy still subscribes to (its name's owner) is
+/// delivered to `context`, which the caller drains with keepsake_drain.
 static inline SecretService *keepsake_service_open(GMainContext *context, GCancellable *cancellable,
                                                    gchar **owner, GError **error) {
     g_main_context_push_thread_default(context);
-    SecretService *service = secret_service_open_sync(SECRET_TYPE_SERVICE, NULL, SECRET_SERVICE_OPEN_SESSION,
-                                                      cancellable, error);
+    SecretService *service = g_initable_new(
+        SECRET_TYPE_SERVICE, cancellable, error,
+        "g-flags", G_DBUS_PROXY_FLAGS_DO_NOT_CONNECT_SIGNALS | G_DBUS_PROXY_FLAGS_DO_NOT_LOAD_PROPERTIES,
+        "g-name", KEEPSAKE_SECRETS_NAME, "g-bus-type", G_BUS_TYPE_SESSION, "g-object-path", KEEPSAKE_SECRETS_PATH,
+        "g-interface-name", "org.freedesktop.Secret.Service", "flags", SECRET_SERVICE_OPEN_SESSION, NULL);
     g_main_context_pop_thread_default(context);
     if (service == NULL) return NULL;
+    // Connected before the class handlers run (they run last): emission stops here.
+    g_signal_connect(service, "g-properties-changed", G_CALLBACK(keepsake_stop_properties_changed), NULL);
+    g_signal_connect(service, "g-signal", G_CALLBACK(keepsake_stop_signal), NULL);
     *owner = g_dbus_proxy_get_name_owner(G_DBUS_PROXY(service));
     return service;
 }
