@@ -20,6 +20,11 @@ public struct KeyringDiagnosis: Sendable, Equatable, CustomStringConvertible {
         case noDefaultCollection
         /// The default collection is locked: reads and writes would throw `.locked`.
         case locked
+        /// The provider asks the user to confirm every read by another program (KeePassXC's
+        /// "Confirm when passwords are retrieved by clients", `[FdoSecrets] ConfirmAccessItem`):
+        /// Keepsake never answers such a prompt, so reads of items it did not create would throw
+        /// `.locked`. The error names the setting to turn off.
+        case confirmationRequired
         /// The provider did not answer before the deadline (a hung daemon).
         case timedOut
         /// Another failure; see ``KeyringDiagnosis/error``.
@@ -105,6 +110,19 @@ public struct KeyringDiagnosis: Sendable, Equatable, CustomStringConvertible {
                         "the default collection \(path) is locked; unlock the keyring and try again")
                 return KeyringDiagnosis(
                     status: .locked, defaultCollection: path,
+                    error: failure.keepsakeError(store: store, key: nil, timeout: timeout))
+            }
+            if let prompts = provider?.prompts, prompts.confirmsAccess {
+                let failure = LibsecretFailure(
+                    stage: .readAlias, kind: .locked,
+                    message: """
+                        KeePassXC asks the user to confirm every read by another program, which Keepsake never \
+                        answers, so records it did not write would read as locked; turn off "Confirm when \
+                        passwords are retrieved by clients" (Settings → Secret Service Integration), that is \
+                        ConfirmAccessItem=false under [FdoSecrets] in \(prompts.file)
+                        """)
+                return KeyringDiagnosis(
+                    status: .confirmationRequired, defaultCollection: path,
                     error: failure.keepsakeError(store: store, key: nil, timeout: timeout))
             }
             return KeyringDiagnosis(status: .usable, defaultCollection: path, error: nil)

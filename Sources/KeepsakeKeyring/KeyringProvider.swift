@@ -40,6 +40,22 @@ public struct KeyringProvider: Sendable, Equatable, CustomStringConvertible {
     public let version: String?
     /// Why the provider is ``Kind/unknown``, or `nil`.
     public let note: String?
+    /// What the provider's settings say about prompts, where Keepsake knows how to read them
+    /// (KeePassXC's `keepassxc.ini`); `nil` for other providers or when they could not be read.
+    public internal(set) var prompts: PromptSettings?
+
+    /// Settings of a provider that make it ask the user before a client's request.
+    public struct PromptSettings: Sendable, Equatable {
+        /// The settings file they were read from.
+        public var file: String
+        /// Whether every read of an item by another program asks the user to confirm
+        /// (KeePassXC's `[FdoSecrets] ConfirmAccessItem`, on unless set to `false`). Keepsake
+        /// never answers such a prompt: reads of items it did not create then throw `.locked`.
+        public var confirmsAccess: Bool
+        /// Whether deleting an item asks the user to confirm (`[FdoSecrets] ConfirmDeleteItem`,
+        /// on unless set to `false`): a removal waits for the answer until the call's deadline.
+        public var confirmsDeletion: Bool
+    }
 
     /// A provider as found; for tests and reports.
     public init(kind: Kind, processName: String?, processID: UInt32?, version: String?, note: String? = nil) {
@@ -105,7 +121,56 @@ public struct KeyringProvider: Sendable, Equatable, CustomStringConvertible {
         if case let .success(data) = readFile("\(directory)/maps") {
             facts.maps = String(decoding: data, as: UTF8.self)
         }
-        return identify(processID: pid, facts: facts, readFile: readFile)
+        var provider = identify(processID: pid, facts: facts, readFile: readFile)
+        if provider.kind == .keePassXC, case let .success(environ) = readFile("\(directory)/environ") {
+            provider.prompts = keePassXCPromptSettings(environ: environ, readFile: readFile)
+        }
+        return provider
+    }
+
+    /// KeePassXC's prompt settings, from the `keepassxc.ini` its environment points at
+    /// (`$XDG_CONFIG_HOME/keepassxc/`, else `$HOME/.config/keepassxc/`); `nil` when it cannot
+    /// be read. A missing setting is KeePassXC's default: on. Linear in the sizes read.
+    static func keePassXCPromptSettings(
+        environ: Data, readFile: (String) -> Result<Data, FileFailure>
+    ) -> PromptSettings? {
+        var variables: [String: String] = [:]
+        for entry in environ.split(separator: 0) {
+            guard let equals = entry.firstIndex(of: UInt8(ascii: "=")) else { continue }
+            let name = String(decoding: entry[entry.startIndex..<equals], as: UTF8.self)
+            guard name == "XDG_CONFIG_HOME" || name == "HOME" else { continue }
+            variables[name] = String(decoding: entry[(equals + 1)...], as: UTF8.self)
+        }
+        let directory: String
+        if let config = variables["XDG_CONFIG_HOME"], config.hasPrefix("/") {
+            directory = config
+        } else if let home = variables["HOME"], home.hasPrefix("/") {
+            directory = home + "/.config"
+        } else {
+            return nil
+        }
+        let file = directory + "/keepassxc/keepassxc.ini"
+        var settings = PromptSettings(file: file, confirmsAccess: true, confirmsDeletion: true)
+        switch readFile(file) {
+        case let .success(data):
+            var section = ""
+            for raw in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
+                let line = raw.trimmingCharacters(in: .whitespaces)
+                if line.hasPrefix("[") {
+                    section = line
+                    continue
+                }
+                guard section == "[FdoSecrets]", let equals = line.firstIndex(of: "=") else { continue }
+                let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+                let on = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces).lowercased() != "false"
+                if key == "ConfirmAccessItem" { settings.confirmsAccess = on }
+                if key == "ConfirmDeleteItem" { settings.confirmsDeletion = on }
+            }
+            return settings
+        case let .failure(failure):
+            // No settings file yet: KeePassXC runs with its defaults.
+            return failure.reason == String(cString: strerror(ENOENT)) ? settings : nil
+        }
     }
 
     /// The provider these facts describe. Linear in the size of the facts.

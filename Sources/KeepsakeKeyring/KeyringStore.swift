@@ -241,10 +241,27 @@ public struct KeyringStore: RecordStore {
     private enum WriteOutcome {
         case done(StoreWriteResult)
         case altered(String)
+        /// Refused before anything was written: a value this provider cannot hold.
+        case refused(String)
     }
 
     private func apply(_ write: StoreWrite) throws(KeepsakeError) -> StoreWriteResult {
         let outcome = try converse(key: write.key) { call throws(LibsecretFailure) -> WriteOutcome in
+            // KeePassXC would return this record with its placeholders expanded (and {PASSWORD}
+            // recursively, past any deadline): refused before anything is written. Who the
+            // provider is is asked only when the record holds one.
+            if let value = write.value, let placeholder = KeePassXCPlaceholders.first(in: value) {
+                let provider = KeyringProvider.identify(processID: try call.providerProcessID())
+                if provider.kind == .keePassXC {
+                    return .refused(
+                        """
+                        the provider, \(provider), expands placeholders in the secrets it returns, and this \
+                        record holds \(placeholder.token) at byte \(placeholder.offset): it would read back \
+                        different, so nothing was written; store it in another store (a file or defaults store), \
+                        or keep KeePassXC's placeholders ({TITLE}, {URL}, {S:…}, {PASSWORD}…) out of it
+                        """)
+                }
+            }
             let needsCurrent = write.expectation != .anything
             // A value write also reads the current secret (sent with the properties, no extra
             // round trip), so that it can be put back if the provider alters the new one.
@@ -313,6 +330,10 @@ public struct KeyringStore: RecordStore {
         case let .done(result): return result
         case let .altered(reason):
             let failure = KeepsakeError(.verificationFailed, store: uri, key: write.key, reason)
+            Log.keyring.failed(failure, timeout: timeout)
+            throw failure
+        case let .refused(reason):
+            let failure = KeepsakeError(.invalidArgument, store: uri, key: write.key, reason)
             Log.keyring.failed(failure, timeout: timeout)
             throw failure
         }
@@ -388,6 +409,17 @@ public struct KeyringStore: RecordStore {
     ) throws(LibsecretFailure) -> KeyMatch {
         let found = try call.search(attributes(forKey: key))
         if !found.locked.isEmpty {
+            if let collection = try call.defaultCollection(), !collection.isLocked {
+                // Locked for this program alone: KeePassXC's per-program access confirmation.
+                throw LibsecretFailure(
+                    stage: .search, kind: .locked,
+                    message: """
+                        the keyring item holding this key is locked for this program while its collection is \
+                        unlocked: the provider wants the user to confirm access to it (KeePassXC: "Confirm when \
+                        passwords are retrieved by clients"), a prompt Keepsake never answers; allow access in \
+                        the provider, or turn that setting off
+                        """)
+            }
             throw LibsecretFailure(
                 stage: .search, kind: .locked,
                 message:

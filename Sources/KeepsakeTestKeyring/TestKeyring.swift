@@ -691,6 +691,14 @@ public final class TestKeyring: Sendable {
                     .operationFailed,
                     "process \(pid) owns org.freedesktop.secrets on the private bus but is not this keyring's daemon")
             }
+            if provider == .kWallet {
+                // kwalletd5 writes a wallet to disk when it closes it, not on every change.
+                _ = try gdbusChecked(
+                    [
+                        "--dest", "org.kde.kwalletd5", "--object-path", "/modules/kwalletd5",
+                        "--method", "org.kde.KWallet.closeAllWallets"
+                    ], doing: "closing the KDE wallets")
+            }
             kill(pid, SIGTERM)
             let deadline = ContinuousClock.now + .seconds(10)
             var killed = false

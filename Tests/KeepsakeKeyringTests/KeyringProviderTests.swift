@@ -8,28 +8,35 @@ extension KeyringTests {
     /// The provider is named, found through the bus and /proc (never by asking the provider).
     @Suite("Provider named")
     struct ProviderNamed {
-        @Test("the private keyring's provider is named gnome-keyring, with its daemon's process")
-        func gnomeKeyringNamed() throws {
+        @Test("the private keyring's provider is named, with its daemon's process")
+        func providerNamed() throws {
+            let expected = PrivateKeyring.expectedProvider
             let diagnosis = KeyringStore.diagnose(timeout: .seconds(5))
             #expect(diagnosis.status == .usable)
             let provider = try #require(diagnosis.provider)
-            #expect(provider.kind == .gnomeKeyring)
-            #expect(provider.processName == "gnome-keyring-daemon")
+            #expect(provider.kind == expected.kind)
+            #expect(provider.processName == expected.process)
             #expect(provider.note == nil)
             let pid = try #require(provider.processID)
-            // The process the bus named is a running gnome-keyring-daemon.
+            // The process the bus named is the running provider.
             let command = try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
-            #expect(command.hasPrefix("gnome-keyring"))
+            #expect(command.hasPrefix(String(expected.process.prefix(13))))
             #expect(
-                diagnosis.description.contains("; provider gnome-keyring (gnome-keyring-daemon, pid \(pid))"),
-                "\(diagnosis.description)")
+                diagnosis.description.contains("; provider \(expected.kind.rawValue)"), "\(diagnosis.description)")
+            #expect(diagnosis.description.contains("(\(expected.process), pid \(pid))"), "\(diagnosis.description)")
+            if expected.kind != .gnomeKeyring {
+                // KeePassXC and KWallet carry their version (gnome-keyring's daemon has none to read).
+                #expect(provider.version?.isEmpty == false, "\(provider)")
+            }
         }
 
         @Test("doctor names the provider in its table and in --json")
         func doctorNamesProvider() throws {
+            let expected = PrivateKeyring.expectedProvider
             let table = try runMigrate(["doctor"])
             #expect(table.status == 0, "\(table.stdout)\(table.stderr)")
-            #expect(table.stdout.contains("provider gnome-keyring (gnome-keyring-daemon, pid "), "\(table.stdout)")
+            #expect(table.stdout.contains("provider \(expected.kind.rawValue)"), "\(table.stdout)")
+            #expect(table.stdout.contains("(\(expected.process), pid "), "\(table.stdout)")
 
             let json = try runMigrate(["doctor", "--json"])
             #expect(json.status == 0, "\(json.stderr)")
@@ -37,19 +44,21 @@ extension KeyringTests {
                 try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
             let keyring = try #require(checks.first { $0["store"] as? String == "keyring" })
             let provider = try #require(keyring["provider"] as? [String: Any], "\(json.stdout)")
-            #expect(provider["name"] as? String == "gnome-keyring")
-            #expect(provider["process"] as? String == "gnome-keyring-daemon")
+            #expect(provider["name"] as? String == expected.kind.rawValue)
+            #expect(provider["process"] as? String == expected.process)
             #expect((provider["pid"] as? Int ?? 0) > 0)
             #expect(checks.filter { $0["provider"] != nil }.count == 1)
         }
 
         @Test("while the keyring is locked, doctor still names the provider")
         func lockedStillNamed() throws {
+            let expected = PrivateKeyring.expectedProvider
             try PrivateKeyring.whileLocked {
                 let diagnosis = KeyringStore.diagnose(timeout: .seconds(5))
                 #expect(diagnosis.status == .locked)
-                #expect(diagnosis.provider?.kind == .gnomeKeyring)
-                #expect(diagnosis.description.contains("provider gnome-keyring"), "\(diagnosis.description)")
+                #expect(diagnosis.provider?.kind == expected.kind)
+                #expect(
+                    diagnosis.description.contains("provider \(expected.kind.rawValue)"), "\(diagnosis.description)")
             }
         }
     }
@@ -152,5 +161,55 @@ struct ProviderIdentificationTests {
         #expect(KeyringProvider.leadingVersion(Substring(String(repeating: "9", count: 10_000)))?.count == 32)
         #expect(KeyringProvider.kWalletLibraryVersion("/usr/lib/libKF5Wallet.so.5\n") == nil)
         #expect(KeyringProvider.appImageVersion("/apps/KeePassXC-latest.AppImage") == nil)
+    }
+}
+
+/// What Keepsake knows of KeePassXC without running it: its placeholders and its prompt settings.
+@Suite("KeePassXC placeholders and settings")
+struct KeePassXCKnowledgeTests {
+    @Test("placeholders are found with their offset, without case; other braces are not")
+    func placeholders() {
+        func first(_ text: String) -> (String, Int)? {
+            KeePassXCPlaceholders.first(in: Data(text.utf8)).map { ($0.token, $0.offset) }
+        }
+        #expect(first(#"{"data":{"title":"{TITLE}"}}"#)! == ("{TITLE}", 18))
+        #expect(first("a{password}{PASSWORD}")! == ("{password}", 1))
+        #expect(first("{S:service}")! == ("{S:service}", 0))
+        #expect(first("x{REF:P@I:0}")! == ("{REF:P@I:0}", 1))
+        #expect(first("{T-REPLACE-RX:/a/b/c/}")! == ("{T-REPLACE-RX:/a/b/c/}", 0))
+        #expect(first("{{PASSWORD}}")! == ("{PASSWORD}", 1))
+        for plain in [#"{"data":{"alias":"Ada"},"schema":"Person","version":3}"#, "{}", "{TITLES}", "{", "}{", ""] {
+            #expect(first(plain) == nil, "\(plain)")
+        }
+        // A brace pair longer than any placeholder is not one; a run of braces stays linear.
+        #expect(first("{S:" + String(repeating: "x", count: 300) + "}") == nil)
+        #expect(first(String(repeating: "{", count: 100_000)) == nil)
+    }
+
+    @Test("prompt settings are read from the keepassxc.ini the process's environment points at")
+    func promptSettings() {
+        let files: [String: String] = [
+            "/xdg/keepassxc/keepassxc.ini": "[General]\nConfirmAccessItem=false\n[FdoSecrets]\nEnabled=true\nConfirmAccessItem = false\n",
+            "/home/ada/.config/keepassxc/keepassxc.ini": "[FdoSecrets]\nConfirmDeleteItem=false\n"
+        ]
+        let read: (String) -> Result<Data, KeyringProvider.FileFailure> = { path in
+            files[path].map { .success(Data($0.utf8)) }
+                ?? .failure(KeyringProvider.FileFailure(reason: String(cString: strerror(ENOENT))))
+        }
+        func settings(_ environ: String) -> KeyringProvider.PromptSettings? {
+            KeyringProvider.keePassXCPromptSettings(
+                environ: Data(environ.replacingOccurrences(of: "|", with: "\0").utf8), readFile: read)
+        }
+        #expect(
+            settings("HOME=/home/ada|XDG_CONFIG_HOME=/xdg|PATH=/bin")
+                == .init(file: "/xdg/keepassxc/keepassxc.ini", confirmsAccess: false, confirmsDeletion: true))
+        #expect(
+            settings("HOME=/home/ada")
+                == .init(
+                    file: "/home/ada/.config/keepassxc/keepassxc.ini", confirmsAccess: true, confirmsDeletion: false))
+        // No settings file: KeePassXC's defaults, both on.
+        #expect(settings("HOME=/nowhere")?.confirmsAccess == true)
+        #expect(settings("PATH=/bin") == nil)
+        #expect(settings("HOME=relative") == nil)
     }
 }

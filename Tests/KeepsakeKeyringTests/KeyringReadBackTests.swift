@@ -20,12 +20,15 @@ extension KeyringTests {
             "{REF:P@I:0}{T-REPLACE-RX:/a/b/c/}{{PASSWORD}}"
         ]
 
-        /// What KeePassXC does to `{TITLE}` on read, acted out.
+        /// What KeePassXC does to `{TITLE}` on read, acted out on `@TITLE@` (a token no provider
+        /// expands, and that Keepsake does not refuse up front against KeePassXC).
         static let expandTitle: @Sendable (Data) -> Data = { data in
-            Data(String(decoding: data, as: UTF8.self).replacingOccurrences(of: "{TITLE}", with: "entry title").utf8)
+            Data(String(decoding: data, as: UTF8.self).replacingOccurrences(of: "@TITLE@", with: "entry title").utf8)
         }
 
-        @Test("records holding {TITLE}, {URL}, {S:service}, {PASSWORD} round-trip exactly, new and replaced")
+        @Test(
+            "records holding {TITLE}, {URL}, {S:service}, {PASSWORD} round-trip exactly, new and replaced",
+            PrivateKeyring.notAgainst(.keePassXC, "it expands the placeholders; the next test holds it to that"))
         func placeholdersRoundTrip() throws {
             let store = try PrivateKeyring.freshStore("placeholders")
             for (index, text) in Self.placeholderRecords.enumerated() {
@@ -43,6 +46,33 @@ extension KeyringTests {
             #expect(try store.keys().count == Self.placeholderRecords.count)
         }
 
+        @Test(
+            "KeePassXC: a record holding placeholders is stored exactly or refused, new or replaced; never altered",
+            .enabled(if: PrivateKeyring.runningProvider == .keePassXC, "only KeePassXC rewrites secrets"))
+        func placeholdersAgainstKeePassXC() throws {
+            let store = try PrivateKeyring.freshStore("placeholders")
+            let previous = #"{"data":{"title":"plain"},"schema":"Note","version":1}"#
+            var refused = 0
+            for (index, text) in Self.placeholderRecords.enumerated() {
+                for key in ["new-\(index)", "replaced-\(index)"] {
+                    if key.hasPrefix("replaced") { try store.setData(Data(previous.utf8), forKey: key) }
+                    do {
+                        try store.setData(Data(text.utf8), forKey: key)
+                        #expect(try store.data(forKey: key) == Data(text.utf8))
+                    } catch {
+                        refused += 1
+                        // Refused up front (a placeholder it knows), or caught when read back.
+                        #expect([.invalidArgument, .verificationFailed].contains(error.code) && error.key == key)
+                        #expect(error.message.contains("the provider, KeePassXC"), "\(error.message)")
+                        #expect(error.message.contains("nothing was written") || error.code == .verificationFailed)
+                        #expect(try store.data(forKey: key) == (key.hasPrefix("new") ? nil : Data(previous.utf8)))
+                    }
+                }
+            }
+            // Every one of these records holds a placeholder KeePassXC expands.
+            #expect(refused == 2 * Self.placeholderRecords.count, "refused \(refused)")
+        }
+
         @Test("a replaced record that reads back altered is undone: the previous record is put back")
         func alteredReplaceRestores() throws {
             var store = try PrivateKeyring.freshStore("altered-replace")
@@ -50,15 +80,16 @@ extension KeyringTests {
             try store.setData(Data(previous.utf8), forKey: "note")
             store.readBackTransform = Self.expandTitle
 
-            let next = #"{"data":{"title":"{TITLE}"},"schema":"Note","version":1}"#
+            let next = #"{"data":{"title":"@TITLE@"},"schema":"Note","version":1}"#
             let error = try #require(throws: KeepsakeError.self) {
                 try store.setData(Data(next.utf8), forKey: "note")
             }
             #expect(error.code == .verificationFailed)
             #expect(error.store == store.uri)
             #expect(error.key == "note")
-            #expect(
-                error.message.contains("the provider, gnome-keyring (gnome-keyring-daemon, pid "), "\(error.message)")
+            let expected = PrivateKeyring.expectedProvider
+            #expect(error.message.contains("the provider, \(expected.kind.rawValue)"), "\(error.message)")
+            #expect(error.message.contains("(\(expected.process), pid "), "\(error.message)")
             #expect(error.message.contains("different secret"))
             #expect(error.message.contains("first difference at byte 18"))
             #expect(error.message.contains("the previous record was put back"))
@@ -77,7 +108,7 @@ extension KeyringTests {
             var store = try PrivateKeyring.freshStore("altered-create")
             store.readBackTransform = Self.expandTitle
             let error = try #require(throws: KeepsakeError.self) {
-                try store.setData(Data(#"{"title":"{TITLE}"}"#.utf8), forKey: "fresh")
+                try store.setData(Data(#"{"title":"@TITLE@"}"#.utf8), forKey: "fresh")
             }
             #expect(error.code == .verificationFailed)
             #expect(error.store == store.uri && error.key == "fresh")
@@ -92,7 +123,7 @@ extension KeyringTests {
             store.readBackTransform = Self.expandTitle
             let results = try store.commit([
                 StoreWrite(key: "a", value: Data("first".utf8)),
-                StoreWrite(key: "b", value: Data("{TITLE}".utf8)),
+                StoreWrite(key: "b", value: Data("@TITLE@".utf8)),
                 StoreWrite(key: "c", value: Data("third".utf8))
             ])
             #expect(results.count == 3)

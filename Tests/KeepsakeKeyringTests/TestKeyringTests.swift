@@ -52,12 +52,15 @@ enum TestKeyringChildRun {
         return changes
     }
 
-    /// This process's environment without any trace of a private keyring or a session bus.
+    /// This process's environment without any trace of a private keyring or a session bus (the
+    /// provider choice included: the child starts the default one, gnome-keyring; the other
+    /// providers are driven through the runner).
     static func bareEnvironment(runtime: URL) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
         for name in [
             TestKeyring.Variable.inside, TestKeyring.Variable.root, TestKeyring.Variable.bus,
-            TestKeyring.Variable.password, TestKeyring.Variable.scratch, "DBUS_SESSION_BUS_ADDRESS",
+            TestKeyring.Variable.password, TestKeyring.Variable.scratch, TestKeyring.Variable.provider,
+            "DBUS_SESSION_BUS_ADDRESS",
             "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"
         ] {
             environment[name] = nil
@@ -117,13 +120,23 @@ struct TestKeyringChild {
 extension KeyringTests {
     @Suite("TestKeyring: the private keyring apps test with")
     struct TestKeyringTests {
-        @Test("without dbus-daemon, gnome-keyring-daemon and gdbus in PATH the reason names them and the packages")
+        @Test("without dbus-daemon, gdbus and the provider's programs in PATH the reason names them and the packages")
         func toolsMissing() throws {
             let empty = PrivateKeyring.scratch.appendingPathComponent("empty-path-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
             let reason = try #require(TestKeyring.unavailableReason(environment: ["PATH": empty.path]))
-            #expect(reason.hasPrefix("dbus-daemon, gnome-keyring-daemon, gdbus not found in PATH"), "\(reason)")
-            #expect(reason.contains("apt-get install -y --no-install-recommends dbus gnome-keyring libglib2.0-bin"))
+            #expect(
+                reason.hasPrefix(
+                    "dbus-daemon, gdbus, gnome-keyring-daemon not found, so no private keyring with gnome-keyring"),
+                "\(reason)")
+            #expect(reason.contains("apt-get install -y --no-install-recommends dbus libglib2.0-bin gnome-keyring"))
+            let kwallet = try #require(
+                TestKeyring.unavailableReason(
+                    environment: ["PATH": empty.path, TestKeyring.Variable.provider: "kwallet"]))
+            #expect(kwallet.hasPrefix("dbus-daemon, gdbus, kwalletd5"), "\(kwallet)")
+            #expect(kwallet.contains("libkf5wallet-bin libqca-qt5-2-plugins"), "\(kwallet)")
+            let unknown = try #require(TestKeyring.unavailableReason(environment: [TestKeyring.Variable.provider: "nope"]))
+            #expect(unknown.contains("names no provider; use one of gnome-keyring, keepassxc, kwallet"), "\(unknown)")
             let error = try #require(throws: TestKeyringError.self) {
                 _ = try TestKeyring.attach(environment: ["PATH": empty.path])
             }
@@ -377,7 +390,10 @@ extension KeyringTests {
             #expect(try runner.run(["--frobnicate"]).status == 2)
             let unstartable = try runner.run(["true"], environment: ["PATH": PrivateKeyring.scratch.path])
             #expect(unstartable.status == 125)
-            #expect(unstartable.stderr.contains("not found in PATH"), "\(unstartable.stderr)")
+            #expect(unstartable.stderr.contains("not found, so no private keyring"), "\(unstartable.stderr)")
+            let unknown = try runner.run(["--provider", "nope", "--", "true"])
+            #expect(unknown.status == 2)
+            #expect(unknown.stderr.contains("unknown provider nope"), "\(unknown.stderr)")
         }
     }
 }

@@ -90,6 +90,11 @@ struct LibsecretFailure: Error, Sendable {
         // has no owner any more, the daemon was replaced (or stopped).
         isStaleLink =
             remoteName == "org.freedesktop.Secret.Error.NoSession"
+            // KWallet's words for a session it no longer has, and for a session it refused to
+            // open because libsecret's random public key happened to start with a zero byte
+            // (one open in 256): both refused unread, and fine on a new session.
+            || (remoteName == "org.qtproject.QtDBus.Error.InvalidObjectPath" && message.contains("session"))
+            || message.contains("Client public key size is invalid")
             || (quark == ioError && raw == Int32(G_IO_ERROR_CLOSED.rawValue))
             || (quark == dbusError
                 && (raw == Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue)

@@ -57,9 +57,43 @@ enum PrivateKeyring {
         try KeyringStore(service: uniqueService(purpose), timeout: timeout)
     }
 
+    /// The provider this run's keyring runs, as the runner (`--provider`) or
+    /// `KEEPSAKE_TEST_KEYRING_PROVIDER` chose it: gnome-keyring unless told otherwise. Read from
+    /// the environment, so that a suite's traits can use it before any keyring is started.
+    static let runningProvider =
+        TestKeyring.Provider(name: ProcessInfo.processInfo.environment[TestKeyring.Variable.provider] ?? "")
+        ?? .gnomeKeyring
+
+    /// A trait that skips a test against `provider`, saying why: for behaviour that belongs to
+    /// that provider and that the test cannot hold it to (the skip is reported, never counted
+    /// as a pass).
+    static func notAgainst(_ provider: TestKeyring.Provider, _ why: String) -> ConditionTrait {
+        .enabled(
+            if: runningProvider != provider, Comment(rawValue: "not run against \(provider.displayName): \(why)"))
+    }
+
+    /// Why tests where secret-tool stores over an existing item do not run against KeePassXC.
+    static let keePassXCReplaceDialog =
+        "secret-tool storing over an item another client created makes KeePassXC ask the user to confirm (a dialog a headless session never answers)"
+
+    /// The attributes a provider adds to every item besides the ones a client gives it:
+    /// KeePassXC exposes its entry's fields.
+    static var providerAttributes: Set<String> {
+        runningProvider == .keePassXC ? ["Title", "UserName", "URL", "Notes", "Path", "Uuid"] : []
+    }
+
+    /// How `doctor` names the running provider, and the process it finds behind it.
+    static var expectedProvider: (kind: KeyringProvider.Kind, process: String) {
+        switch runningProvider {
+        case .gnomeKeyring: return (.gnomeKeyring, "gnome-keyring-daemon")
+        case .keePassXC: return (.keePassXC, "keepassxc")
+        case .kWallet: return (.kWallet, "kwalletd5")
+        }
+    }
+
     // MARK: The daemon
 
-    /// Restarts gnome-keyring-daemon on the same keyring files and password; returns once
+    /// Restarts the provider's daemon on the same keyring files and password; returns once
     /// libsecret finds it usable.
     static func restartDaemon() throws {
         try keyring.restartDaemon()
@@ -90,7 +124,7 @@ enum PrivateKeyring {
     static func secretToolStore(label: String, attributes: [(String, String)], secret: String) throws {
         let result = try Shell.run(
             ["secret-tool", "store", "--label=\(label)"] + attributes.flatMap { [$0.0, $0.1] },
-            stdin: Data(secret.utf8))
+            stdin: Data(secret.utf8), timeout: .seconds(15))
         try #require(result.status == 0, "secret-tool store failed: \(result.stderr)")
     }
 
