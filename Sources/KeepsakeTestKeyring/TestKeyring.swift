@@ -691,6 +691,11 @@ public final class TestKeyring: Sendable {
                     .operationFailed,
                     "process \(pid) owns org.freedesktop.secrets on the private bus but is not this keyring's daemon")
             }
+            if provider == .keePassXC, try !isLocked() {
+                // KeePassXC saves a changed database a moment after the change, and always before
+                // it locks it: locked, nothing is lost when it is killed.
+                try lock()
+            }
             if provider == .kWallet {
                 // kwalletd5 writes a wallet to disk when it closes it, not on every change.
                 _ = try gdbusChecked(

@@ -28,7 +28,7 @@ extension KeyringTests {
 
         /// `secret-tool lookup` of the store's key item: its secret text, or nil.
         func lookupKeyItem(_ storeID: String) throws -> String? {
-            let result = try Shell.run([
+            let result = try PrivateKeyring.secretTool([
                 "secret-tool", "lookup", "xdg:schema", "org.keepsake.MasterKey", "keepsake-purpose",
                 "file-store-master-key", "keepsake-store-id", storeID
             ])

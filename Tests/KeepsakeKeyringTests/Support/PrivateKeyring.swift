@@ -120,9 +120,21 @@ enum PrivateKeyring {
 
     // MARK: secret-tool, an independent client
 
+    /// Runs secret-tool; once more when KWallet refused its session (it refuses libsecret's
+    /// public key when it happens to start with a zero byte: one session in 256).
+    static func secretTool(_ arguments: [String], stdin: Data? = nil, timeout: Duration = .seconds(60)) throws
+        -> Shell.Result
+    {
+        let result = try Shell.run(arguments, stdin: stdin, timeout: timeout)
+        guard result.status != 0, (result.stderr + result.stdout).contains("Client public key size is invalid") else {
+            return result
+        }
+        return try Shell.run(arguments, stdin: stdin, timeout: timeout)
+    }
+
     /// `secret-tool store --label=LABEL attribute value …` with `secret` on stdin.
     static func secretToolStore(label: String, attributes: [(String, String)], secret: String) throws {
-        let result = try Shell.run(
+        let result = try secretTool(
             ["secret-tool", "store", "--label=\(label)"] + attributes.flatMap { [$0.0, $0.1] },
             stdin: Data(secret.utf8), timeout: .seconds(15))
         try #require(result.status == 0, "secret-tool store failed: \(result.stderr)")
@@ -130,7 +142,7 @@ enum PrivateKeyring {
 
     /// `secret-tool lookup service S username KEY`: the secret, or `nil` when secret-tool finds none.
     static func secretToolLookup(service: String, key: String) throws -> String? {
-        let result = try Shell.run(["secret-tool", "lookup", "service", service, "username", key])
+        let result = try secretTool(["secret-tool", "lookup", "service", service, "username", key])
         if result.status != 0 {
             try #require(result.stderr.isEmpty, "secret-tool lookup failed: \(result.stderr)")
             return nil
@@ -151,7 +163,7 @@ enum PrivateKeyring {
         if let key { query += ["username", key] }
         // secret-tool prints attributes on stderr and the rest on stdout: one stream, line
         // buffered, keeps each item's lines together.
-        let result = try Shell.run(
+        let result = try secretTool(
             ["/bin/sh", "-c", #"exec stdbuf -oL secret-tool search --all "$@" 2>&1"#, "sh"] + query)
         var items: [ListedItem] = []
         for line in result.stdout.split(separator: "\n", omittingEmptySubsequences: true) {
