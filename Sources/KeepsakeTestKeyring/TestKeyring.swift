@@ -570,6 +570,15 @@ public final class TestKeyring: Sendable {
         process.standardError = output
         let input = Pipe()
         process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+        // How it ended, at the end of its log: a provider that crashes says nothing itself.
+        process.terminationHandler = { ended in
+            let how = ended.terminationReason == .uncaughtSignal ? "signal" : "status"
+            if let file = try? FileHandle(forWritingTo: logURL) {  // the log is gone once the keyring is
+                file.seekToEndOfFile()
+                file.write(Data("[\(log) ended: \(how) \(ended.terminationStatus)]\n".utf8))
+                try? file.close()
+            }
+        }
         try process.run()
         do {
             try adopt(processID: process.processIdentifier)
@@ -588,7 +597,6 @@ public final class TestKeyring: Sendable {
         let text = (try? String(contentsOf: root.appendingPathComponent("logs/\(name).log"), encoding: .utf8)) ?? ""
         return text.isEmpty ? "(no output)" : text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
-
 
     // MARK: Driving it
 

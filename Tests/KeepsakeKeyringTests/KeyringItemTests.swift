@@ -78,7 +78,9 @@ extension KeyringTests {
             let items = try PrivateKeyring.secretToolSearch(service: store.service)
             #expect(items.count == 1)
             // KWallet keeps the item's label when its secret is replaced.
-            #expect(items.first?.label == (PrivateKeyring.runningProvider == .kWallet ? "\(store.service): person" : "edited"))
+            #expect(
+                items.first?.label
+                    == (PrivateKeyring.runningProvider == .kWallet ? "\(store.service): person" : "edited"))
         }
 
         @Test("an item of another schema with extra attributes is found and replaced in place")

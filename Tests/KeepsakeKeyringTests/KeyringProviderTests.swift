@@ -50,6 +50,32 @@ extension KeyringTests {
             #expect(checks.filter { $0["provider"] != nil }.count == 1)
         }
 
+        @Test(
+            "KeePassXC set to confirm every read: doctor says so, with the setting to change",
+            .enabled(if: PrivateKeyring.runningProvider == .keePassXC, "only KeePassXC's settings are read"))
+        func keePassXCConfirmationReported() throws {
+            let settings = try PrivateKeyring.keyring.keyringDataDirectory
+                .appendingPathComponent("config/keepassxc/keepassxc.ini")
+            let original = try Data(contentsOf: settings)
+            defer { FileManager.default.createFile(atPath: settings.path, contents: original) }
+            let text = String(decoding: original, as: UTF8.self)
+            #expect(text.contains("ConfirmAccessItem=false"))
+            try Data(text.replacingOccurrences(of: "ConfirmAccessItem=false", with: "ConfirmAccessItem=true").utf8)
+                .write(to: settings)
+            let diagnosis = KeyringStore.diagnose(timeout: .seconds(5))
+            #expect(diagnosis.status == .confirmationRequired)
+            #expect(!diagnosis.isUsable)
+            #expect(diagnosis.error?.code == .locked)
+            #expect(diagnosis.provider?.prompts?.confirmsAccess == true)
+            #expect(diagnosis.provider?.prompts?.confirmsDeletion == false)
+            #expect(diagnosis.description.contains("ConfirmAccessItem=false under [FdoSecrets] in \(settings.path)"))
+            let json = try runMigrate(["doctor", "--json"])
+            #expect(json.stdout.contains("\"confirmationRequired\""), "\(json.stdout)")
+
+            FileManager.default.createFile(atPath: settings.path, contents: original)
+            #expect(KeyringStore.diagnose(timeout: .seconds(5)).status == .usable)
+        }
+
         @Test("while the keyring is locked, doctor still names the provider")
         func lockedStillNamed() throws {
             let expected = PrivateKeyring.expectedProvider
@@ -189,7 +215,8 @@ struct KeePassXCKnowledgeTests {
     @Test("prompt settings are read from the keepassxc.ini the process's environment points at")
     func promptSettings() {
         let files: [String: String] = [
-            "/xdg/keepassxc/keepassxc.ini": "[General]\nConfirmAccessItem=false\n[FdoSecrets]\nEnabled=true\nConfirmAccessItem = false\n",
+            "/xdg/keepassxc/keepassxc.ini":
+                "[General]\nConfirmAccessItem=false\n[FdoSecrets]\nEnabled=true\nConfirmAccessItem = false\n",
             "/home/ada/.config/keepassxc/keepassxc.ini": "[FdoSecrets]\nConfirmDeleteItem=false\n"
         ]
         let read: (String) -> Result<Data, KeyringProvider.FileFailure> = { path in

@@ -135,7 +135,8 @@ extension KeyringTests {
                     environment: ["PATH": empty.path, TestKeyring.Variable.provider: "kwallet"]))
             #expect(kwallet.hasPrefix("dbus-daemon, gdbus, kwalletd5"), "\(kwallet)")
             #expect(kwallet.contains("libkf5wallet-bin libqca-qt5-2-plugins"), "\(kwallet)")
-            let unknown = try #require(TestKeyring.unavailableReason(environment: [TestKeyring.Variable.provider: "nope"]))
+            let unknown = try #require(
+                TestKeyring.unavailableReason(environment: [TestKeyring.Variable.provider: "nope"]))
             #expect(unknown.contains("names no provider; use one of gnome-keyring, keepassxc, kwallet"), "\(unknown)")
             let error = try #require(throws: TestKeyringError.self) {
                 _ = try TestKeyring.attach(environment: ["PATH": empty.path])

@@ -289,7 +289,8 @@ struct LibsecretCall {
             guard let created = result else {
                 throw LibsecretFailure(
                     stage: .createItem, kind: .other,
-                    message: "the keyring's prompt to create the item in \(collection.path) completed without naming it")
+                    message: "the keyring's prompt to create the item in \(collection.path) completed without naming it"
+                )
             }
             return created
         default: throw failure(.createItem, error)
@@ -320,12 +321,14 @@ struct LibsecretCall {
             throw LibsecretFailure(
                 stage: stage, kind: .locked,
                 message:
-                    "the keyring provider refused (its prompt \(path) was dismissed, by the user or by its settings); nothing was changed")
+                    "the keyring provider refused (its prompt \(path) was dismissed, by the user or by its settings); nothing was changed"
+            )
         case 2:
             throw LibsecretFailure(
                 stage: stage, kind: .timedOut,
                 message:
-                    "the keyring provider showed a prompt (\(path): a confirmation or unlock dialog) that was not answered before the deadline; it was dismissed and nothing was changed")
+                    "the keyring provider showed a prompt (\(path): a confirmation or unlock dialog) that was not answered before the deadline; it was dismissed and nothing was changed"
+            )
         default: throw failure(stage, error)
         }
     }
