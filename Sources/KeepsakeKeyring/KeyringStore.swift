@@ -503,15 +503,25 @@ public struct KeyringStore: RecordStore {
     /// secret for an unlocked item (KWallet does, rarely, right after a write) is asked once
     /// more with `Item.GetSecret`, in the same call.
     ///
-    /// - Throws: `.other` naming the item when the second answer has no secret either.
+    /// - Throws: `.locked` when the second answer has no secret either and the default collection
+    ///   is locked now; otherwise `.other` naming the item, marked ``LibsecretFailure/isMissingSecret``
+    ///   (``converse(key:_:)`` runs the whole call once more).
     private func secret(of item: LibsecretItem, in call: LibsecretCall) throws(LibsecretFailure) -> Data {
         if let data = item.secret, dropsSecretFromAnswer?(item.path) != true { return data }
         Log.keyring.debug("no secret in the answer for \(item.path); asking again")
         if let data = try call.readSecret(at: item.path) { return data }
-        throw LibsecretFailure(
+        if let collection = try call.defaultCollection(), collection.isLocked {
+            throw LibsecretFailure(
+                stage: .readSecret, kind: .locked,
+                message:
+                    "the default collection \(collection.path) is locked (the item \(item.path) gave no secret); unlock the keyring and try again")
+        }
+        var failure = LibsecretFailure(
             stage: .readSecret, kind: .other,
             message:
                 "the Secret Service returned no secret for the unlocked item \(item.path), twice")
+        failure.isMissingSecret = true
+        throw failure
     }
 
     // MARK: Plumbing
@@ -522,7 +532,16 @@ public struct KeyringStore: RecordStore {
         key: String?, _ body: (LibsecretCall) throws(LibsecretFailure) -> T
     ) throws(KeepsakeError) -> T {
         do throws(LibsecretFailure) {
-            return try channel.call(timeout: timeout, body)
+            do throws(LibsecretFailure) {
+                return try channel.call(timeout: timeout, body)
+            } catch where error.isMissingSecret {
+                // An item listed without its secret, asked twice: KWallet, in the moment it is
+                // still deleting or storing that item for another client. The secret is read
+                // before anything is written, so the call is run once more, a little later.
+                Log.keyring.debug("\(error.message); running the call again in 100 ms")
+                Thread.sleep(forTimeInterval: 0.1)
+                return try channel.call(timeout: timeout, body)
+            }
         } catch {
             let failure = error.keepsakeError(store: uri, key: key, timeout: timeout)
             Log.keyring.failed(failure, timeout: timeout)

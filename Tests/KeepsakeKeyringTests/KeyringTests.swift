@@ -8,7 +8,7 @@ import Testing
 /// tools are missing, or a session bus that is not a private keyring's is reachable) the whole
 /// suite is skipped, and the skip says why — these tests never touch a real user's keyring.
 @Suite(
-    "KeyringStore against a private gnome-keyring",
+    "KeyringStore against a private keyring (gnome-keyring, KeePassXC or KWallet)",
     .serialized,
     .enabled(if: PrivateKeyring.unavailableReason == nil, Comment(rawValue: PrivateKeyring.unavailableReason ?? "")),
     .privateKeyring

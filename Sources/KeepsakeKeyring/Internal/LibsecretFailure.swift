@@ -45,6 +45,9 @@ struct LibsecretFailure: Error, Sendable {
     /// exists (the daemon restarted, the bus went away): the request was refused unread, and
     /// may be sent again on a new connection.
     var isStaleLink = false
+    /// Whether an unlocked item was listed but its secret was missing from two answers in a row:
+    /// nothing was written yet, and the whole call may run again.
+    var isMissingSecret = false
 
     /// A failure found by Keepsake rather than reported by libsecret.
     init(stage: Stage, kind: Kind, message: String, isStaleLink: Bool = false) {
