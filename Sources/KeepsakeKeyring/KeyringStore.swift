@@ -273,6 +273,16 @@ public struct KeyringStore: RecordStore {
                 guard write.expects(current) else { return .done(.conflict) }
             }
             guard let value = write.value else {
+                guard !match.items.isEmpty else { return .done(.applied) }
+                // KWallet reports a closed wallet's items unlocked, and deleting one then drops
+                // its secret and keeps the item: the collection is checked first (two requests,
+                // on removals only).
+                if let collection = try call.defaultCollection(), collection.isLocked {
+                    throw LibsecretFailure(
+                        stage: .deleteItem, kind: .locked,
+                        message:
+                            "the default collection \(collection.path) is locked; nothing was deleted; unlock the keyring and try again")
+                }
                 // Oldest first: if a delete fails midway, the item reads use is still there and
                 // the key still reads as it did.
                 for item in match.items.reversed() { try call.delete(item) }

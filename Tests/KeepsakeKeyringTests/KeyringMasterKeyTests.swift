@@ -143,7 +143,8 @@ extension KeyringTests {
             let back = try runMigrate(["rekey", "--store", uri, "--key-file", directory + "/k.key", "--new-keyring-key"]
             )
             #expect(back.status == 0, "\(back.stderr)")
-            #expect(try runMigrate(["get", "token", "--store", uri, "--keyring-key"]).status == 0)
+            let reopened = try runMigrate(["get", "token", "--store", uri, "--keyring-key"])
+            #expect(reopened.status == 0, "\(reopened.stderr)")
             let both = try runMigrate([
                 "get", "token", "--store", uri, "--keyring-key", "--key-file", directory + "/k.key"
             ])

@@ -91,6 +91,22 @@ enum PrivateKeyring {
         }
     }
 
+    /// Removes the keys of `store` whose item the provider lists without a secret (KWallet can
+    /// leave one behind when a client is killed while deleting), and returns them.
+    static func removeItemsWithoutSecret(_ store: KeyringStore) throws -> [String] {
+        var removed: [String] = []
+        for key in try store.keys() {
+            do throws(KeepsakeError) {
+                _ = try store.data(forKey: key)
+            } catch {
+                guard error.message.contains("returned no secret for the unlocked item") else { throw error }
+                try store.removeData(forKey: key)
+                removed.append(key)
+            }
+        }
+        return removed
+    }
+
     // MARK: The daemon
 
     /// Restarts the provider's daemon on the same keyring files and password; returns once
@@ -121,12 +137,16 @@ enum PrivateKeyring {
     // MARK: secret-tool, an independent client
 
     /// Runs secret-tool; once more when KWallet refused its session (it refuses libsecret's
-    /// public key when it happens to start with a zero byte: one session in 256).
+    /// public key when it happens to start with a zero byte: one session in 256) or lost it
+    /// ("Can't find session", now and then).
     static func secretTool(_ arguments: [String], stdin: Data? = nil, timeout: Duration = .seconds(60)) throws
         -> Shell.Result
     {
         let result = try Shell.run(arguments, stdin: stdin, timeout: timeout)
-        guard result.status != 0, (result.stderr + result.stdout).contains("Client public key size is invalid") else {
+        let output = result.stderr + result.stdout
+        guard result.status != 0,
+            output.contains("Client public key size is invalid") || output.contains("Can't find session")
+        else {
             return result
         }
         return try Shell.run(arguments, stdin: stdin, timeout: timeout)
