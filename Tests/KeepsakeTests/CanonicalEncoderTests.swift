@@ -78,7 +78,8 @@ struct CanonicalEncoderTests {
     @Test("a value that cannot be written fails at the same coding path with the same reason")
     func failures() throws {
         let values: [Failing] = [
-            Failing(number: .nan, date: Date()), Failing(number: 1, date: Date(timeIntervalSinceReferenceDate: .infinity)),
+            Failing(number: .nan, date: Date()),
+            Failing(number: 1, date: Date(timeIntervalSinceReferenceDate: .infinity)),
             Failing(number: -.infinity, date: Date(timeIntervalSinceReferenceDate: -1e13)),
             Failing(number: 2, date: Date(timeIntervalSinceReferenceDate: 1e13))
         ]
@@ -130,7 +131,8 @@ private struct SplitMix {
 
     mutating func string() -> String {
         let pieces: [String] = [
-            "a", "Z", "0", " ", "/", "\"", "\\", "\u{0}", "\u{8}", "\u{c}", "\n", "\r", "\t", "\u{1b}", "\u{1f}", "\u{7f}",
+            "a", "Z", "0", " ", "/", "\"", "\\", "\u{0}", "\u{8}", "\u{c}", "\n", "\r", "\t", "\u{1b}", "\u{1f}",
+            "\u{7f}",
             "é", "e\u{301}", "ß", "😀", "\u{2028}", "\u{FEFF}", "中", "key", "a10", "a9", "A"
         ]
         return (0..<below(6)).map { _ in pieces[below(pieces.count)] }.joined()

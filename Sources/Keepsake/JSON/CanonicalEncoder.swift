@@ -137,7 +137,8 @@ final class CanonicalEncoder: Encoder {
             var path = codingPath
             if let key { path.append(key) }
             throw EncodingError.invalidValue(
-                value, .init(codingPath: path, debugDescription: "Unable to encode \(F.self).\(value) directly in JSON."))
+                value,
+                .init(codingPath: path, debugDescription: "Unable to encode \(F.self).\(value) directly in JSON."))
         }
         var text = value.description
         if text.hasSuffix(".0") { text.removeLast(2) }

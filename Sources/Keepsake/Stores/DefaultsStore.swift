@@ -81,6 +81,11 @@ public final class DefaultsStore: RecordStore {
         try readDocument().entries.map(\.key)
     }
 
+    /// The suite as it is now, parsed (for the ``Migrator``, which reads its records as slices).
+    func currentDocument() throws(KeepsakeError) -> DefaultsDocument {
+        try readDocument()
+    }
+
     public func allData() throws(KeepsakeError) -> [(key: String, data: Data)] {
         let document = try readDocument()
         return document.entries.map { ($0.key, Data(document.bytes[$0.range])) }
@@ -121,7 +126,7 @@ public final class DefaultsStore: RecordStore {
         var changed = false
         for write in writes {
             let key = ExactString(write.key)
-            let current = changes[key] ?? document.value(forKey: write.key)
+            let current = changes[key] ?? document.slice(forKey: write.key)
             guard write.expects(current) else {
                 results.append(.conflict)
                 continue
@@ -295,24 +300,58 @@ public final class DefaultsStore: RecordStore {
 /// strings: `"caf\u{E9}"` and `"cafe\u{301}"` are two members.
 struct DefaultsDocument: Sendable {
     let bytes: Data
-    /// Sorted by key (UTF-8 bytes).
+    /// Sorted by key (UTF-8 bytes), no key twice; a key is found by binary search.
     let entries: [(key: String, range: Range<Int>)]
-    /// Each key's value range in ``bytes``.
-    let ranges: [ExactString: Range<Int>]
 
-    static let empty = DefaultsDocument(bytes: Data(), entries: [], ranges: [:])
+    static let empty = DefaultsDocument(bytes: Data(), entries: [])
 
     func value(forKey key: String) -> Data? {
-        ranges[ExactString(key)].map { Data(bytes[$0]) }
+        range(forKey: key).map { Data(bytes[$0]) }
+    }
+
+    /// The value's bytes under `key`, sharing the document's storage (indices are the
+    /// document's own), or `nil`.
+    func slice(forKey key: String) -> Data? {
+        range(forKey: key).map { bytes[$0] }
+    }
+
+    private func range(forKey key: String) -> Range<Int>? {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if entries[middle].key.precedesExactly(key) { low = middle + 1 } else { high = middle }
+        }
+        guard low < entries.count, entries[low].key.isExactly(key) else { return nil }
+        return entries[low].range
     }
 
     static func parse(_ bytes: Data) throws(JSONSyntaxError) -> DefaultsDocument {
+        let entries = try members(of: bytes, indexed: false)
+        // Keepsake writes suites sorted: check in one pass before sorting. A key written twice
+        // shows as two equal neighbours once sorted; the parse is then repeated with an index to
+        // name the second occurrence where it is.
+        if zip(entries, entries.dropFirst()).allSatisfy({ $0.key.precedesExactly($1.key) }) {
+            return DefaultsDocument(bytes: bytes, entries: entries)
+        }
+        let sorted = entries.sorted { $0.key.precedesExactly($1.key) }
+        if zip(sorted, sorted.dropFirst()).contains(where: { $0.key.isExactly($1.key) }) {
+            _ = try members(of: bytes, indexed: true)
+        }
+        return DefaultsDocument(bytes: bytes, entries: sorted)
+    }
+
+    /// The document's members in file order; with `indexed`, a key seen twice throws
+    /// `duplicate key` at its second occurrence.
+    private static func members(of bytes: Data, indexed: Bool) throws(JSONSyntaxError) -> [(
+        key: String, range: Range<Int>
+    )] {
         // Data slices keep their parent's indices; ranges are kept in the slice's own.
         let base = bytes.startIndex
-        let (entries, ranges) = try JSONParser.withParser(bytes) {
-            parser throws(JSONSyntaxError) -> ([(key: String, range: Range<Int>)], [ExactString: Range<Int>]) in
+        return try JSONParser.withParser(bytes) {
+            parser throws(JSONSyntaxError) -> [(key: String, range: Range<Int>)] in
             var entries: [(key: String, range: Range<Int>)] = []
-            var ranges: [ExactString: Range<Int>] = [:]
+            var seen: Set<ExactString> = []
             guard try parser.peek() == UInt8(ascii: "{") else {
                 throw JSONSyntaxError(offset: parser.offset, reason: "the document is not a JSON object")
             }
@@ -329,8 +368,10 @@ struct DefaultsDocument: Sendable {
                     try parser.expect(UInt8(ascii: ":"), "':'")
                     let skipped = try parser.skipValue(depth: 1)
                     let range = (base + skipped.lowerBound)..<(base + skipped.upperBound)
-                    guard ranges.updateValue(range, forKey: ExactString(key)) == nil else {
-                        throw JSONSyntaxError(offset: keyOffset, reason: "duplicate key '\(key)'")
+                    if indexed {
+                        guard seen.insert(ExactString(key)).inserted else {
+                            throw JSONSyntaxError(offset: keyOffset, reason: "duplicate key '\(key)'")
+                        }
                     }
                     entries.append((key, range))
                     if try parser.peek() == UInt8(ascii: ",") {
@@ -342,13 +383,8 @@ struct DefaultsDocument: Sendable {
                 }
             }
             try parser.expectEnd()
-            return (entries, ranges)
+            return entries
         }
-        // Keepsake writes suites sorted: check in one pass before sorting.
-        let sorted =
-            zip(entries, entries.dropFirst()).allSatisfy { $0.key.precedesExactly($1.key) }
-            ? entries : entries.sorted { $0.key.precedesExactly($1.key) }
-        return DefaultsDocument(bytes: bytes, entries: sorted, ranges: ranges)
     }
 
     /// This document with `changes` applied (a value replaces or adds a member, `nil` removes
