@@ -22,33 +22,33 @@ enum CanonicalNode {
 }
 
 final class CanonicalObject {
-    var keys: [String] = []
-    var values: [CanonicalNode] = []
+    var members: [(key: String, value: CanonicalNode)] = []
     /// Built once the object grows past a few members, so that setting a key stays O(1).
     private var index: [String: Int]?
+
+    init() { members.reserveCapacity(4) }
 
     /// Sets `key` (compared as `JSONEncoder`'s dictionary compares it: by `String` equality,
     /// the last write winning).
     func set(_ key: String, _ value: CanonicalNode) {
         if let slot = find(key) {
-            values[slot] = value
+            members[slot].value = value
             return
         }
-        keys.append(key)
-        values.append(value)
+        members.append((key, value))
         if index != nil {
-            index?[key] = keys.count - 1
-        } else if keys.count > 16 {
+            index?[key] = members.count - 1
+        } else if members.count > 16 {
             var built: [String: Int] = [:]
-            built.reserveCapacity(keys.count * 2)
-            for (slot, name) in keys.enumerated() { built[name] = slot }
+            built.reserveCapacity(members.count * 2)
+            for (slot, member) in members.enumerated() { built[member.key] = slot }
             index = built
         }
     }
 
     func find(_ key: String) -> Int? {
         if let index { return index[key] }
-        return keys.firstIndex(of: key)
+        return members.firstIndex { $0.key == key }
     }
 }
 
@@ -187,7 +187,7 @@ struct CanonicalKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         keyedBy keyType: NestedKey.Type, forKey key: Key
     ) -> KeyedEncodingContainer<NestedKey> {
         let nested: CanonicalObject
-        if let slot = object.find(key.stringValue), case let .object(existing) = object.values[slot] {
+        if let slot = object.find(key.stringValue), case let .object(existing) = object.members[slot].value {
             nested = existing
         } else {
             nested = CanonicalObject()
@@ -199,7 +199,7 @@ struct CanonicalKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let nested: CanonicalArray
-        if let slot = object.find(key.stringValue), case let .array(existing) = object.values[slot] {
+        if let slot = object.find(key.stringValue), case let .array(existing) = object.members[slot].value {
             nested = existing
         } else {
             nested = CanonicalArray()
@@ -336,19 +336,29 @@ extension CanonicalNode {
         case let .object(object):
             guard depth < 512 else { throw Self.tooDeep }
             out.append(UInt8(ascii: "{"))
-            let keys = object.keys
-            var order = Array(keys.indices)
-            if keys.count > 1 {
-                order.sort { keys[$0].utf8.lexicographicallyPrecedes(keys[$1].utf8) }
-            }
-            for (position, slot) in order.enumerated() {
-                if position > 0 { out.append(UInt8(ascii: ",")) }
-                Self.writeString(keys[slot], to: &out)
-                out.append(UInt8(ascii: ":"))
-                try object.values[slot].write(to: &out, depth: depth + 1)
+            let members = object.members
+            if members.count <= 1 || zip(members, members.dropFirst()).allSatisfy({ Self.precedes($0.key, $1.key) }) {
+                for (position, member) in members.enumerated() {
+                    if position > 0 { out.append(UInt8(ascii: ",")) }
+                    Self.writeString(member.key, to: &out)
+                    out.append(UInt8(ascii: ":"))
+                    try member.value.write(to: &out, depth: depth + 1)
+                }
+            } else {
+                for (position, member) in members.sorted(by: { Self.precedes($0.key, $1.key) }).enumerated() {
+                    if position > 0 { out.append(UInt8(ascii: ",")) }
+                    Self.writeString(member.key, to: &out)
+                    out.append(UInt8(ascii: ":"))
+                    try member.value.write(to: &out, depth: depth + 1)
+                }
             }
             out.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// Byte order of the keys' UTF-8, as `JSONEncoder` sorts them.
+    private static func precedes(_ first: String, _ second: String) -> Bool {
+        first.precedesExactly(second)
     }
 
     private static var tooDeep: EncodingError {
