@@ -39,6 +39,35 @@ struct CanonicalEncoderTests {
                     Envelope(schema: "Person", version: 3, oldestReader: nil, data: PersonV3(alias: "a", email: "e"))))
     }
 
+    @Test("an envelope written directly is the bytes JSONEncoder writes for it, failures included")
+    func envelopes() throws {
+        var random = SplitMix(seed: 99)
+        for index in 0..<50 {
+            let value = Mixed.random(&random, depth: 1)
+            let reader = index % 2 == 0 ? nil : index % 7
+            #expect(
+                try CanonicalJSON.encodeEnvelope(schema: "Mixed", version: index, oldestReader: reader, data: value)
+                    == CanonicalJSON.foundationEncode(
+                        Envelope(schema: "Mixed", version: index, oldestReader: reader, data: value)))
+        }
+        let leftovers = Leftovers(
+            data: Data([9]), url: URL(string: "file:///x")!, decimal: Decimal(7), name: "y")
+        #expect(
+            try CanonicalJSON.encodeEnvelope(schema: "L", version: 1, oldestReader: nil, data: leftovers)
+                == CanonicalJSON.foundationEncode(Envelope(schema: "L", version: 1, oldestReader: nil, data: leftovers))
+        )
+        let failing = Failing(number: .nan, date: Date())
+        var own: (any Error)?
+        var foundation: (any Error)?
+        do {
+            _ = try CanonicalJSON.encodeEnvelope(schema: "F", version: 0, oldestReader: nil, data: failing)
+        } catch { own = error }
+        do {
+            _ = try CanonicalJSON.foundationEncode(Envelope(schema: "F", version: 0, oldestReader: nil, data: failing))
+        } catch { foundation = error }
+        #expect(encodingCause(try #require(own)) == encodingCause(try #require(foundation)))
+    }
+
     @Test("random values of every shape encode as JSONEncoder does", arguments: 0..<8)
     func randomValues(seed: UInt64) throws {
         var random = SplitMix(seed: seed)

@@ -18,6 +18,26 @@ enum CanonicalJSON {
         }
     }
 
+    /// The bytes of ``Envelope`` holding `data`, as ``encode(_:)`` writes them, with the
+    /// envelope's own members set directly rather than through a keyed container.
+    static func encodeEnvelope<T: Encodable>(schema: String, version: Int, oldestReader: Int?, data: T) throws -> Data {
+        do {
+            let root = CanonicalEncoder(parent: nil, key: nil)
+            let object = CanonicalObject()
+            object.set("data", try root.wrap(data, key: CanonicalKey(stringValue: "data")))
+            if let oldestReader { object.set("oldestReader", .number(String(oldestReader))) }
+            object.set("schema", .string(schema))
+            object.set("version", .number(String(version)))
+            var out: [UInt8] = []
+            out.reserveCapacity(128)
+            try CanonicalNode.object(object).write(to: &out, depth: 0)
+            return Data(out)
+        } catch is CanonicalEncoderUnsupported {
+            return try foundationEncode(
+                Envelope(schema: schema, version: version, oldestReader: oldestReader, data: data))
+        }
+    }
+
     /// `value` through Keepsake's own encoder; throws `CanonicalEncoderUnsupported` for a type
     /// it leaves to `JSONEncoder`.
     static func ownEncode<T: Encodable>(_ value: T) throws -> Data {

@@ -120,25 +120,45 @@ public final class DefaultsStore: RecordStore {
         let document = try readDocument()
         // Only the written keys are looked at: the other members keep their bytes, copied once
         // from the document into the new one.
-        var changes: [ExactString: Data?] = [:]
         var results: [StoreWriteResult] = []
         results.reserveCapacity(writes.count)
         var changed = false
-        for write in writes {
-            let key = ExactString(write.key)
-            let current = changes[key] ?? document.slice(forKey: write.key)
-            guard write.expects(current) else {
-                results.append(.conflict)
-                continue
+        let newDocument: Data
+        if zip(writes, writes.dropFirst()).allSatisfy({ $0.key.precedesExactly($1.key) }) {
+            // Each key once, in order (a migration run's batch): no index of the changes needed.
+            var changes: [(key: String, value: Data?)] = []
+            changes.reserveCapacity(writes.count)
+            for write in writes {
+                let current = document.slice(forKey: write.key)
+                guard write.expects(current) else {
+                    results.append(.conflict)
+                    continue
+                }
+                if current != write.value { changed = true }
+                changes.append((write.key, write.value))
+                results.append(.applied)
             }
-            if current != write.value { changed = true }
-            changes[key] = .some(write.value)
-            results.append(.applied)
+            guard changed else { return results }
+            newDocument = document.applying(sorted: changes)
+        } else {
+            var changes: [ExactString: Data?] = [:]
+            for write in writes {
+                let key = ExactString(write.key)
+                let current = changes[key] ?? document.slice(forKey: write.key)
+                guard write.expects(current) else {
+                    results.append(.conflict)
+                    continue
+                }
+                if current != write.value { changed = true }
+                changes[key] = .some(write.value)
+                results.append(.applied)
+            }
+            guard changed else { return results }
+            newDocument = document.applying(changes)
         }
-        guard changed else { return results }
         removeLeftovers()
         do throws(SystemFailure) {
-            try fileSystem.replace(fileName, in: directory, with: document.applying(changes))
+            try fileSystem.replace(fileName, in: directory, with: newDocument)
         } catch {
             throw error.error(store: uri, "cannot write the suite file; it was left as it was")
         }
@@ -391,9 +411,13 @@ struct DefaultsDocument: Sendable {
     /// it): `{ "key": value, … }` with one member per line, keys sorted (UTF-8 bytes), values as
     /// given or as they were, byte for byte.
     func applying(_ changes: [ExactString: Data?]) -> Data {
-        let changedKeys = changes.keys.sorted()
+        applying(sorted: changes.map { ($0.key.value, $0.value) }.sorted { $0.key.precedesExactly($1.key) })
+    }
+
+    /// ``applying(_:)`` with the changes as a list sorted by key (UTF-8 bytes), each key once.
+    func applying(sorted changes: [(key: String, value: Data?)]) -> Data {
         var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + changes.values.reduce(0) { $0 + ($1?.count ?? 0) + 64 } + 16)
+        out.reserveCapacity(bytes.count + changes.reduce(0) { $0 + ($1.value?.count ?? 0) + 64 } + 16)
         out.append(UInt8(ascii: "{"))
         var first = true
         func member(_ key: String, _ value: some Collection<UInt8>) {
@@ -408,12 +432,12 @@ struct DefaultsDocument: Sendable {
         bytes.withUnsafeBytes { raw in
             let base = bytes.startIndex
             for entry in entries {
-                while next < changedKeys.count, changedKeys[next].value.precedesExactly(entry.key) {
-                    if let value = changes[changedKeys[next]]! { member(changedKeys[next].value, value) }
+                while next < changes.count, changes[next].key.precedesExactly(entry.key) {
+                    if let value = changes[next].value { member(changes[next].key, value) }
                     next += 1
                 }
-                if next < changedKeys.count, changedKeys[next].value.isExactly(entry.key) {
-                    if let value = changes[changedKeys[next]]! { member(entry.key, value) }
+                if next < changes.count, changes[next].key.isExactly(entry.key) {
+                    if let value = changes[next].value { member(entry.key, value) }
                     next += 1
                     continue
                 }
@@ -423,8 +447,8 @@ struct DefaultsDocument: Sendable {
                         rebasing: raw[(entry.range.lowerBound - base)..<(entry.range.upperBound - base)]))
             }
         }
-        while next < changedKeys.count {
-            if let value = changes[changedKeys[next]]! { member(changedKeys[next].value, value) }
+        while next < changes.count {
+            if let value = changes[next].value { member(changes[next].key, value) }
             next += 1
         }
         out.append(contentsOf: (first ? "}\n" : "\n}\n").utf8)
