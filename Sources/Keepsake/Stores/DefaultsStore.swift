@@ -416,16 +416,26 @@ struct DefaultsDocument: Sendable {
 
     /// ``applying(_:)`` with the changes as a list sorted by key (UTF-8 bytes), each key once.
     func applying(sorted changes: [(key: String, value: Data?)]) -> Data {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + changes.reduce(0) { $0 + ($1.value?.count ?? 0) + 64 } + 16)
+        // Built in a `Data` of the final size (a `[UInt8]` converted at the end would hold the
+        // new document twice at the peak), each member appended from a reused key buffer.
+        var out = Data(capacity: bytes.count + changes.reduce(0) { $0 + ($1.value?.count ?? 0) + 64 } + 16)
         out.append(UInt8(ascii: "{"))
         var first = true
-        func member(_ key: String, _ value: some Collection<UInt8>) {
-            out.append(contentsOf: (first ? "\n  " : ",\n  ").utf8)
+        var keyBytes: [UInt8] = []
+        let firstSeparator: [UInt8] = Array("\n  ".utf8)
+        let separator: [UInt8] = Array(",\n  ".utf8)
+        let colon: [UInt8] = Array(": ".utf8)
+        func member(_ key: String, _ value: UnsafeRawBufferPointer) {
+            keyBytes.removeAll(keepingCapacity: true)
+            keyBytes.append(contentsOf: first ? firstSeparator : separator)
             first = false
-            CanonicalJSON.appendString(key, to: &out)
-            out.append(contentsOf: ": ".utf8)
+            CanonicalJSON.appendString(key, to: &keyBytes)
+            keyBytes.append(contentsOf: colon)
+            out.append(contentsOf: keyBytes)
             out.append(contentsOf: value)
+        }
+        func member(_ key: String, _ value: Data) {
+            value.withUnsafeBytes { member(key, $0) }
         }
         // Merge the sorted members with the sorted changed keys.
         var next = 0
@@ -451,7 +461,7 @@ struct DefaultsDocument: Sendable {
             if let value = changes[next].value { member(changes[next].key, value) }
             next += 1
         }
-        out.append(contentsOf: (first ? "}\n" : "\n}\n").utf8)
-        return Data(out)
+        out.append(contentsOf: Array((first ? "}\n" : "\n}\n").utf8))
+        return out
     }
 }
