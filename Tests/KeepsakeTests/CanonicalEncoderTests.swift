@@ -102,6 +102,14 @@ struct CanonicalEncoderTests {
         #expect(throws: CanonicalEncoderUnsupported.self) { try CanonicalJSON.ownEncode(value) }
         #expect(try CanonicalJSON.encode(value) == CanonicalJSON.foundationEncode(value))
         #expect(try CanonicalJSON.encode(Data([1, 2])) == CanonicalJSON.foundationEncode(Data([1, 2])))
+        // A conformance that swallows the error still gets JSONEncoder's bytes, member included.
+        let swallowing = Swallowing(data: Data([7, 8]), name: "z")
+        #expect(try CanonicalJSON.encode(swallowing) == CanonicalJSON.foundationEncode(swallowing))
+        #expect(
+            try CanonicalJSON.encodeEnvelope(schema: "S", version: 0, oldestReader: nil, data: swallowing)
+                == CanonicalJSON.foundationEncode(
+                    Envelope(schema: "S", version: 0, oldestReader: nil, data: swallowing)))
+        #expect(String(decoding: try CanonicalJSON.encode(swallowing), as: UTF8.self).contains("Bwg="))
     }
 
     @Test("a value that cannot be written fails at the same coding path with the same reason")
@@ -131,6 +139,17 @@ private struct Leftovers: Encodable {
     let url: URL
     let decimal: Decimal
     let name: String
+}
+
+private struct Swallowing: Encodable {
+    let data: Data
+    let name: String
+    enum CodingKeys: String, CodingKey { case data, name }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try? container.encode(data, forKey: .data)
+        try container.encode(name, forKey: .name)
+    }
 }
 
 private struct Failing: Encodable {

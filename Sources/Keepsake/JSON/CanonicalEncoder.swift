@@ -5,7 +5,8 @@ import Foundation
 // `CanonicalJSON.foundationEncode` configures), without its per-value boxing and generic
 // metadata lookups. `JSONTests` compares the two byte for byte over the sample models and
 // random values. A type this encoder does not know how to write the way `JSONEncoder` does
-// makes it give up (`Unsupported`), and `CanonicalJSON.encode` then uses `JSONEncoder`.
+// makes it give up (`Unsupported`, also remembered in case a conformance swallows the error),
+// and `CanonicalJSON.encode` then uses `JSONEncoder` for the whole value.
 
 /// A value under construction. Containers are references, so that a container handed out
 /// earlier (a nested container, a second request for the same container) keeps writing into
@@ -60,14 +61,29 @@ final class CanonicalArray {
 /// leaves to it); `CanonicalJSON.encode` then encodes the whole value with `JSONEncoder`.
 struct CanonicalEncoderUnsupported: Error {}
 
+/// What one encode shares among its encoders: whether a type left to `JSONEncoder` was met —
+/// remembered, not only thrown, so that a conformance that swallows the error (`try?`) still
+/// sends the whole value to `JSONEncoder` instead of losing the member.
+final class CanonicalEncoderState {
+    var unsupported = false
+}
+
 final class CanonicalEncoder: Encoder {
     let parent: CanonicalEncoder?
     let key: (any CodingKey)?
+    let state: CanonicalEncoderState
     var node: CanonicalNode?
 
     init(parent: CanonicalEncoder?, key: (any CodingKey)?) {
         self.parent = parent
         self.key = key
+        state = parent?.state ?? CanonicalEncoderState()
+    }
+
+    /// Marks this encode as needing `JSONEncoder` and throws.
+    func unsupported() throws -> Never {
+        state.unsupported = true
+        throw CanonicalEncoderUnsupported()
     }
 
     var codingPath: [any CodingKey] {
@@ -113,7 +129,7 @@ final class CanonicalEncoder: Encoder {
     func wrap<T: Encodable>(_ value: T, key: (any CodingKey)?) throws -> CanonicalNode {
         if T.self == String.self, let text = value as? String { return .string(text) }
         if T.self == Date.self, let date = value as? Date { return try wrapDate(date, key: key) }
-        if T.self == Data.self || T.self == URL.self || T.self == Decimal.self { throw CanonicalEncoderUnsupported() }
+        if T.self == Data.self || T.self == URL.self || T.self == Decimal.self { try unsupported() }
         let encoder = CanonicalEncoder(parent: self, key: key)
         try value.encode(to: encoder)
         return encoder.node ?? .object(CanonicalObject())
@@ -177,8 +193,8 @@ struct CanonicalKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode(_ value: UInt64, forKey key: Key) throws {
         object.set(key.stringValue, .number(String(value)))
     }
-    mutating func encode(_ value: Int128, forKey key: Key) throws { throw CanonicalEncoderUnsupported() }
-    mutating func encode(_ value: UInt128, forKey key: Key) throws { throw CanonicalEncoderUnsupported() }
+    mutating func encode(_ value: Int128, forKey key: Key) throws { try encoder.unsupported() }
+    mutating func encode(_ value: UInt128, forKey key: Key) throws { try encoder.unsupported() }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         object.set(key.stringValue, try encoder.wrap(value, key: key))
     }
@@ -242,8 +258,8 @@ struct CanonicalUnkeyedContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt16) throws { array.elements.append(.number(String(value))) }
     mutating func encode(_ value: UInt32) throws { array.elements.append(.number(String(value))) }
     mutating func encode(_ value: UInt64) throws { array.elements.append(.number(String(value))) }
-    mutating func encode(_ value: Int128) throws { throw CanonicalEncoderUnsupported() }
-    mutating func encode(_ value: UInt128) throws { throw CanonicalEncoderUnsupported() }
+    mutating func encode(_ value: Int128) throws { try encoder.unsupported() }
+    mutating func encode(_ value: UInt128) throws { try encoder.unsupported() }
     mutating func encode<T: Encodable>(_ value: T) throws {
         array.elements.append(try encoder.wrap(value, key: nextKey))
     }
@@ -292,8 +308,8 @@ struct CanonicalSingleValueContainer: SingleValueEncodingContainer {
     mutating func encode(_ value: UInt16) throws { encoder.node = .number(String(value)) }
     mutating func encode(_ value: UInt32) throws { encoder.node = .number(String(value)) }
     mutating func encode(_ value: UInt64) throws { encoder.node = .number(String(value)) }
-    mutating func encode(_ value: Int128) throws { throw CanonicalEncoderUnsupported() }
-    mutating func encode(_ value: UInt128) throws { throw CanonicalEncoderUnsupported() }
+    mutating func encode(_ value: Int128) throws { try encoder.unsupported() }
+    mutating func encode(_ value: UInt128) throws { try encoder.unsupported() }
     mutating func encode<T: Encodable>(_ value: T) throws { encoder.node = try encoder.wrap(value, key: nil) }
 }
 
