@@ -61,28 +61,25 @@ final class CanonicalArray {
 /// leaves to it); `CanonicalJSON.encode` then encodes the whole value with `JSONEncoder`.
 struct CanonicalEncoderUnsupported: Error {}
 
-/// What one encode shares among its encoders: whether a type left to `JSONEncoder` was met —
-/// remembered, not only thrown, so that a conformance that swallows the error (`try?`) still
-/// sends the whole value to `JSONEncoder` instead of losing the member.
-final class CanonicalEncoderState {
-    var unsupported = false
-}
-
 final class CanonicalEncoder: Encoder {
     let parent: CanonicalEncoder?
     let key: (any CodingKey)?
-    let state: CanonicalEncoderState
     var node: CanonicalNode?
+    /// On the root encoder: whether a type left to `JSONEncoder` was met — remembered, not only
+    /// thrown, so that a conformance that swallows the error (`try?`) still sends the whole
+    /// value to `JSONEncoder` instead of losing the member.
+    private(set) var needsFoundation = false
 
     init(parent: CanonicalEncoder?, key: (any CodingKey)?) {
         self.parent = parent
         self.key = key
-        state = parent?.state ?? CanonicalEncoderState()
     }
 
-    /// Marks this encode as needing `JSONEncoder` and throws.
+    /// Marks this encode (on its root encoder) as needing `JSONEncoder`, and throws.
     func unsupported() throws -> Never {
-        state.unsupported = true
+        var root = self
+        while let parent = root.parent { root = parent }
+        root.needsFoundation = true
         throw CanonicalEncoderUnsupported()
     }
 

@@ -28,7 +28,7 @@ enum CanonicalJSON {
             if let oldestReader { object.set("oldestReader", .number(String(oldestReader))) }
             object.set("schema", .string(schema))
             object.set("version", .number(String(version)))
-            if root.state.unsupported { throw CanonicalEncoderUnsupported() }
+            if root.needsFoundation { throw CanonicalEncoderUnsupported() }
             var out: [UInt8] = []
             out.reserveCapacity(128)
             try CanonicalNode.object(object).write(to: &out, depth: 0)
@@ -53,7 +53,7 @@ enum CanonicalJSON {
                 throw CanonicalEncoderUnsupported()
             }
             try value.encode(to: encoder)
-            if encoder.state.unsupported { throw CanonicalEncoderUnsupported() }
+            if encoder.needsFoundation { throw CanonicalEncoderUnsupported() }
             guard let encoded = encoder.node else {
                 throw EncodingError.invalidValue(
                     value, .init(codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
