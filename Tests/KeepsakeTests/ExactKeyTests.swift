@@ -45,6 +45,31 @@ struct ExactKeyTests {
         }
     }
 
+    @Test("an unsorted suite is read by key, and a key it holds twice apart is still corrupt")
+    func unsortedSuite() throws {
+        let directory = try temporaryDirectory()
+        let unsorted = directory + "/unsorted.json"
+        try Data(#"{"c": 3, "a": [1], "\#(decomposed)": 4, "b": "two", "\#(composed)": 5}"#.utf8)
+            .write(to: URL(fileURLWithPath: unsorted))
+        let store = DefaultsStore(path: unsorted)
+        #expect(
+            try store.keys()
+                == ["a", "b", "c", composed, decomposed].sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+        #expect(try store.data(forKey: "a") == Data("[1]".utf8))
+        #expect(try store.data(forKey: "b") == Data(#""two""#.utf8))
+        #expect(try store.data(forKey: "c") == Data("3".utf8))
+        #expect(try store.data(forKey: composed) == Data("5".utf8))
+        #expect(try store.data(forKey: decomposed) == Data("4".utf8))
+        #expect(try store.data(forKey: "d") == nil)
+
+        let duplicated = directory + "/duplicated.json"
+        try Data(#"{"b": 1, "a": 2, "c": 3, "a": 4}"#.utf8).write(to: URL(fileURLWithPath: duplicated))
+        #expect { try DefaultsStore(path: duplicated).keys() } throws: { error in
+            guard let error = error as? KeepsakeError, error.code == .corruptStore else { return false }
+            return error.cause.map { "\($0)" }?.contains("duplicate key 'a'") == true
+        }
+    }
+
     @Test("JSON member names are exact: both forms are two members, the same bytes twice a duplicate")
     func memberNames() throws {
         let value = try JSONParser.parse(Data("{\"\(composed)\": 1, \"\(decomposed)\": 2}".utf8))

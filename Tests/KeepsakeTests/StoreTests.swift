@@ -33,6 +33,32 @@ struct DefaultsStoreTests {
         )
     }
 
+    @Test("a batch in key order (a migration run's) adds, replaces, removes and refuses like any other")
+    func sortedBatch() throws {
+        let path = try temporaryDirectory() + "/suite.json"
+        try bytes(#"{"b": 1, "d": [2], "f": "three", "h": 4}"#).write(to: URL(fileURLWithPath: path))
+        let store = DefaultsStore(path: path)
+        let results = try store.commit([
+            StoreWrite(key: "a", value: bytes("0"), expectation: .unchanged(nil)),
+            StoreWrite(key: "b", value: bytes("10"), expectation: .unchanged(bytes("1"))),
+            StoreWrite(key: "d", value: bytes("20"), expectation: .unchanged(bytes("[3]"))),
+            StoreWrite(key: "f", value: nil, expectation: .unchanged(bytes(#""three""#))),
+            StoreWrite(key: "z", value: bytes("true"))
+        ])
+        #expect(results == [.applied, .applied, .conflict, .applied, .applied])
+        #expect(
+            try String(contentsOfFile: path, encoding: .utf8) == """
+                {
+                  "a": 0,
+                  "b": 10,
+                  "d": [2],
+                  "h": 4,
+                  "z": true
+                }
+
+                """)
+    }
+
     @Test("writes one member per line with keys sorted, and keeps untouched values byte for byte")
     func documentLayout() throws {
         let path = try temporaryDirectory() + "/suite.json"

@@ -239,7 +239,9 @@ extension ModelChain {
             throw KeepsakeError(
                 .corruptRecord, "the envelope's \"data\" is \((object["data"] ?? .null).kindName), expected an object")
         }
-        if let keys = entry.keys { try checkKeys(fields.keys, of: entry, keys: keys) }
+        if let keys = entry.keys, !keys.matches(fields.members.lazy.map(\.key)) {
+            try checkKeys(fields.keys, of: entry, keys: keys)
+        }
         if let inner = fields["version"], case let .number(text) = inner, Int(text) != version {
             throw KeepsakeError(
                 .corruptRecord,

@@ -47,10 +47,8 @@ extension ModelChain {
     private func encodeEnvelope(_ value: Latest) throws(KeepsakeError) -> Data {
         do {
             let oldestReader = Latest.oldestReader < latestVersion ? Latest.oldestReader : nil
-            return try CanonicalJSON.encode(
-                Envelope(
-                    schema: name, version: latestVersion, oldestReader: oldestReader,
-                    data: value))
+            return try CanonicalJSON.encodeEnvelope(
+                schema: name, version: latestVersion, oldestReader: oldestReader, data: value)
         } catch {
             throw KeepsakeError(
                 .encodingFailed, "\(name) version \(latestVersion) could not be encoded",

@@ -39,12 +39,32 @@ public struct Migrator: Sendable {
     ///
     /// - Throws: Only when the store itself cannot be read; a bad record is a report.
     public func plan() throws(KeepsakeError) -> [RecordReport] {
-        try store.allRecords().map { entry in
-            switch entry.result {
-            case let .success(bytes): return evaluate(key: entry.key, bytes: bytes, encodeLatest: false).report
-            case let .failure(error): return unreadable(key: entry.key, error).report
+        var reports: [RecordReport] = []
+        try forEachRecord { _, total, key, result in
+            if reports.isEmpty { reports.reserveCapacity(total) }
+            switch result {
+            case let .success(bytes): reports.append(evaluate(key: key, bytes: bytes, encodeLatest: false).report)
+            case let .failure(error): reports.append(unreadable(key: key, error).report)
             }
         }
+        return reports
+    }
+
+    /// Hands every record of the store to `body` in key order, with its position and the
+    /// number of records: what ``RecordStore/allRecords()`` returns. A defaults suite's records
+    /// are handed as slices of the suite's bytes as read once (no copy per record).
+    private func forEachRecord(
+        _ body: (_ offset: Int, _ total: Int, _ key: String, _ result: Result<Data, KeepsakeError>) -> Void
+    ) throws(KeepsakeError) {
+        if let defaults = store as? DefaultsStore {
+            let document = try defaults.currentDocument()
+            for (offset, entry) in document.entries.enumerated() {
+                body(offset, document.entries.count, entry.key, .success(document.bytes[entry.range]))
+            }
+            return
+        }
+        let entries = try store.allRecords()
+        for (offset, entry) in entries.enumerated() { body(offset, entries.count, entry.key, entry.result) }
     }
 
     /// The record under `key` migrated in memory, and its latest envelope bytes; nothing written.
@@ -83,29 +103,30 @@ public struct Migrator: Sendable {
         backup: BackupDirectory? = nil,
         progress: (@Sendable (MigrationProgress) -> Void)? = nil
     ) throws(KeepsakeError) -> [RecordReport] {
-        let entries = try store.allRecords()
         var reports: [RecordReport] = []
         var writes: [StoreWrite] = []
         var writeIndex: [Int] = []  // report index for each write
         var originals: [(key: String, bytes: Data)] = []  // each write's record as read, for the backup
-        reports.reserveCapacity(entries.count)
-        for (offset, entry) in entries.enumerated() {
+        var count = 0
+        try forEachRecord { offset, total, key, result in
+            if offset == 0 { reports.reserveCapacity(total) }
+            count = total
             let bytes: Data
-            switch entry.result {
+            switch result {
             case let .success(read): bytes = read
             case let .failure(error):
-                reports.append(unreadable(key: entry.key, error).report)
-                progress?(MigrationProgress(evaluated: offset + 1, total: entries.count, written: false))
-                continue
+                reports.append(unreadable(key: key, error).report)
+                progress?(MigrationProgress(evaluated: offset + 1, total: total, written: false))
+                return
             }
-            let evaluation = evaluate(key: entry.key, bytes: bytes, encodeLatest: true)
+            let evaluation = evaluate(key: key, bytes: bytes, encodeLatest: true)
             if let encoded = evaluation.encoded {
-                writes.append(StoreWrite(key: entry.key, value: encoded, expectation: .unchanged(bytes)))
+                writes.append(StoreWrite(key: key, value: encoded, expectation: .unchanged(bytes)))
                 writeIndex.append(reports.count)
-                originals.append((entry.key, bytes))
+                if backup != nil { originals.append((key, bytes)) }
             }
             reports.append(evaluation.report)
-            progress?(MigrationProgress(evaluated: offset + 1, total: entries.count, written: false))
+            progress?(MigrationProgress(evaluated: offset + 1, total: total, written: false))
         }
         if let backup, !writes.isEmpty {
             // One durable batch of backups; a record whose backup failed keeps its bytes.
@@ -141,7 +162,7 @@ public struct Migrator: Sendable {
                 reports[index].error = error
             }
         }
-        progress?(MigrationProgress(evaluated: entries.count, total: entries.count, written: true))
+        progress?(MigrationProgress(evaluated: count, total: count, written: true))
         Log.engine.ranMigration(reports, store: store.uri)
         return reports
     }

@@ -68,6 +68,8 @@ extension String {
 extension Set<String> {
     /// Whether the set holds `member` byte for byte (`contains` is canonical equivalence).
     package func containsExactly(_ member: String) -> Bool {
+        // A version's few keys: comparing bytes beats hashing (String hashes by canonical form).
+        if count <= 8 { return contains { $0.isExactly(member) } }
         guard let index = firstIndex(of: member) else { return false }
         return self[index].isExactly(member)
     }

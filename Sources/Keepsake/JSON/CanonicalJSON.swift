@@ -6,7 +6,69 @@ enum CanonicalJSON {
     /// - Throws: `EncodingError.invalidValue` at the field's coding path for a date that
     ///   cannot be written exactly (outside the years 0001–9999, not finite), and what the
     ///   value's own `encode(to:)` throws.
+    ///
+    /// Written by Keepsake's own encoder (`CanonicalEncoder`), which writes the bytes
+    /// ``foundationEncode(_:)`` writes; a value holding a type it leaves to `JSONEncoder`
+    /// (`Data`, `URL`, `Decimal`, 128-bit integers) is encoded by ``foundationEncode(_:)``.
     static func encode<T: Encodable>(_ value: T) throws -> Data {
+        do {
+            return try ownEncode(value)
+        } catch is CanonicalEncoderUnsupported {
+            return try foundationEncode(value)
+        }
+    }
+
+    /// The bytes of ``Envelope`` holding `data`, as ``encode(_:)`` writes them, with the
+    /// envelope's own members set directly rather than through a keyed container.
+    static func encodeEnvelope<T: Encodable>(schema: String, version: Int, oldestReader: Int?, data: T) throws -> Data {
+        do {
+            let root = CanonicalEncoder(parent: nil, key: nil)
+            let object = CanonicalObject()
+            object.set("data", try root.wrap(data, key: CanonicalKey(stringValue: "data")))
+            if let oldestReader { object.set("oldestReader", .number(String(oldestReader))) }
+            object.set("schema", .string(schema))
+            object.set("version", .number(String(version)))
+            if root.needsFoundation { throw CanonicalEncoderUnsupported() }
+            var out: [UInt8] = []
+            out.reserveCapacity(128)
+            try CanonicalNode.object(object).write(to: &out, depth: 0)
+            return Data(out)
+        } catch is CanonicalEncoderUnsupported {
+            return try foundationEncode(
+                Envelope(schema: schema, version: version, oldestReader: oldestReader, data: data))
+        }
+    }
+
+    /// `value` through Keepsake's own encoder; throws `CanonicalEncoderUnsupported` for a type
+    /// it leaves to `JSONEncoder`.
+    static func ownEncode<T: Encodable>(_ value: T) throws -> Data {
+        let encoder = CanonicalEncoder(parent: nil, key: nil)
+        let node: CanonicalNode
+        if T.self == Date.self, let date = value as? Date {
+            node = try encoder.wrapDate(date, key: nil)
+        } else if T.self == String.self, let text = value as? String {
+            node = .string(text)
+        } else {
+            if T.self == Data.self || T.self == URL.self || T.self == Decimal.self {
+                throw CanonicalEncoderUnsupported()
+            }
+            try value.encode(to: encoder)
+            if encoder.needsFoundation { throw CanonicalEncoderUnsupported() }
+            guard let encoded = encoder.node else {
+                throw EncodingError.invalidValue(
+                    value, .init(codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
+            }
+            node = encoded
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
+        try node.write(to: &out, depth: 0)
+        return Data(out)
+    }
+
+    /// `value` through Foundation's `JSONEncoder`, configured as the canonical form: the
+    /// reference ``encode(_:)`` is checked against.
+    static func foundationEncode<T: Encodable>(_ value: T) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in

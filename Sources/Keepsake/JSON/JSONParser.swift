@@ -291,11 +291,13 @@ struct JSONParser: ~Copyable {
         offset += 1  // "
         let start = offset
         // Fast path: no escapes.
+        var high: UInt8 = 0  // every byte or-ed: below 0x80 means ASCII, valid UTF-8 as it is
         while offset < bytes.count {
             let byte = bytes[offset]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
                 offset += 1
+                if high < 0x80 { return String(decoding: slice, as: UTF8.self) }
                 guard let text = String(validating: slice, as: UTF8.self) else {
                     throw JSONSyntaxError(offset: start, reason: "invalid UTF-8 in string")
                 }
@@ -303,6 +305,7 @@ struct JSONParser: ~Copyable {
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw fail("control character in string") }
+            high |= byte
             offset += 1
         }
         // Slow path: unescape into a buffer.

@@ -81,6 +81,11 @@ public final class DefaultsStore: RecordStore {
         try readDocument().entries.map(\.key)
     }
 
+    /// The suite as it is now, parsed (for the ``Migrator``, which reads its records as slices).
+    func currentDocument() throws(KeepsakeError) -> DefaultsDocument {
+        try readDocument()
+    }
+
     public func allData() throws(KeepsakeError) -> [(key: String, data: Data)] {
         let document = try readDocument()
         return document.entries.map { ($0.key, Data(document.bytes[$0.range])) }
@@ -115,25 +120,45 @@ public final class DefaultsStore: RecordStore {
         let document = try readDocument()
         // Only the written keys are looked at: the other members keep their bytes, copied once
         // from the document into the new one.
-        var changes: [ExactString: Data?] = [:]
         var results: [StoreWriteResult] = []
         results.reserveCapacity(writes.count)
         var changed = false
-        for write in writes {
-            let key = ExactString(write.key)
-            let current = changes[key] ?? document.value(forKey: write.key)
-            guard write.expects(current) else {
-                results.append(.conflict)
-                continue
+        let newDocument: Data
+        if zip(writes, writes.dropFirst()).allSatisfy({ $0.key.precedesExactly($1.key) }) {
+            // Each key once, in order (a migration run's batch): no index of the changes needed.
+            var changes: [(key: String, value: Data?)] = []
+            changes.reserveCapacity(writes.count)
+            for write in writes {
+                let current = document.slice(forKey: write.key)
+                guard write.expects(current) else {
+                    results.append(.conflict)
+                    continue
+                }
+                if current != write.value { changed = true }
+                changes.append((write.key, write.value))
+                results.append(.applied)
             }
-            if current != write.value { changed = true }
-            changes[key] = .some(write.value)
-            results.append(.applied)
+            guard changed else { return results }
+            newDocument = document.applying(sorted: changes)
+        } else {
+            var changes: [ExactString: Data?] = [:]
+            for write in writes {
+                let key = ExactString(write.key)
+                let current = changes[key] ?? document.slice(forKey: write.key)
+                guard write.expects(current) else {
+                    results.append(.conflict)
+                    continue
+                }
+                if current != write.value { changed = true }
+                changes[key] = .some(write.value)
+                results.append(.applied)
+            }
+            guard changed else { return results }
+            newDocument = document.applying(changes)
         }
-        guard changed else { return results }
         removeLeftovers()
         do throws(SystemFailure) {
-            try fileSystem.replace(fileName, in: directory, with: document.applying(changes))
+            try fileSystem.replace(fileName, in: directory, with: newDocument)
         } catch {
             throw error.error(store: uri, "cannot write the suite file; it was left as it was")
         }
@@ -295,24 +320,58 @@ public final class DefaultsStore: RecordStore {
 /// strings: `"caf\u{E9}"` and `"cafe\u{301}"` are two members.
 struct DefaultsDocument: Sendable {
     let bytes: Data
-    /// Sorted by key (UTF-8 bytes).
+    /// Sorted by key (UTF-8 bytes), no key twice; a key is found by binary search.
     let entries: [(key: String, range: Range<Int>)]
-    /// Each key's value range in ``bytes``.
-    let ranges: [ExactString: Range<Int>]
 
-    static let empty = DefaultsDocument(bytes: Data(), entries: [], ranges: [:])
+    static let empty = DefaultsDocument(bytes: Data(), entries: [])
 
     func value(forKey key: String) -> Data? {
-        ranges[ExactString(key)].map { Data(bytes[$0]) }
+        range(forKey: key).map { Data(bytes[$0]) }
+    }
+
+    /// The value's bytes under `key`, sharing the document's storage (indices are the
+    /// document's own), or `nil`.
+    func slice(forKey key: String) -> Data? {
+        range(forKey: key).map { bytes[$0] }
+    }
+
+    private func range(forKey key: String) -> Range<Int>? {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if entries[middle].key.precedesExactly(key) { low = middle + 1 } else { high = middle }
+        }
+        guard low < entries.count, entries[low].key.isExactly(key) else { return nil }
+        return entries[low].range
     }
 
     static func parse(_ bytes: Data) throws(JSONSyntaxError) -> DefaultsDocument {
+        let entries = try members(of: bytes, indexed: false)
+        // Keepsake writes suites sorted: check in one pass before sorting. A key written twice
+        // shows as two equal neighbours once sorted; the parse is then repeated with an index to
+        // name the second occurrence where it is.
+        if zip(entries, entries.dropFirst()).allSatisfy({ $0.key.precedesExactly($1.key) }) {
+            return DefaultsDocument(bytes: bytes, entries: entries)
+        }
+        let sorted = entries.sorted { $0.key.precedesExactly($1.key) }
+        if zip(sorted, sorted.dropFirst()).contains(where: { $0.key.isExactly($1.key) }) {
+            _ = try members(of: bytes, indexed: true)
+        }
+        return DefaultsDocument(bytes: bytes, entries: sorted)
+    }
+
+    /// The document's members in file order; with `indexed`, a key seen twice throws
+    /// `duplicate key` at its second occurrence.
+    private static func members(of bytes: Data, indexed: Bool) throws(JSONSyntaxError) -> [(
+        key: String, range: Range<Int>
+    )] {
         // Data slices keep their parent's indices; ranges are kept in the slice's own.
         let base = bytes.startIndex
-        let (entries, ranges) = try JSONParser.withParser(bytes) {
-            parser throws(JSONSyntaxError) -> ([(key: String, range: Range<Int>)], [ExactString: Range<Int>]) in
+        return try JSONParser.withParser(bytes) {
+            parser throws(JSONSyntaxError) -> [(key: String, range: Range<Int>)] in
             var entries: [(key: String, range: Range<Int>)] = []
-            var ranges: [ExactString: Range<Int>] = [:]
+            var seen: Set<ExactString> = []
             guard try parser.peek() == UInt8(ascii: "{") else {
                 throw JSONSyntaxError(offset: parser.offset, reason: "the document is not a JSON object")
             }
@@ -329,8 +388,10 @@ struct DefaultsDocument: Sendable {
                     try parser.expect(UInt8(ascii: ":"), "':'")
                     let skipped = try parser.skipValue(depth: 1)
                     let range = (base + skipped.lowerBound)..<(base + skipped.upperBound)
-                    guard ranges.updateValue(range, forKey: ExactString(key)) == nil else {
-                        throw JSONSyntaxError(offset: keyOffset, reason: "duplicate key '\(key)'")
+                    if indexed {
+                        guard seen.insert(ExactString(key)).inserted else {
+                            throw JSONSyntaxError(offset: keyOffset, reason: "duplicate key '\(key)'")
+                        }
                     }
                     entries.append((key, range))
                     if try parser.peek() == UInt8(ascii: ",") {
@@ -342,42 +403,51 @@ struct DefaultsDocument: Sendable {
                 }
             }
             try parser.expectEnd()
-            return (entries, ranges)
+            return entries
         }
-        // Keepsake writes suites sorted: check in one pass before sorting.
-        let sorted =
-            zip(entries, entries.dropFirst()).allSatisfy { $0.key.precedesExactly($1.key) }
-            ? entries : entries.sorted { $0.key.precedesExactly($1.key) }
-        return DefaultsDocument(bytes: bytes, entries: sorted, ranges: ranges)
     }
 
     /// This document with `changes` applied (a value replaces or adds a member, `nil` removes
     /// it): `{ "key": value, … }` with one member per line, keys sorted (UTF-8 bytes), values as
     /// given or as they were, byte for byte.
     func applying(_ changes: [ExactString: Data?]) -> Data {
-        let changedKeys = changes.keys.sorted()
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + changes.values.reduce(0) { $0 + ($1?.count ?? 0) + 64 } + 16)
+        applying(sorted: changes.map { ($0.key.value, $0.value) }.sorted { $0.key.precedesExactly($1.key) })
+    }
+
+    /// ``applying(_:)`` with the changes as a list sorted by key (UTF-8 bytes), each key once.
+    func applying(sorted changes: [(key: String, value: Data?)]) -> Data {
+        // Built in a `Data` of the final size (a `[UInt8]` converted at the end would hold the
+        // new document twice at the peak), each member appended from a reused key buffer.
+        var out = Data(capacity: bytes.count + changes.reduce(0) { $0 + ($1.value?.count ?? 0) + 64 } + 16)
         out.append(UInt8(ascii: "{"))
         var first = true
-        func member(_ key: String, _ value: some Collection<UInt8>) {
-            out.append(contentsOf: (first ? "\n  " : ",\n  ").utf8)
+        var keyBytes: [UInt8] = []
+        let firstSeparator: [UInt8] = Array("\n  ".utf8)
+        let separator: [UInt8] = Array(",\n  ".utf8)
+        let colon: [UInt8] = Array(": ".utf8)
+        func member(_ key: String, _ value: UnsafeRawBufferPointer) {
+            keyBytes.removeAll(keepingCapacity: true)
+            keyBytes.append(contentsOf: first ? firstSeparator : separator)
             first = false
-            CanonicalJSON.appendString(key, to: &out)
-            out.append(contentsOf: ": ".utf8)
+            CanonicalJSON.appendString(key, to: &keyBytes)
+            keyBytes.append(contentsOf: colon)
+            out.append(contentsOf: keyBytes)
             out.append(contentsOf: value)
+        }
+        func member(_ key: String, _ value: Data) {
+            value.withUnsafeBytes { member(key, $0) }
         }
         // Merge the sorted members with the sorted changed keys.
         var next = 0
         bytes.withUnsafeBytes { raw in
             let base = bytes.startIndex
             for entry in entries {
-                while next < changedKeys.count, changedKeys[next].value.precedesExactly(entry.key) {
-                    if let value = changes[changedKeys[next]]! { member(changedKeys[next].value, value) }
+                while next < changes.count, changes[next].key.precedesExactly(entry.key) {
+                    if let value = changes[next].value { member(changes[next].key, value) }
                     next += 1
                 }
-                if next < changedKeys.count, changedKeys[next].value.isExactly(entry.key) {
-                    if let value = changes[changedKeys[next]]! { member(entry.key, value) }
+                if next < changes.count, changes[next].key.isExactly(entry.key) {
+                    if let value = changes[next].value { member(entry.key, value) }
                     next += 1
                     continue
                 }
@@ -387,11 +457,11 @@ struct DefaultsDocument: Sendable {
                         rebasing: raw[(entry.range.lowerBound - base)..<(entry.range.upperBound - base)]))
             }
         }
-        while next < changedKeys.count {
-            if let value = changes[changedKeys[next]]! { member(changedKeys[next].value, value) }
+        while next < changes.count {
+            if let value = changes[next].value { member(changes[next].key, value) }
             next += 1
         }
-        out.append(contentsOf: (first ? "}\n" : "\n}\n").utf8)
-        return Data(out)
+        out.append(contentsOf: Array((first ? "}\n" : "\n}\n").utf8))
+        return out
     }
 }

@@ -80,14 +80,23 @@ extension Migrate {
             ) {
                 say("Run on \(migrator.store.uri)")
                 if !reports.isEmpty {
+                    // Most records of a run take the same steps: each list is spelled once.
+                    var stepsText: [[Int]: String] = [:]
                     printTable(
                         ["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"],
-                        reports.map {
-                            [
-                                $0.key, $0.schema ?? "-", $0.storedText, $0.latestText, $0.state.rawValue,
-                                $0.errorText
-                                    ?? ($0.state == .migrated
-                                        ? "steps " + $0.steps.map { "v\($0)" }.joined(separator: ", ") : "")
+                        reports.map { report in
+                            var note = report.errorText ?? ""
+                            if report.errorText == nil, report.state == .migrated {
+                                if let known = stepsText[report.steps] {
+                                    note = known
+                                } else {
+                                    note = "steps " + report.steps.map { "v\($0)" }.joined(separator: ", ")
+                                    stepsText[report.steps] = note
+                                }
+                            }
+                            return [
+                                report.key, report.schema ?? "-", report.storedText, report.latestText,
+                                report.state.rawValue, note
                             ]
                         })
                 }

@@ -12,6 +12,8 @@ import Glibc
 /// (U+007F), C1 controls (U+0080–U+009F) and the bidirectional overrides and isolates
 /// (U+202A–U+202E, U+2066–U+2069).
 func escapedForTerminal(_ text: String) -> String {
+    // Printable ASCII (the common case) needs nothing; anything else is checked scalar by scalar.
+    if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text }
     guard text.unicodeScalars.contains(where: needsEscape) else { return text }
     var out = ""
     out.reserveCapacity(text.utf8.count + 16)
@@ -52,23 +54,53 @@ var standardErrorIsTerminal: Bool { isatty(2) == 1 }
 
 /// Prints rows as a left-aligned table with a header; every cell is escaped for the terminal
 /// first, so a key holding a newline or an escape sequence stays in its own cell.
-func printTable(_ header: [String], _ rows: [[String]]) {
-    let rows = rows.map { $0.map(escapedForTerminal) }
-    var widths = header.map(\.count)
-    for row in rows {
-        for (index, cell) in row.enumerated() where index < widths.count {
-            widths[index] = max(widths[index], cell.count)
+func printTable(_ header: [String], _ rows: consuming [[String]]) {
+    // Escaped in place: the caller's rows are ours (a second copy of 100k rows is 13 MB).
+    var widths = header.map(columns)
+    for row in rows.indices {
+        for index in rows[row].indices {
+            rows[row][index] = escapedForTerminal(rows[row][index])
+            if index < widths.count { widths[index] = max(widths[index], columns(rows[row][index])) }
         }
     }
-    func line(_ cells: [String]) -> String {
-        cells.enumerated().map { index, cell in
-            // Padded in Swift: Foundation's padding(toLength:) bridges every cell through NSString
-            // (a sixth of `migrate status` over 100k records).
-            index == cells.count - 1 ? cell : cell + String(repeating: " ", count: max(0, widths[index] - cell.count))
-        }.joined(separator: "  ")
+    // Built as bytes and written to descriptor 1 in large chunks, after flushing what `print`
+    // buffered (so lines keep their order): at 100k rows, a `String` and a `print` per line
+    // cost a third of `migrate status`.
+    var out: [UInt8] = []
+    func line(_ cells: [String]) {
+        for (index, cell) in cells.enumerated() {
+            if index > 0 { out.append(contentsOf: [0x20, 0x20]) }
+            out.append(contentsOf: cell.utf8)
+            if index < cells.count - 1, index < widths.count {
+                let padding = widths[index] - columns(cell)
+                if padding > 0 { out.append(contentsOf: repeatElement(0x20, count: padding)) }
+            }
+        }
+        out.append(0x0A)
+        if out.count >= 1 << 16 { flush() }
     }
-    print(line(header))
-    for row in rows { print(line(row)) }
+    func flush() {
+        fflush(nil)
+        out.withUnsafeBytes { bytes in
+            var done = 0
+            while done < bytes.count {
+                let count = Glibc.write(1, bytes.baseAddress! + done, bytes.count - done)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return }  // standard output closed: nothing more to do
+                done += count
+            }
+        }
+        out.removeAll(keepingCapacity: true)
+    }
+    out.reserveCapacity(1 << 16 + 4096)
+    line(header)
+    for row in rows { line(row) }
+    flush()
+}
+
+/// How many columns a table cell takes: its characters (its UTF-8 length when it is ASCII).
+private func columns(_ cell: String) -> Int {
+    cell.utf8.allSatisfy { $0 < 0x80 } ? cell.utf8.count : cell.count
 }
 
 /// Prints `value` as the command's one `--json` output (see ``JSONOutput``): every command

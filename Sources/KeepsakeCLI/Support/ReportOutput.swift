@@ -29,8 +29,11 @@ extension RecordReport {
 
 /// Counts per state, in the order states are listed: "2 outdated, 1 current".
 func summary(_ reports: [RecordReport]) -> String {
+    // One pass, counting (filtering copied every report once per state).
+    var perState: [RecordReport.State: Int] = [:]
+    for report in reports { perState[report.state, default: 0] += 1 }
     let counts = RecordReport.State.allCases.compactMap { state -> String? in
-        let count = reports.filter { $0.state == state }.count
+        let count = perState[state] ?? 0
         return count == 0 ? nil : "\(count) \(state.rawValue)"
     }
     return counts.isEmpty ? "no records" : counts.joined(separator: ", ")

@@ -1,0 +1,412 @@
+import Foundation
+
+// Keepsake's own `Encoder` for canonical JSON: the bytes Foundation's `JSONEncoder` writes with
+// `.sortedKeys`, `.withoutEscapingSlashes`, base64 data and ISO 8601 dates (what
+// `CanonicalJSON.foundationEncode` configures), without its per-value boxing and generic
+// metadata lookups. `JSONTests` compares the two byte for byte over the sample models and
+// random values. A type this encoder does not know how to write the way `JSONEncoder` does
+// makes it give up (`Unsupported`, also remembered in case a conformance swallows the error),
+// and `CanonicalJSON.encode` then uses `JSONEncoder` for the whole value.
+
+/// A value under construction. Containers are references, so that a container handed out
+/// earlier (a nested container, a second request for the same container) keeps writing into
+/// the value that is serialised.
+enum CanonicalNode {
+    case string(String)
+    case number(String)
+    case bool(Bool)
+    case null
+    case object(CanonicalObject)
+    case array(CanonicalArray)
+    /// A sub-encoder whose value is read when the tree is written (`superEncoder`).
+    case encoder(CanonicalEncoder)
+}
+
+final class CanonicalObject {
+    var members: [(key: String, value: CanonicalNode)] = []
+    /// Built once the object grows past a few members, so that setting a key stays O(1).
+    private var index: [String: Int]?
+
+    init() { members.reserveCapacity(4) }
+
+    /// Sets `key` (compared as `JSONEncoder`'s dictionary compares it: by `String` equality,
+    /// the last write winning).
+    func set(_ key: String, _ value: CanonicalNode) {
+        if let slot = find(key) {
+            members[slot].value = value
+            return
+        }
+        members.append((key, value))
+        if index != nil {
+            index?[key] = members.count - 1
+        } else if members.count > 16 {
+            var built: [String: Int] = [:]
+            built.reserveCapacity(members.count * 2)
+            for (slot, member) in members.enumerated() { built[member.key] = slot }
+            index = built
+        }
+    }
+
+    func find(_ key: String) -> Int? {
+        if let index { return index[key] }
+        return members.firstIndex { $0.key == key }
+    }
+}
+
+final class CanonicalArray {
+    var elements: [CanonicalNode] = []
+}
+
+/// Thrown when a value needs something only `JSONEncoder` writes exactly (a type this encoder
+/// leaves to it); `CanonicalJSON.encode` then encodes the whole value with `JSONEncoder`.
+struct CanonicalEncoderUnsupported: Error {}
+
+final class CanonicalEncoder: Encoder {
+    let parent: CanonicalEncoder?
+    let key: (any CodingKey)?
+    var node: CanonicalNode?
+    /// On the root encoder: whether a type left to `JSONEncoder` was met — remembered, not only
+    /// thrown, so that a conformance that swallows the error (`try?`) still sends the whole
+    /// value to `JSONEncoder` instead of losing the member.
+    private(set) var needsFoundation = false
+
+    init(parent: CanonicalEncoder?, key: (any CodingKey)?) {
+        self.parent = parent
+        self.key = key
+    }
+
+    /// Marks this encode (on its root encoder) as needing `JSONEncoder`, and throws.
+    func unsupported() throws -> Never {
+        var root = self
+        while let parent = root.parent { root = parent }
+        root.needsFoundation = true
+        throw CanonicalEncoderUnsupported()
+    }
+
+    var codingPath: [any CodingKey] {
+        var path: [any CodingKey] = []
+        var current: CanonicalEncoder? = self
+        while let encoder = current, let key = encoder.key {
+            path.append(key)
+            current = encoder.parent
+        }
+        return path.reversed()
+    }
+
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        let object: CanonicalObject
+        if case let .object(existing)? = node {
+            object = existing
+        } else {
+            object = CanonicalObject()
+            node = .object(object)
+        }
+        return KeyedEncodingContainer(CanonicalKeyedContainer<Key>(encoder: self, object: object))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        let array: CanonicalArray
+        if case let .array(existing)? = node {
+            array = existing
+        } else {
+            array = CanonicalArray()
+            node = .array(array)
+        }
+        return CanonicalUnkeyedContainer(encoder: self, array: array)
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        CanonicalSingleValueContainer(encoder: self)
+    }
+
+    /// The node for `value` encoded at `key` below this encoder.
+    @inline(__always)
+    func wrap<T: Encodable>(_ value: T, key: (any CodingKey)?) throws -> CanonicalNode {
+        if T.self == String.self, let text = value as? String { return .string(text) }
+        if T.self == Date.self, let date = value as? Date { return try wrapDate(date, key: key) }
+        if T.self == Data.self || T.self == URL.self || T.self == Decimal.self { try unsupported() }
+        let encoder = CanonicalEncoder(parent: self, key: key)
+        try value.encode(to: encoder)
+        return encoder.node ?? .object(CanonicalObject())
+    }
+
+    func wrapDate(_ date: Date, key: (any CodingKey)?) throws -> CanonicalNode {
+        do throws(ISO8601.Failure) {
+            return .string(try ISO8601.string(from: date))
+        } catch {
+            var path = codingPath
+            if let key { path.append(key) }
+            throw EncodingError.invalidValue(
+                date, .init(codingPath: path, debugDescription: "Cannot write the date: \(error.reason)."))
+        }
+    }
+
+    func wrapFloat<F: BinaryFloatingPoint & CustomStringConvertible>(_ value: F, key: (any CodingKey)?) throws
+        -> CanonicalNode
+    {
+        guard value.isFinite else {
+            var path = codingPath
+            if let key { path.append(key) }
+            throw EncodingError.invalidValue(
+                value,
+                .init(codingPath: path, debugDescription: "Unable to encode \(F.self).\(value) directly in JSON."))
+        }
+        var text = value.description
+        if text.hasSuffix(".0") { text.removeLast(2) }
+        return .number(text)
+    }
+}
+
+struct CanonicalKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let encoder: CanonicalEncoder
+    let object: CanonicalObject
+
+    var codingPath: [any CodingKey] { encoder.codingPath }
+
+    mutating func encodeNil(forKey key: Key) throws { object.set(key.stringValue, .null) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { object.set(key.stringValue, .bool(value)) }
+    mutating func encode(_ value: String, forKey key: Key) throws { object.set(key.stringValue, .string(value)) }
+    mutating func encode(_ value: Double, forKey key: Key) throws {
+        object.set(key.stringValue, try encoder.wrapFloat(value, key: key))
+    }
+    mutating func encode(_ value: Float, forKey key: Key) throws {
+        object.set(key.stringValue, try encoder.wrapFloat(value, key: key))
+    }
+    mutating func encode(_ value: Int, forKey key: Key) throws { object.set(key.stringValue, .number(String(value))) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { object.set(key.stringValue, .number(String(value))) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { object.set(key.stringValue, .number(String(value))) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { object.set(key.stringValue, .number(String(value))) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { object.set(key.stringValue, .number(String(value))) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { object.set(key.stringValue, .number(String(value))) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { object.set(key.stringValue, .number(String(value))) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws {
+        object.set(key.stringValue, .number(String(value)))
+    }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws {
+        object.set(key.stringValue, .number(String(value)))
+    }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws {
+        object.set(key.stringValue, .number(String(value)))
+    }
+    mutating func encode(_ value: Int128, forKey key: Key) throws { try encoder.unsupported() }
+    mutating func encode(_ value: UInt128, forKey key: Key) throws { try encoder.unsupported() }
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        object.set(key.stringValue, try encoder.wrap(value, key: key))
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type, forKey key: Key
+    ) -> KeyedEncodingContainer<NestedKey> {
+        let nested: CanonicalObject
+        if let slot = object.find(key.stringValue), case let .object(existing) = object.members[slot].value {
+            nested = existing
+        } else {
+            nested = CanonicalObject()
+            object.set(key.stringValue, .object(nested))
+        }
+        return KeyedEncodingContainer(
+            CanonicalKeyedContainer<NestedKey>(encoder: CanonicalEncoder(parent: encoder, key: key), object: nested))
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        let nested: CanonicalArray
+        if let slot = object.find(key.stringValue), case let .array(existing) = object.members[slot].value {
+            nested = existing
+        } else {
+            nested = CanonicalArray()
+            object.set(key.stringValue, .array(nested))
+        }
+        return CanonicalUnkeyedContainer(encoder: CanonicalEncoder(parent: encoder, key: key), array: nested)
+    }
+
+    mutating func superEncoder() -> any Encoder { superEncoder(key: CanonicalKey(stringValue: "super")) }
+
+    mutating func superEncoder(forKey key: Key) -> any Encoder { superEncoder(key: key) }
+
+    private func superEncoder(key: any CodingKey) -> any Encoder {
+        let sub = CanonicalEncoder(parent: encoder, key: key)
+        object.set(key.stringValue, .encoder(sub))
+        return sub
+    }
+}
+
+struct CanonicalUnkeyedContainer: UnkeyedEncodingContainer {
+    let encoder: CanonicalEncoder
+    let array: CanonicalArray
+
+    var codingPath: [any CodingKey] { encoder.codingPath }
+    var count: Int { array.elements.count }
+    private var nextKey: CanonicalKey { CanonicalKey(index: array.elements.count) }
+
+    mutating func encodeNil() throws { array.elements.append(.null) }
+    mutating func encode(_ value: Bool) throws { array.elements.append(.bool(value)) }
+    mutating func encode(_ value: String) throws { array.elements.append(.string(value)) }
+    mutating func encode(_ value: Double) throws { array.elements.append(try encoder.wrapFloat(value, key: nextKey)) }
+    mutating func encode(_ value: Float) throws { array.elements.append(try encoder.wrapFloat(value, key: nextKey)) }
+    mutating func encode(_ value: Int) throws { array.elements.append(.number(String(value))) }
+    mutating func encode(_ value: Int8) throws { array.elements.append(.number(String(value))) }
+    mutating func encode(_ value: Int16) throws { array.elements.append(.number(String(value))) }
+    mutating func encode(_ value: Int32) throws { array.elements.append(.number(String(value))) }
+    mutating func encode(_ value: Int64) throws { array.elements.append(.number(String(value))) }
+    mutating func encode(_ value: UInt) throws { array.elements.append(.number(String(value))) }
+    mutating func encode(_ value: UInt8) throws { array.elements.append(.number(String(value))) }
+    mutating func encode(_ value: UInt16) throws { array.elements.append(.number(String(value))) }
+    mutating func encode(_ value: UInt32) throws { array.elements.append(.number(String(value))) }
+    mutating func encode(_ value: UInt64) throws { array.elements.append(.number(String(value))) }
+    mutating func encode(_ value: Int128) throws { try encoder.unsupported() }
+    mutating func encode(_ value: UInt128) throws { try encoder.unsupported() }
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        array.elements.append(try encoder.wrap(value, key: nextKey))
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type)
+        -> KeyedEncodingContainer<NestedKey>
+    {
+        let nested = CanonicalObject()
+        let key = nextKey
+        array.elements.append(.object(nested))
+        return KeyedEncodingContainer(
+            CanonicalKeyedContainer<NestedKey>(encoder: CanonicalEncoder(parent: encoder, key: key), object: nested))
+    }
+
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+        let nested = CanonicalArray()
+        let key = nextKey
+        array.elements.append(.array(nested))
+        return CanonicalUnkeyedContainer(encoder: CanonicalEncoder(parent: encoder, key: key), array: nested)
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        let sub = CanonicalEncoder(parent: encoder, key: nextKey)
+        array.elements.append(.encoder(sub))
+        return sub
+    }
+}
+
+struct CanonicalSingleValueContainer: SingleValueEncodingContainer {
+    let encoder: CanonicalEncoder
+
+    var codingPath: [any CodingKey] { encoder.codingPath }
+
+    mutating func encodeNil() throws { encoder.node = .null }
+    mutating func encode(_ value: Bool) throws { encoder.node = .bool(value) }
+    mutating func encode(_ value: String) throws { encoder.node = .string(value) }
+    mutating func encode(_ value: Double) throws { encoder.node = try encoder.wrapFloat(value, key: nil) }
+    mutating func encode(_ value: Float) throws { encoder.node = try encoder.wrapFloat(value, key: nil) }
+    mutating func encode(_ value: Int) throws { encoder.node = .number(String(value)) }
+    mutating func encode(_ value: Int8) throws { encoder.node = .number(String(value)) }
+    mutating func encode(_ value: Int16) throws { encoder.node = .number(String(value)) }
+    mutating func encode(_ value: Int32) throws { encoder.node = .number(String(value)) }
+    mutating func encode(_ value: Int64) throws { encoder.node = .number(String(value)) }
+    mutating func encode(_ value: UInt) throws { encoder.node = .number(String(value)) }
+    mutating func encode(_ value: UInt8) throws { encoder.node = .number(String(value)) }
+    mutating func encode(_ value: UInt16) throws { encoder.node = .number(String(value)) }
+    mutating func encode(_ value: UInt32) throws { encoder.node = .number(String(value)) }
+    mutating func encode(_ value: UInt64) throws { encoder.node = .number(String(value)) }
+    mutating func encode(_ value: Int128) throws { try encoder.unsupported() }
+    mutating func encode(_ value: UInt128) throws { try encoder.unsupported() }
+    mutating func encode<T: Encodable>(_ value: T) throws { encoder.node = try encoder.wrap(value, key: nil) }
+}
+
+struct CanonicalKey: CodingKey {
+    let stringValue: String
+    let intValue: Int?
+
+    init(stringValue: String) {
+        self.stringValue = stringValue
+        intValue = nil
+    }
+
+    init(intValue: Int) {
+        stringValue = "Index \(intValue)"
+        self.intValue = intValue
+    }
+
+    init(index: Int) { self.init(intValue: index) }
+}
+
+extension CanonicalNode {
+    /// Writes the value as `JSONEncoder` does with sorted keys: members sorted by their keys'
+    /// UTF-8 bytes, strings escaped as its writer escapes them (`\b \f \n \r \t`, other
+    /// control characters as `\u00XX`, slashes left alone).
+    func write(to out: inout [UInt8], depth: Int) throws {
+        switch self {
+        case let .string(text): Self.writeString(text, to: &out)
+        case let .number(text): out.append(contentsOf: text.utf8)
+        case let .bool(flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
+        case .null: out.append(contentsOf: "null".utf8)
+        case let .encoder(encoder): try (encoder.node ?? .object(CanonicalObject())).write(to: &out, depth: depth)
+        case let .array(array):
+            guard depth < 512 else { throw Self.tooDeep }
+            out.append(UInt8(ascii: "["))
+            for (position, element) in array.elements.enumerated() {
+                if position > 0 { out.append(UInt8(ascii: ",")) }
+                try element.write(to: &out, depth: depth + 1)
+            }
+            out.append(UInt8(ascii: "]"))
+        case let .object(object):
+            guard depth < 512 else { throw Self.tooDeep }
+            out.append(UInt8(ascii: "{"))
+            let members = object.members
+            if members.count <= 1 || zip(members, members.dropFirst()).allSatisfy({ Self.precedes($0.key, $1.key) }) {
+                for (position, member) in members.enumerated() {
+                    if position > 0 { out.append(UInt8(ascii: ",")) }
+                    Self.writeString(member.key, to: &out)
+                    out.append(UInt8(ascii: ":"))
+                    try member.value.write(to: &out, depth: depth + 1)
+                }
+            } else {
+                for (position, member) in members.sorted(by: { Self.precedes($0.key, $1.key) }).enumerated() {
+                    if position > 0 { out.append(UInt8(ascii: ",")) }
+                    Self.writeString(member.key, to: &out)
+                    out.append(UInt8(ascii: ":"))
+                    try member.value.write(to: &out, depth: depth + 1)
+                }
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Byte order of the keys' UTF-8, as `JSONEncoder` sorts them.
+    private static func precedes(_ first: String, _ second: String) -> Bool {
+        first.precedesExactly(second)
+    }
+
+    private static var tooDeep: EncodingError {
+        EncodingError.invalidValue(
+            0, .init(codingPath: [], debugDescription: "Too many nested arrays or dictionaries."))
+    }
+
+    static func writeString(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { bytes in
+            var mark = 0
+            for position in bytes.indices {
+                let byte = bytes[position]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                if position > mark { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[mark..<position])) }
+                mark = position + 1
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+                case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+                case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+                case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+                case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+                case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+                case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+                default:
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    out.append(contentsOf: [
+                        0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                        hex[Int(byte >> 4)], hex[Int(byte & 0xF)]
+                    ])
+                }
+            }
+            if bytes.count > mark { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[mark...])) }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
