@@ -188,6 +188,35 @@ struct MigrateCLITests {
         #expect(try suite.run("get", ["person"]).status == 66)
     }
 
+    @Test("put --from-backup restores a record's exact original bytes from a run's backup or an older per-record one")
+    func restoreFromBackup() throws {
+        let suite = try Suite(legacySuite)
+        let run = try suite.run("run", ["--backup", "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let folder = try #require(
+            (try decodeJSON(run.stdout) as? [String: Any])?["backupDirectory"] as? String)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["records.jsonl"])
+        #expect(try suite.run("get", ["person"]).stdout.contains(#""version":3"#))
+        for key in ["person", "trialInfo"] {
+            let restored = try suite.run("put", [key, "--from-backup", folder])
+            #expect(restored.status == 0, "\(restored.stderr)")
+        }
+        #expect(try suite.run("get", ["person"]).stdout == #""{\"name\":\"Ada\",\"age\":\"36\"}""#)
+        #expect(try suite.run("get", ["trialInfo"]).stdout == #"{"version":0,"startDate":700000000}"#)
+        let missing = try suite.run("put", ["theme", "--from-backup", folder])
+        #expect(missing.status != 0)
+        #expect(missing.stderr.contains("holds no original"))
+        #expect(try suite.run("get", ["theme"]).stdout == #""dark""#, "a failed restore writes nothing")
+
+        // A folder an earlier release wrote: one <key>.json per record.
+        let old = suite.directory + "/old-backup"
+        try FileManager.default.createDirectory(atPath: old, withIntermediateDirectories: true)
+        try Data(#"{"name":"Grace","age":"85"}"#.utf8).write(to: URL(fileURLWithPath: old + "/a%2Fb.json"))
+        #expect(try suite.run("put", ["a/b", "--from-backup", old]).status == 0)
+        #expect(try suite.run("get", ["a/b"]).stdout == #"{"name":"Grace","age":"85"}"#)
+        #expect(try suite.run("put", ["x", "--string", "--from-backup", old]).status == 64)
+    }
+
     @Test("--model maps a key to a model")
     func modelOption() throws {
         let suite = try Suite(#"{"friend": {"alias":"x","age":"3","email":"e"}}"#)
