@@ -78,8 +78,10 @@ struct BackupBatchTests {
     @Test("a damaged backup document is an error naming the file, never a partial restore")
     func damagedDocument() throws {
         let directory = BackupDirectory(path: try temporaryDirectory() + "/backups")
-        let path = try directory.saveAll([(key: "a", bytes: Data("1".utf8)), (key: "b", bytes: Data("2".utf8))], store: "s")
-            .first!.get()
+        let path = try directory.saveAll(
+            [(key: "a", bytes: Data("1".utf8)), (key: "b", bytes: Data("2".utf8))], store: "s"
+        )
+        .first!.get()
         let whole = try Data(contentsOf: URL(fileURLWithPath: path))
         for damaged in [whole.dropLast(), whole.dropLast(4), Data("{}\n".utf8), Data(), whole + Data("x\n".utf8)] {
             try Data(damaged).write(to: URL(fileURLWithPath: path))

@@ -283,7 +283,8 @@ public struct BackupDirectory: Sendable, Hashable {
         var index = 0
         while index < stem.count {
             if stem[index] == UInt8(ascii: "%") {
-                guard index + 2 < stem.count, let value = UInt8(String(decoding: stem[(index + 1)...(index + 2)], as: UTF8.self), radix: 16)
+                guard index + 2 < stem.count,
+                    let value = UInt8(String(decoding: stem[(index + 1)...(index + 2)], as: UTF8.self), radix: 16)
                 else { return nil }
                 bytes.append(value)
                 index += 3
@@ -310,10 +311,13 @@ public struct BackupDirectory: Sendable, Hashable {
     private static func readDocument(_ file: String) throws(KeepsakeError) -> [Original] {
         let bytes = try readWhole(file)
         func damaged(_ line: Int, _ reason: String) -> KeepsakeError {
-            KeepsakeError(.invalidArgument, "the backup \(file) is damaged (line \(line): \(reason)); nothing was restored")
+            KeepsakeError(
+                .invalidArgument, "the backup \(file) is damaged (line \(line): \(reason)); nothing was restored")
         }
         let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-        guard lines.last?.isEmpty == true else { throw damaged(lines.count, "the document does not end with a newline") }
+        guard lines.last?.isEmpty == true else {
+            throw damaged(lines.count, "the document does not end with a newline")
+        }
         func object(_ line: Int) throws(KeepsakeError) -> JSONObject {
             let value: JSONValue
             do throws(JSONSyntaxError) {
