@@ -8,7 +8,7 @@ extension Migrate {
             ConfigurationCache.configuration(of: Self.self) {
                 CommandConfiguration(
                     abstract: "Store standard input under a key, exactly as given (to seed or restore records).",
-                    usage: "\(CLI.name) put <key> --store <uri> [--string | --from-backup <path>] [<options>]",
+                    usage: "\(CLI.name) put <key> --store <uri> [--string | --from-backup <path>]",
                     discussion: """
                         Nothing is migrated or checked beyond what the store needs (a defaults suite holds JSON values). Use --string to store the input as a JSON string, the way UserDefaults-era apps stored JSON records. A defaults: suite file is created if it does not exist.
 
