@@ -111,14 +111,17 @@ struct MigratorTests {
         #expect(destination.path.hasSuffix("/backups/20251121T044000Z"))
         let reports = try migrator(store).run(backup: destination)
         let person = try #require(reports.first { $0.key == "person" })
-        #expect(person.backupPath == destination.path + "/person.json")
+        #expect(person.backupPath == destination.path + "/records.jsonl")
         #expect(
-            try Data(contentsOf: URL(fileURLWithPath: destination.path + "/person.json"))
+            try BackupDirectory.original(forKey: "person", at: destination.path).bytes
                 == bytes(#"{"name":"Ada","age":"36"}"#))
-        #expect(try mode(of: destination.path + "/person.json") == 0o600)
+        #expect(try mode(of: destination.path + "/records.jsonl") == 0o600)
         #expect(try mode(of: destination.path) == 0o700)
         let files = try FileManager.default.contentsOfDirectory(atPath: destination.path).sorted()
-        #expect(files == ["person.json", "trialInfo.json"], "only migrated records are backed up")
+        #expect(files == ["records.jsonl"], "one document for the run")
+        #expect(
+            Set(try BackupDirectory.originals(at: destination.path).map(\.key)) == ["person", "trialInfo"],
+            "only migrated records are backed up")
     }
 
     @Test("two runs in the same second get backup directories of their own, and both keep their backups")
@@ -139,7 +142,7 @@ struct MigratorTests {
             ])
         for (run, path) in paths.enumerated() {
             #expect(
-                try Data(contentsOf: URL(fileURLWithPath: path + "/person.json"))
+                try BackupDirectory.original(forKey: "person", at: path).bytes
                     == bytes(#"{"name":"Run \#(run + 1)","age":"36"}"#))
             #expect(try mode(of: path) == 0o700)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Keepsake
 import Testing
 
 /// Untrusted bytes — a stored record, an argument — give a correct result or a documented exit
@@ -268,7 +269,9 @@ struct HostileInputCLITests {
         }
         #expect(Set(backups.map { ($0 as NSString).deletingLastPathComponent }).count == 2)
         for path in backups {
-            #expect(try String(contentsOfFile: path, encoding: .utf8) == #""{\"name\":\"Ada\",\"age\":\"36\"}""#)
+            #expect(
+                try BackupDirectory.original(forKey: "person", at: path).bytes
+                    == Data(#""{\"name\":\"Ada\",\"age\":\"36\"}""#.utf8))
         }
         let folders = try FileManager.default.contentsOfDirectory(atPath: suite.directory + "/suite.backups")
         #expect(try suite.run("run", ["--backup"]).status == 0)

@@ -101,10 +101,10 @@ struct MigrateCLITests {
         let records = try decodeRecords(result.stdout)
         let backupPath = try #require(records.first { $0["key"] as? String == "person" }?["backup"] as? String)
         #expect(backupPath.hasPrefix(suite.directory + "/suite.backups/"))
-        let original = try String(contentsOfFile: backupPath, encoding: .utf8)
-        #expect(original == #""{\"name\":\"Ada\",\"age\":\"36\"}""#)
+        #expect(backupPath.hasSuffix("/records.jsonl"))
+        let original = #""{\"name\":\"Ada\",\"age\":\"36\"}""#
 
-        let restore = try suite.run("put", ["person"], stdin: original)
+        let restore = try suite.run("put", ["person", "--from-backup", backupPath])
         #expect(restore.status == 0)
         let get = try suite.run("get", ["person"])
         #expect(get.stdout == original)
@@ -186,6 +186,35 @@ struct MigrateCLITests {
         #expect(refused.stderr.contains("not one JSON value"))
         #expect(try suite.run("delete", ["person"]).status == 0)
         #expect(try suite.run("get", ["person"]).status == 66)
+    }
+
+    @Test("put --from-backup restores a record's exact original bytes from a run's backup or an older per-record one")
+    func restoreFromBackup() throws {
+        let suite = try Suite(legacySuite)
+        let run = try suite.run("run", ["--backup", "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let folder = try #require(
+            (try decodeJSON(run.stdout) as? [String: Any])?["backupDirectory"] as? String)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["records.jsonl"])
+        #expect(try suite.run("get", ["person"]).stdout.contains(#""version":3"#))
+        for key in ["person", "trialInfo"] {
+            let restored = try suite.run("put", [key, "--from-backup", folder])
+            #expect(restored.status == 0, "\(restored.stderr)")
+        }
+        #expect(try suite.run("get", ["person"]).stdout == #""{\"name\":\"Ada\",\"age\":\"36\"}""#)
+        #expect(try suite.run("get", ["trialInfo"]).stdout == #"{"version":0,"startDate":700000000}"#)
+        let missing = try suite.run("put", ["theme", "--from-backup", folder])
+        #expect(missing.status != 0)
+        #expect(missing.stderr.contains("holds no original"))
+        #expect(try suite.run("get", ["theme"]).stdout == #""dark""#, "a failed restore writes nothing")
+
+        // A folder an earlier release wrote: one <key>.json per record.
+        let old = suite.directory + "/old-backup"
+        try FileManager.default.createDirectory(atPath: old, withIntermediateDirectories: true)
+        try Data(#"{"name":"Grace","age":"85"}"#.utf8).write(to: URL(fileURLWithPath: old + "/a%2Fb.json"))
+        #expect(try suite.run("put", ["a/b", "--from-backup", old]).status == 0)
+        #expect(try suite.run("get", ["a/b"]).stdout == #"{"name":"Grace","age":"85"}"#)
+        #expect(try suite.run("put", ["x", "--string", "--from-backup", old]).status == 64)
     }
 
     @Test("--model maps a key to a model")

@@ -26,7 +26,8 @@ extension FileSystem {
     /// 3. each previous file is kept under a rollback name (`link`), and each temporary is
     ///    renamed over its file (a removal renames the file to its rollback name);
     /// 4. the directory is fsync'd once, which makes every rename durable; then the rollback
-    ///    names are unlinked.
+    ///    names are unlinked, several at a time (freeing the previous files' blocks can wait
+    ///    on the device for each one).
     ///
     /// Each file is always whole — its old bytes or its new ones — whatever happens and whenever
     /// the process is killed: a rename replaces a complete, already durable file. A crash leaves
@@ -126,7 +127,9 @@ extension FileSystem {
             }
             Syscall.syncDirectoryQuietly(directory)
         }
-        for rollback in rollbacks.compactMap({ $0 }) { Syscall.unlink(rollback) }
+        // The previous files go last: removing them frees their blocks, which can wait on the
+        // device for each file (see `Syscall.unlinkAll`); every record is already new.
+        Syscall.unlinkAll(rollbacks.compactMap { $0 })
         return failures
     }
 

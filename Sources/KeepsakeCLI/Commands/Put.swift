@@ -8,12 +8,15 @@ extension Migrate {
             ConfigurationCache.configuration(of: Self.self) {
                 CommandConfiguration(
                     abstract: "Store standard input under a key, exactly as given (to seed or restore records).",
-                    usage: "\(CLI.name) put <key> --store <uri> [--string] [<options>]",
+                    usage: "\(CLI.name) put <key> --store <uri> [--string | --from-backup <path>]",
                     discussion: """
                         Nothing is migrated or checked beyond what the store needs (a defaults suite holds JSON values). Use --string to store the input as a JSON string, the way UserDefaults-era apps stored JSON records. A defaults: suite file is created if it does not exist.
 
-                        Example:
+                        With --from-backup, the record's original bytes are taken from a run --backup folder (its records.jsonl, or the <key>.json files earlier releases wrote), or from one such file, exactly as they were stored, instead of from standard input.
+
+                        Examples:
                           echo '{"name":"Ada","age":"36"}' | \(CLI.name) put person --store defaults:suite.json
+                          \(CLI.name) put person --store defaults:suite.json --from-backup suite.backups/20261121T094500Z
                         """)
             }
         }
@@ -27,11 +30,27 @@ extension Migrate {
         @Flag(name: .long, help: "Store the input text as a JSON string value.")
         var string = false
 
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "Store the key's original bytes from this backup folder or file instead of standard input.",
+                valueName: "path"),
+            completion: .file())
+        var fromBackup: String?
+
+        func validate() throws {
+            if string && fromBackup != nil { throw ValidationError("--string and --from-backup cannot be combined") }
+        }
+
         func run() throws {
             try guarded {
+                // A backup is read before the store is opened: one that does not hold the key writes nothing.
+                let original = try fromBackup.map { path in try BackupDirectory.original(forKey: key, at: path) }
                 let store = try storeOptions.openStore()
-                var bytes = FileHandle.standardInput.readDataToEndOfFile()
-                if string {
+                var bytes = original?.bytes ?? FileHandle.standardInput.readDataToEndOfFile()
+                if original != nil {
+                    // Stored exactly as backed up.
+                } else if string {
                     var text = String(decoding: bytes, as: UTF8.self)
                     while text.last == "\n" { text.removeLast() }
                     bytes = try JSONEncoder().encode(text)

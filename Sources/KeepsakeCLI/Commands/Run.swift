@@ -12,8 +12,9 @@ extension Migrate {
                     discussion: """
                         Each record is migrated in memory, verified, and written back in one atomic write, only if it still holds the bytes that were read. Current, newer, unreadable and unmanaged records are never written. A record that fails is reported and left as it was; the others still migrate.
 
-                        With --backup, the original bytes of each migrated record are first saved to <suite>.backups/<UTC time>/<key>.json beside a defaults suite (or under --backup-dir); each run gets a folder of its own (<UTC time>-2 for a second run in the same second). Restore one with:
-                          \(CLI.name) put KEY --store URI < BACKUP/KEY.json
+                        With --backup, the original bytes of every migrated record are first saved, in one durable write, to <suite>.backups/<UTC time>/records.jsonl beside a defaults suite (or under --backup-dir); each run gets a folder of its own (<UTC time>-2 for a second run in the same second). Restore one record with:
+                          \(CLI.name) put KEY --store URI --from-backup BACKUP
+                        (BACKUP is the run's folder; folders of earlier releases, one <key>.json per record, work too.)
 
                         A defaults: suite file that does not exist is reported as such (exit 66) and is not created. On a terminal, progress (records done, rate, time left) is shown on standard error; never with --json, --quiet or when standard error is not a terminal.
                         """)
