@@ -281,7 +281,8 @@ public struct KeyringStore: RecordStore {
                     throw LibsecretFailure(
                         stage: .deleteItem, kind: .locked,
                         message:
-                            "the default collection \(collection.path) is locked; nothing was deleted; unlock the keyring and try again")
+                            "the default collection \(collection.path) is locked; nothing was deleted; unlock the keyring and try again"
+                    )
                 }
                 // Oldest first: if a delete fails midway, the item reads use is still there and
                 // the key still reads as it did.
@@ -524,7 +525,8 @@ public struct KeyringStore: RecordStore {
             throw LibsecretFailure(
                 stage: .readSecret, kind: .locked,
                 message:
-                    "the default collection \(collection.path) is locked (the item \(item.path) gave no secret); unlock the keyring and try again")
+                    "the default collection \(collection.path) is locked (the item \(item.path) gave no secret); unlock the keyring and try again"
+            )
         }
         var failure = LibsecretFailure(
             stage: .readSecret, kind: .other,
@@ -544,7 +546,7 @@ public struct KeyringStore: RecordStore {
         do throws(LibsecretFailure) {
             do throws(LibsecretFailure) {
                 return try channel.call(timeout: timeout, body)
-            } catch where error.isMissingSecret {
+            } catch  where error.isMissingSecret {
                 // An item listed without its secret, asked twice: KWallet, in the moment it is
                 // still deleting or storing that item for another client. The secret is read
                 // before anything is written, so the call is run once more, a little later.

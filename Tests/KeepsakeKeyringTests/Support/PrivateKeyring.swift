@@ -162,7 +162,13 @@ enum PrivateKeyring {
 
     /// `secret-tool lookup service S username KEY`: the secret, or `nil` when secret-tool finds none.
     static func secretToolLookup(service: String, key: String) throws -> String? {
-        let result = try secretTool(["secret-tool", "lookup", "service", service, "username", key])
+        var result = try secretTool(["secret-tool", "lookup", "service", service, "username", key])
+        if result.status != 0 && result.stderr.isEmpty && runningProvider == .kWallet {
+            // KWallet, now and then, answers a lookup right after a write without the secret:
+            // asked once more, a moment later.
+            Thread.sleep(forTimeInterval: 0.2)
+            result = try secretTool(["secret-tool", "lookup", "service", service, "username", key])
+        }
         if result.status != 0 {
             try #require(result.stderr.isEmpty, "secret-tool lookup failed: \(result.stderr)")
             return nil
