@@ -17,7 +17,7 @@ import Glibc
 ///   points this process at it (`DBUS_SESSION_BUS_ADDRESS`, the XDG directories) — it must come
 ///   before anything in the process uses libsecret, because GLib connects to the session bus once
 ///   per process and keeps that connection. It stays up until the process exits.
-/// - **For child processes**: ``start()`` starts another one without touching this process's
+/// - **For child processes**: ``start(provider:)`` starts another one without touching this process's
 ///   environment; give ``childEnvironment(from:homeDirectories:)`` to the processes that should
 ///   use it, and ``stop()`` it.
 ///
@@ -93,7 +93,7 @@ public final class TestKeyring: Sendable {
     public let home: XDGDirectories
 
     private enum Ownership {
-        /// Started by ``start()``: ``stop()`` ends it.
+        /// Started by ``start(provider:)``: ``stop()`` ends it.
         case started
         /// Started by ``shared()`` for this process: lives until the process exits.
         case processWide
@@ -255,7 +255,7 @@ public final class TestKeyring: Sendable {
     private static let processWide = Mutex<TestKeyring?>(nil)
 
     /// This process's private keyring: the one it runs inside (started by `keepsake-test-keyring`
-    /// or by ``start()`` for this process), or else a new one, started now, that this process is
+    /// or by ``start(provider:)`` for this process), or else a new one, started now, that this process is
     /// pointed at.
     ///
     /// Either way it points this process's four `XDG_*_HOME` variables at the keyring's
@@ -359,10 +359,10 @@ public final class TestKeyring: Sendable {
         return try launch(tools: tools, ownership: .started, provider: provider)
     }
 
-    /// Runs `body` with a new private keyring (``start()``) and stops it afterwards, whether
+    /// Runs `body` with a new private keyring (``start(provider:)``) and stops it afterwards, whether
     /// `body` returns or throws.
     ///
-    /// - Throws: What ``start()`` throws (then `body` did not run), or what `body` throws.
+    /// - Throws: What ``start(provider:)`` throws (then `body` did not run), or what `body` throws.
     /// - Important: Whether `body` returns or throws, the keyring is stopped and its directory
     ///   removed before this returns.
     public static func withPrivateKeyring<T>(_ body: (TestKeyring) throws -> T) throws -> T {
@@ -371,7 +371,7 @@ public final class TestKeyring: Sendable {
         return try body(keyring)
     }
 
-    /// Ends a keyring from ``start()``: kills the daemon, the bus and every adopted process, and
+    /// Ends a keyring from ``start(provider:)``: kills the daemon, the bus and every adopted process, and
     /// removes ``root``. Waits (up to 10 s) for the directory to be gone. Does nothing for the
     /// process-wide or an attached keyring, whose cleanup belongs to the process that started it.
     public func stop() {

@@ -57,7 +57,7 @@ extension KeyringTests {
             let settings = try PrivateKeyring.keyring.keyringDataDirectory
                 .appendingPathComponent("config/keepassxc/keepassxc.ini")
             let original = try Data(contentsOf: settings)
-            defer { FileManager.default.createFile(atPath: settings.path, contents: original) }
+            defer { _ = FileManager.default.createFile(atPath: settings.path, contents: original) }
             let text = String(decoding: original, as: UTF8.self)
             #expect(text.contains("ConfirmAccessItem=false"))
             try Data(text.replacingOccurrences(of: "ConfirmAccessItem=false", with: "ConfirmAccessItem=true").utf8)
@@ -72,7 +72,7 @@ extension KeyringTests {
             let json = try runMigrate(["doctor", "--json"])
             #expect(json.stdout.contains("\"confirmationRequired\""), "\(json.stdout)")
 
-            FileManager.default.createFile(atPath: settings.path, contents: original)
+            _ = FileManager.default.createFile(atPath: settings.path, contents: original)
             #expect(KeyringStore.diagnose(timeout: .seconds(5)).status == .usable)
         }
 
