@@ -93,37 +93,35 @@ public struct KeyringDiagnosis: Sendable, Equatable, CustomStringConvertible {
                 }
                 return try call.defaultCollection()
             }
-            guard let collection = found else {
-                let failure = LibsecretFailure(
-                    stage: .readAlias, kind: .noDefaultCollection,
-                    message:
-                        "the Secret Service has no default collection; create a keyring first")
+            /// Not usable: `status`, with an error of `kind` saying `message`.
+            func unusable(
+                _ status: Status, _ kind: LibsecretFailure.Kind, collection: String?, _ message: String
+            ) -> KeyringDiagnosis {
+                let failure = LibsecretFailure(stage: .readAlias, kind: kind, message: message)
                 return KeyringDiagnosis(
-                    status: .noDefaultCollection, defaultCollection: nil,
+                    status: status, defaultCollection: collection,
                     error: failure.keepsakeError(store: store, key: nil, timeout: timeout))
+            }
+            guard let collection = found else {
+                return unusable(
+                    .noDefaultCollection, .noDefaultCollection, collection: nil,
+                    "the Secret Service has no default collection; create a keyring first")
             }
             let path = collection.path
             guard !collection.isLocked else {
-                let failure = LibsecretFailure(
-                    stage: .readAlias, kind: .locked,
-                    message:
-                        "the default collection \(path) is locked; unlock the keyring and try again")
-                return KeyringDiagnosis(
-                    status: .locked, defaultCollection: path,
-                    error: failure.keepsakeError(store: store, key: nil, timeout: timeout))
+                return unusable(
+                    .locked, .locked, collection: path,
+                    "the default collection \(path) is locked; unlock the keyring and try again")
             }
             if let prompts = provider?.prompts, prompts.confirmsAccess {
-                let failure = LibsecretFailure(
-                    stage: .readAlias, kind: .locked,
-                    message: """
-                        KeePassXC asks the user to confirm every read by another program, which Keepsake never \
-                        answers, so records it did not write would read as locked; turn off "Confirm when \
-                        passwords are retrieved by clients" (Settings → Secret Service Integration), that is \
-                        ConfirmAccessItem=false under [FdoSecrets] in \(prompts.file)
-                        """)
-                return KeyringDiagnosis(
-                    status: .confirmationRequired, defaultCollection: path,
-                    error: failure.keepsakeError(store: store, key: nil, timeout: timeout))
+                return unusable(
+                    .confirmationRequired, .locked, collection: path,
+                    """
+                    KeePassXC asks the user to confirm every read by another program, which Keepsake never \
+                    answers, so records it did not write would read as locked; turn off "Confirm when \
+                    passwords are retrieved by clients" (Settings → Secret Service Integration), that is \
+                    ConfirmAccessItem=false under [FdoSecrets] in \(prompts.file)
+                    """)
             }
             return KeyringDiagnosis(status: .usable, defaultCollection: path, error: nil)
         } catch {
