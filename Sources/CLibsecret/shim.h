@@ -200,9 +200,13 @@ static inline int keepsake_properties_bool(GVariant *properties, const gchar *na
 }
 
 /// The secret GetSecrets returned for `path`, decrypted with `service`'s session: a new
-/// SecretValue, or NULL when there is none for that path or it cannot be decoded.
-static inline SecretValue *keepsake_secret_for_path(SecretService *service, GVariant *secrets, const gchar *path) {
+/// SecretValue, or NULL when there is none for that path or it cannot be decoded. `listed`
+/// tells the two apart: TRUE when the answer held a secret for `path` (so NULL means it could
+/// not be decoded with the session's key).
+static inline SecretValue *keepsake_secret_for_path(SecretService *service, GVariant *secrets, const gchar *path,
+                                                    gboolean *listed) {
     GVariant *encoded = g_variant_lookup_value(secrets, path, G_VARIANT_TYPE("(oayays)"));
+    *listed = encoded != NULL;
     if (encoded == NULL) return NULL;
     SecretValue *value = secret_service_decode_dbus_secret(service, encoded);
     g_variant_unref(encoded);

@@ -90,7 +90,18 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
             throw KeepsakeError(.invalidArgument, "a master key is \(Self.keyBytes) bytes, not \(key.count)")
         }
         var found = try converse { call throws(LibsecretFailure) -> Found? in
-            if let existing = try find(in: call) { return existing }
+            var text = Data(Self.hex(key).utf8)
+            defer { text.resetBytes(in: 0..<text.count) }
+            if let existing = try find(in: call) {
+                guard call.isRetry, existing.secret.isEmpty else { return existing }
+                // The first run's CreateItem was refused on a stale session after KWallet had
+                // added the item: it has no secret yet, and gets this one.
+                try call.setSecret(
+                    text,
+                    on: LibsecretItem(
+                        path: existing.path, username: nil, isLocked: false, modified: 0, created: 0, secret: nil))
+                return try find(in: call)
+            }
             guard let collection = try call.defaultCollection() else {
                 throw LibsecretFailure(
                     stage: .createItem, kind: .noDefaultCollection,
@@ -105,8 +116,6 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
                         "the default collection \(collection.path) is locked, so no master key was created; unlock the keyring and try again"
                 )
             }
-            var text = Data(Self.hex(key).utf8)
-            defer { text.resetBytes(in: 0..<text.count) }
             try call.createItem(
                 in: collection, schema: Self.schemaName, attributes: attributes,
                 label: "Keepsake master key for file store \(storeID)", secret: text, replace: false)
@@ -146,12 +155,9 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
         }
         let items = try call.readItems(unlocked, loadSecrets: true)
         guard let item = items.max(by: { ($0.modified, $0.created) < ($1.modified, $1.created) }) else { return nil }
-        guard let secret = item.secret else {
-            throw LibsecretFailure(
-                stage: .readSecret, kind: .other,
-                message:
-                    "the Secret Service returned no secret for the unlocked master key item \(item.path)")
-        }
+        // An answer that left the secret out is asked again, once.
+        let secret: Data
+        if let listed = item.secret { secret = listed } else { secret = try call.readSecret(at: item.path) }
         return Found(secret: secret, path: item.path)
     }
 

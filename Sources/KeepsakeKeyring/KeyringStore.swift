@@ -88,6 +88,11 @@ public struct KeyringStore: RecordStore {
     /// answers without one (KWallet, rarely, right after a write).
     var dropsSecretFromAnswer: (@Sendable (String) -> Bool)?
 
+    /// For tests only: called with an item's path when its secret is taken from an answer;
+    /// `true` treats the secret as one this session's key cannot decrypt, as on a KWallet
+    /// session whose key the provider derived differently (``LibsecretCall/undecodable(_:)``).
+    var undecodableSecret: (@Sendable (String) -> Bool)?
+
     /// `keyring:<service>`.
     public var uri: String { "keyring:\(service)" }
 
@@ -267,8 +272,16 @@ public struct KeyringStore: RecordStore {
             // round trip), so that it can be put back if the provider alters the new one.
             let match = try find(write.key, in: call, loadSecrets: needsCurrent || write.value != nil)
             if needsCurrent {
-                let current = try match.items.first.map { item throws(LibsecretFailure) in
+                var current = try match.items.first.map { item throws(LibsecretFailure) in
                     try secret(of: item, in: call)
+                }
+                if call.isRetry {
+                    // The first run's request was refused on a stale session, perhaps after it
+                    // was applied: a `CreateItem` KWallet refused left its item with an empty
+                    // secret (no record is ever empty), and a write whose read-back could not
+                    // be decrypted was applied.
+                    if current?.isEmpty == true { current = nil }
+                    if let value = write.value, current == value { return .done(.applied) }
                 }
                 guard write.expects(current) else { return .done(.conflict) }
             }
@@ -357,16 +370,14 @@ public struct KeyringStore: RecordStore {
     private func readBackDifference(
         _ written: Data, at path: String, in call: LibsecretCall
     ) throws(LibsecretFailure) -> String? {
-        let read: Data?
+        var back: Data
         do throws(LibsecretFailure) {
-            read = try call.readSecret(at: path)
-        } catch  where error.kind == .timedOut {
+            back = try call.readSecret(at: path)
+        } catch  where error.kind == .timedOut || error.isStaleLink {
+            // A stale session: the call runs again on a new one, and writes again.
             throw error
         } catch {
             return "the written record could not be read back (\(error.message))"
-        }
-        guard var back = read else {
-            return "the provider's answer when the written record was read back could not be decoded"
         }
         if let transform = readBackTransform { back = transform(back) }
         guard back != written else { return nil }
@@ -510,30 +521,16 @@ public struct KeyringStore: RecordStore {
         return a > b
     }
 
-    /// The secret of `item` as read with its properties. A provider that answered with no
-    /// secret for an unlocked item (KWallet does, rarely, right after a write) is asked once
-    /// more with `Item.GetSecret`, in the same call.
+    /// The secret of `item` as read with its properties. An answer that left it out is asked
+    /// again, once, with `Item.GetSecret` in the same call.
     ///
-    /// - Throws: `.locked` when the second answer has no secret either and the default collection
-    ///   is locked now; otherwise `.other` naming the item, marked ``LibsecretFailure/isMissingSecret``
-    ///   (``converse(key:_:)`` runs the whole call once more).
+    /// - Throws: `.locked` when the provider says the item is locked; a stale-link failure when
+    ///   the secret cannot be decrypted with the session (the call then runs again on a new one).
     private func secret(of item: LibsecretItem, in call: LibsecretCall) throws(LibsecretFailure) -> Data {
+        if undecodableSecret?(item.path) == true { throw LibsecretCall.undecodable(item.path) }
         if let data = item.secret, dropsSecretFromAnswer?(item.path) != true { return data }
         Log.keyring.debug("no secret in the answer for \(item.path); asking again")
-        if let data = try call.readSecret(at: item.path) { return data }
-        if let collection = try call.defaultCollection(), collection.isLocked {
-            throw LibsecretFailure(
-                stage: .readSecret, kind: .locked,
-                message:
-                    "the default collection \(collection.path) is locked (the item \(item.path) gave no secret); unlock the keyring and try again"
-            )
-        }
-        var failure = LibsecretFailure(
-            stage: .readSecret, kind: .other,
-            message:
-                "the Secret Service returned no secret for the unlocked item \(item.path), twice")
-        failure.isMissingSecret = true
-        throw failure
+        return try call.readSecret(at: item.path)
     }
 
     // MARK: Plumbing
@@ -544,16 +541,7 @@ public struct KeyringStore: RecordStore {
         key: String?, _ body: (LibsecretCall) throws(LibsecretFailure) -> T
     ) throws(KeepsakeError) -> T {
         do throws(LibsecretFailure) {
-            do throws(LibsecretFailure) {
-                return try channel.call(timeout: timeout, body)
-            } catch  where error.isMissingSecret {
-                // An item listed without its secret, asked twice: KWallet, in the moment it is
-                // still deleting or storing that item for another client. The secret is read
-                // before anything is written, so the call is run once more, a little later.
-                Log.keyring.debug("\(error.message); running the call again in 100 ms")
-                Thread.sleep(forTimeInterval: 0.1)
-                return try channel.call(timeout: timeout, body)
-            }
+            return try channel.call(timeout: timeout, body)
         } catch {
             let failure = error.keepsakeError(store: uri, key: key, timeout: timeout)
             Log.keyring.failed(failure, timeout: timeout)

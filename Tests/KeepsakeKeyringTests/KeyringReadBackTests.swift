@@ -153,5 +153,60 @@ extension KeyringTests {
             #expect(paths.count == 2, "one dropped answer per read, each asked again once: \(paths)")
             #expect(paths.allSatisfy { $0.hasPrefix("/org/freedesktop/secrets/collection/") })
         }
+
+        @Test("a secret the session cannot decrypt is read again on a new session")
+        func undecodableSecretReadOnNewSession() throws {
+            var store = try PrivateKeyring.freshStore("undecodable")
+            let record = Data(#"{"data":{"alias":"Ada"},"schema":"Person","version":3}"#.utf8)
+            try store.setData(record, forKey: "person")
+            let answers = Mutex(0)
+            // Only the first answer is undecodable: a KWallet session with a mismatched key.
+            store.undecodableSecret = { _ in
+                answers.withLock {
+                    $0 += 1
+                    return $0 == 1
+                }
+            }
+            #expect(try store.data(forKey: "person") == record)
+            #expect(answers.withLock { $0 } == 2, "read once on the first session, once on the new one")
+
+            // Undecodable on the new session too: a typed error naming the store and key, and
+            // the item untouched.
+            store.undecodableSecret = { _ in true }
+            let error = try #require(throws: KeepsakeError.self) { try store.data(forKey: "person") }
+            #expect(error.code == .io && error.key == "person" && error.store == store.uri)
+            #expect(error.message.contains("could not be decrypted"), "\(error.message)")
+            store.undecodableSecret = nil
+            #expect(try store.data(forKey: "person") == record)
+        }
+
+        @Test("a write run again on a new session fills the item a refused CreateItem left without a secret")
+        func retriedWriteFillsEmptyItem() throws {
+            var store = try PrivateKeyring.freshStore("empty-item")
+            // What KWallet keeps when it refuses a CreateItem it could not decrypt: the item, with
+            // the key's attributes and no secret.
+            try PrivateKeyring.secretToolStore(
+                label: "left by a refused CreateItem", attributes: [("service", store.service), ("username", "k")],
+                secret: "")
+            let insert = StoreWrite(key: "k", value: Data("mine".utf8), expectation: .unchanged(nil))
+            // On a first run, an item is an item: the key is taken.
+            #expect(try store.commit([insert]) == [.conflict])
+            #expect(try PrivateKeyring.secretToolLookup(service: store.service, key: "k") == "")
+
+            // Run again after a stale session, the empty item is the refused create's: filled.
+            let answers = Mutex(0)
+            store.undecodableSecret = { _ in
+                answers.withLock {
+                    $0 += 1
+                    return $0 == 1
+                }
+            }
+            #expect(try store.commit([insert]) == [.applied])
+            #expect(answers.withLock { $0 } == 2)
+            store.undecodableSecret = nil
+            #expect(try store.data(forKey: "k") == Data("mine".utf8))
+            #expect(try PrivateKeyring.secretToolLookup(service: store.service, key: "k") == "mine")
+            #expect(try PrivateKeyring.secretToolSearch(service: store.service).count == 1, "one item, filled in place")
+        }
     }
 }

@@ -15,9 +15,11 @@ import Synchronization
 /// restart) is never shown a session it did not open. When that daemon is gone, the first
 /// request gets "the name has no owner"; ``call(timeout:_:)`` then opens a new session with
 /// the daemon that owns the name now and runs the call again once, within the same deadline.
-/// A session the daemon closed (`org.freedesktop.Secret.Error.NoSession`) and a closed
-/// connection are replaced the same way. Only a request that was refused unread is retried,
-/// so nothing is applied twice.
+/// A session the daemon closed (`org.freedesktop.Secret.Error.NoSession`), a session whose key
+/// does not match the daemon's (KWallet, ``LibsecretCall/undecodable(_:)``) and a closed
+/// connection are replaced the same way. Only a call whose request was refused is run again:
+/// a refused `CreateItem` may still have left an item without a secret on KWallet, which the
+/// second run (``LibsecretCall/isRetry``) writes into.
 ///
 /// Calls from several threads may run at once: the GDBus connection is thread-safe, and the
 /// session's key is only read after it is opened.
@@ -38,7 +40,7 @@ final class LibsecretChannel: Sendable {
             do throws(LibsecretFailure) {
                 let link = try self.link(deadline)
                 used = link
-                return try body(LibsecretCall(link: link, deadline: deadline))
+                return try body(LibsecretCall(link: link, deadline: deadline, isRetry: reopened))
             } catch {
                 guard !reopened, error.isStaleLink || used?.isClosed == true else { throw error }
                 reopened = true
@@ -150,6 +152,11 @@ struct LibsecretCollection {
 struct LibsecretCall {
     let link: LibsecretLink
     let deadline: LibsecretDeadline
+    /// Whether this is the second run of the call, on a new session, after the first failed
+    /// with a stale link. The first run may have been applied partly: KWallet adds an item
+    /// before it decrypts the secret of a `CreateItem`, and keeps it, without a secret, when
+    /// the decryption fails.
+    let isRetry: Bool
 
     private var bus: OpaquePointer { link.bus }
     private var cancellable: UnsafeMutablePointer<GCancellable> { deadline.cancellable }
@@ -221,8 +228,13 @@ struct LibsecretCall {
                 .map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
             g_hash_table_unref(attributes)
             var secret: Data?
-            if let secrets, let value = keepsake_secret_for_path(link.service, secrets, path) {
-                secret = LibsecretSecret.take(value)
+            if let secrets {
+                var listed: gboolean = 0
+                if let value = keepsake_secret_for_path(link.service, secrets, path, &listed) {
+                    secret = LibsecretSecret.take(value)
+                } else if listed != 0 {
+                    throw Self.undecodable(path)
+                }
             }
             items.append(
                 LibsecretItem(
@@ -250,14 +262,35 @@ struct LibsecretCall {
     }
 
     /// The secret of the item at `path`, read again with one `Item.GetSecret` request (one round
-    /// trip), or `nil` when the provider's answer cannot be decoded. Never unlocks anything.
-    func readSecret(at path: String) throws(LibsecretFailure) -> Data? {
+    /// trip). Never unlocks anything.
+    ///
+    /// - Throws: a stale-link failure when the answer cannot be decoded with the session's key
+    ///   (``undecodable(_:)``).
+    func readSecret(at path: String) throws(LibsecretFailure) -> Data {
         var error: UnsafeMutablePointer<GError>?
         guard let value = keepsake_get_secret(bus, link.owner, link.service, path, cancellable, &error) else {
             if let error { throw failure(.readSecret, error) }
-            return nil
+            throw Self.undecodable(path)
         }
         return LibsecretSecret.take(value)
+    }
+
+    /// An answer that held a secret for `path` that this session's key cannot decrypt.
+    ///
+    /// KWallet (kwalletd5, through QCA and OpenSSL) drops the leading zero byte of the
+    /// Diffie-Hellman shared secret before it derives the session key, while libsecret keeps it:
+    /// about one session in 256 then has a different key on each side. Every secret KWallet
+    /// sends on it is undecodable here, and every secret sent to it is refused ("Can't find
+    /// session"). Nothing is wrong with the item: the failure is marked stale, so that the call
+    /// opens a new session and runs again (``LibsecretChannel/call(timeout:_:)``).
+    static func undecodable(_ path: String) -> LibsecretFailure {
+        LibsecretFailure(
+            stage: .readSecret, kind: .other,
+            message: """
+                the secret of \(path) could not be decrypted with this process's secret session \
+                (the provider derived another session key)
+                """,
+            isStaleLink: true)
     }
 
     /// Creates an item in `collection` with `attributes` plus `xdg:schema` (`schema`),

@@ -45,9 +45,6 @@ struct LibsecretFailure: Error, Sendable {
     /// exists (the daemon restarted, the bus went away): the request was refused unread, and
     /// may be sent again on a new connection.
     var isStaleLink = false
-    /// Whether an unlocked item was listed but its secret was missing from two answers in a row:
-    /// nothing was written yet, and the whole call may run again.
-    var isMissingSecret = false
 
     /// A failure found by Keepsake rather than reported by libsecret.
     init(stage: Stage, kind: Kind, message: String, isStaleLink: Bool = false) {
@@ -93,10 +90,14 @@ struct LibsecretFailure: Error, Sendable {
         // has no owner any more, the daemon was replaced (or stopped).
         isStaleLink =
             remoteName == "org.freedesktop.Secret.Error.NoSession"
-            // KWallet's words for a session it no longer has, and for a session it refused to
-            // open because libsecret's random public key happened to start with a zero byte
-            // (one open in 256): both refused unread, and fine on a new session.
-            || (remoteName == "org.qtproject.QtDBus.Error.InvalidObjectPath" && message.contains("session"))
+            // KWallet's words for a session it refused to open because libsecret's random public
+            // key happened to start with a zero byte (one open in 256), and for a secret it
+            // could not decrypt with the session (InvalidObjectPath from CreateItem,
+            // UnknownObject from SetSecret): a session it no longer has, or one whose key it
+            // derived differently (see LibsecretCall.undecodable). Fine on a new session.
+            || ((remoteName == "org.qtproject.QtDBus.Error.InvalidObjectPath"
+                || remoteName == "org.freedesktop.DBus.Error.UnknownObject")
+                && message.contains("Can't find session"))
             || message.contains("Client public key size is invalid")
             || (quark == ioError && raw == Int32(G_IO_ERROR_CLOSED.rawValue))
             || (quark == dbusError

@@ -164,8 +164,9 @@ enum PrivateKeyring {
     static func secretToolLookup(service: String, key: String) throws -> String? {
         var result = try secretTool(["secret-tool", "lookup", "service", service, "username", key])
         if result.status != 0 && result.stderr.isEmpty && runningProvider == .kWallet {
-            // KWallet, now and then, answers a lookup right after a write without the secret:
-            // asked once more, a moment later.
+            // About one secret-tool session in 256 on KWallet gets a key that differs from
+            // KWallet's (see LibsecretCall.undecodable): its lookup finds the item but cannot
+            // decrypt the secret, and prints nothing. Asked once more, on a new session.
             Thread.sleep(forTimeInterval: 0.2)
             result = try secretTool(["secret-tool", "lookup", "service", service, "username", key])
         }
