@@ -85,7 +85,7 @@ public struct KeyringStore: RecordStore {
 
     /// For tests only: called with an item's path when its secret arrives with its properties;
     /// `true` treats that answer as holding no secret, to act as a provider that sometimes
-    /// answers without one (KWallet, rarely, right after a write).
+    /// answers without one (gnome-keyring leaves out the secrets of locked items).
     var dropsSecretFromAnswer: (@Sendable (String) -> Bool)?
 
     /// For tests only: called with an item's path when its secret is taken from an answer;

@@ -55,9 +55,18 @@ final class LibsecretChannel: Sendable {
                 open.drain()
                 return open
             }
-            let opened = try LibsecretLink(deadline: deadline)
-            link = opened
-            return opened
+            // KWallet refuses about one opening in 256 (libsecret's random public key is then
+            // shorter than the 128 bytes it wants): nothing was sent yet, so up to two more.
+            var refused = 0
+            while true {
+                do throws(LibsecretFailure) {
+                    let opened = try LibsecretLink(deadline: deadline)
+                    link = opened
+                    return opened
+                } catch  where error.isRefusedPublicKey && refused < 2 && !deadline.expired {
+                    refused += 1
+                }
+            }
         }
     }
 }

@@ -46,6 +46,10 @@ struct LibsecretFailure: Error, Sendable {
     /// may be sent again on a new connection.
     var isStaleLink = false
 
+    /// Whether the provider refused to open a session because of the length of the public key
+    /// libsecret sent (KWallet wants exactly 128 bytes; one random key in 256 is shorter).
+    var isRefusedPublicKey: Bool { message.contains("Client public key size is invalid") }
+
     /// A failure found by Keepsake rather than reported by libsecret.
     init(stage: Stage, kind: Kind, message: String, isStaleLink: Bool = false) {
         self.isStaleLink = isStaleLink

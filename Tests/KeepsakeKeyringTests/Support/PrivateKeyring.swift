@@ -91,22 +91,6 @@ enum PrivateKeyring {
         }
     }
 
-    /// Removes the keys of `store` whose item the provider lists without a secret (KWallet can
-    /// leave one behind when a client is killed while deleting), and returns them.
-    static func removeItemsWithoutSecret(_ store: KeyringStore) throws -> [String] {
-        var removed: [String] = []
-        for key in try store.keys() {
-            do throws(KeepsakeError) {
-                _ = try store.data(forKey: key)
-            } catch {
-                guard error.message.contains("returned no secret for the unlocked item") else { throw error }
-                try store.removeData(forKey: key)
-                removed.append(key)
-            }
-        }
-        return removed
-    }
-
     // MARK: The daemon
 
     /// Restarts the provider's daemon on the same keyring files and password; returns once
