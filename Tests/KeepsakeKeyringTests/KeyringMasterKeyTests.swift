@@ -44,7 +44,7 @@ extension KeyringTests {
             let secret = try #require(try lookupKeyItem(store.identifier), "no keyring item for \(store.identifier)")
             #expect(secret.count == 64)
             #expect(secret.allSatisfy { $0.isHexDigit })
-            let items = try Shell.run([
+            let items = try PrivateKeyring.secretTool([
                 "/bin/sh", "-c", #"exec stdbuf -oL secret-tool search --all "$@" 2>&1"#, "sh",
                 "keepsake-store-id", store.identifier
             ])
@@ -90,7 +90,7 @@ extension KeyringTests {
                     }?.code == .locked)
                 #expect(!FileManager.default.fileExists(atPath: directory + "/t/keepsake.header"))
             }
-            let cleared = try Shell.run([
+            let cleared = try PrivateKeyring.secretTool([
                 "secret-tool", "clear", "keepsake-purpose", "file-store-master-key",
                 "keepsake-store-id", store.identifier
             ])

@@ -120,20 +120,40 @@ enum PrivateKeyring {
 
     // MARK: secret-tool, an independent client
 
-    /// Runs secret-tool; once more when KWallet refused its session (it refuses libsecret's
-    /// public key when it happens to start with a zero byte: one session in 256) or lost it
-    /// ("Can't find session", now and then).
+    /// Runs secret-tool, each run a new secret session; on KWallet, up to twice more when the
+    /// session was one of the one in 256 it gets wrong: its opening refused ("Client public key
+    /// size is invalid": libsecret's public key was short), its secrets refused ("Can't find
+    /// session") or undecodable (its key differs from KWallet's: see LibsecretCall.undecodable).
+    /// An undecodable secret is silent: a lookup exits 1 printing nothing, a search prints an
+    /// item without its `secret` line.
     static func secretTool(_ arguments: [String], stdin: Data? = nil, timeout: Duration = .seconds(60)) throws
         -> Shell.Result
     {
-        let result = try Shell.run(arguments, stdin: stdin, timeout: timeout)
-        let output = result.stderr + result.stdout
-        guard result.status != 0,
-            output.contains("Client public key size is invalid") || output.contains("Can't find session")
-        else {
-            return result
+        var result = try Shell.run(arguments, stdin: stdin, timeout: timeout)
+        var attempts = 1
+        while attempts < 3, runningProvider == .kWallet, sessionWentWrong(arguments, result) {
+            result = try Shell.run(arguments, stdin: stdin, timeout: timeout)
+            attempts += 1
         }
-        return try Shell.run(arguments, stdin: stdin, timeout: timeout)
+        return result
+    }
+
+    private static func sessionWentWrong(_ arguments: [String], _ result: Shell.Result) -> Bool {
+        let output = result.stderr + result.stdout
+        if result.status != 0,
+            output.contains("Client public key size is invalid") || output.contains("Can't find session")
+        {
+            return true
+        }
+        let command = arguments.joined(separator: " ")
+        if command.contains("secret-tool lookup") && result.status != 0 && result.stderr.isEmpty {
+            return true
+        }
+        if command.contains("secret-tool search") {
+            let lines = result.stdout.split(separator: "\n")
+            return lines.filter { $0.hasPrefix("[") }.count != lines.filter { $0.hasPrefix("secret = ") }.count
+        }
+        return false
     }
 
     /// `secret-tool store --label=LABEL attribute value …` with `secret` on stdin.
@@ -146,14 +166,7 @@ enum PrivateKeyring {
 
     /// `secret-tool lookup service S username KEY`: the secret, or `nil` when secret-tool finds none.
     static func secretToolLookup(service: String, key: String) throws -> String? {
-        var result = try secretTool(["secret-tool", "lookup", "service", service, "username", key])
-        if result.status != 0 && result.stderr.isEmpty && runningProvider == .kWallet {
-            // About one secret-tool session in 256 on KWallet gets a key that differs from
-            // KWallet's (see LibsecretCall.undecodable): its lookup finds the item but cannot
-            // decrypt the secret, and prints nothing. Asked once more, on a new session.
-            Thread.sleep(forTimeInterval: 0.2)
-            result = try secretTool(["secret-tool", "lookup", "service", service, "username", key])
-        }
+        let result = try secretTool(["secret-tool", "lookup", "service", service, "username", key])
         if result.status != 0 {
             try #require(result.stderr.isEmpty, "secret-tool lookup failed: \(result.stderr)")
             return nil
