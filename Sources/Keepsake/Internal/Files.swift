@@ -563,7 +563,13 @@ package final class StoreLock {
                 Log.engine.debug("waiting for a store's lock", metadata: ["lock": "\(path)"])
             }
             if ContinuousClock.now >= deadline {
-                Log.engine.warning("gave up waiting for a store's lock after \(timeout)", metadata: ["lock": "\(path)"])
+                if timeout > .zero {
+                    Log.engine.warning(
+                        "gave up waiting for a store's lock after \(timeout)", metadata: ["lock": "\(path)"])
+                } else {
+                    // A try without waiting (a reader's best-effort clean-up): not a warning.
+                    Log.engine.debug("a store's lock is held; not waiting", metadata: ["lock": "\(path)"])
+                }
                 Syscall.close(fd)
                 return nil
             }
