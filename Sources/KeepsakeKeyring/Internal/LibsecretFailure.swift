@@ -42,8 +42,10 @@ struct LibsecretFailure: Error, Sendable {
     var code: Int
     var message: String
     /// Whether the failure says that this process's connection or secret session no longer
-    /// exists (the daemon restarted, the bus went away): the request was refused unread, and
-    /// may be sent again on a new connection.
+    /// exists (the daemon restarted, the bus went away) or cannot carry secrets (KWallet derived
+    /// another key for it): the call may run again on a new session. The request was refused,
+    /// or only its answer could not be decrypted; see ``LibsecretCall/isRetry`` for what a
+    /// refused `CreateItem` may still leave.
     var isStaleLink = false
 
     /// Whether the provider refused to open a session because of the length of the public key
