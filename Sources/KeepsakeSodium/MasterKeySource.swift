@@ -134,17 +134,15 @@ public struct KeyFile: MasterKeyProvider {
         return try read()
     }
 
-    /// The key file's directory.
-    private var directory: String {
-        let parent = (path as NSString).deletingLastPathComponent
-        return parent.isEmpty ? "." : parent
-    }
+    /// The key file's directory, taken from `path` byte by byte (``FilePath``): Foundation's
+    /// path methods trap on a one-character relative path such as `k`.
+    private var directory: String { FilePath.directory(of: path) }
 
     /// ``fileSystem`` with temporary names of this key file's own (`.<name>.tmp-…`), so that
     /// only its leftovers are ever removed from a directory the key file may share.
     private var keyFileSystem: FileSystem {
         var files = fileSystem
-        files.temporaryPrefix = "." + (path as NSString).lastPathComponent + ".tmp-"
+        files.temporaryPrefix = "." + FilePath.lastComponent(of: path) + ".tmp-"
         return files
     }
 

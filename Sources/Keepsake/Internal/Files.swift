@@ -48,6 +48,42 @@ package struct SystemFailure: Error, Equatable {
     }
 }
 
+/// The parts of a path given by a user, taken apart byte by byte as POSIX `dirname` and
+/// `basename` do.
+///
+/// Foundation's path-component methods trap on some relative paths (`deletingLastPathComponent`
+/// of `"k"`, `"."` or `"a/"` stops the process), so paths from the command line, a
+/// configuration or an app are never given to them. Only `/` separates components; every other
+/// byte (a `~`, a `.`, bytes that were not UTF-8 and were repaired) is part of a name, and
+/// nothing is expanded or resolved.
+package enum FilePath {
+    private static let slash = UInt8(ascii: "/")
+
+    /// The directory holding what `path` names, as POSIX `dirname`: `"k"`, `"."`, `".."`, `"~"`,
+    /// `"a/"` and `""` → `"."`; `"/"`, `"//"` and `"/a"` → `"/"`; `"a/b"` and `"a//b/"` → `"a"`.
+    package static func directory(of path: String) -> String {
+        var bytes = Array(path.utf8)
+        // Trailing slashes name the same thing as none (but "/" stays "/").
+        while bytes.count > 1, bytes.last == slash { bytes.removeLast() }
+        guard let last = bytes.lastIndex(of: slash) else { return "." }
+        bytes.removeSubrange(last...)
+        while bytes.count > 1, bytes.last == slash { bytes.removeLast() }
+        if bytes.isEmpty || bytes == [slash] { return "/" }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The last component of `path`, as POSIX `basename`: `"a/b/"` → `"b"`, `"k"` → `"k"`,
+    /// `"/"` → `"/"`, `""` → `"."`.
+    package static func lastComponent(of path: String) -> String {
+        var bytes = Array(path.utf8)
+        guard !bytes.isEmpty else { return "." }
+        while bytes.count > 1, bytes.last == slash { bytes.removeLast() }
+        if bytes == [slash] { return "/" }
+        if let last = bytes.lastIndex(of: slash) { bytes.removeSubrange(...last) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
 /// The steps of a durable write, where ``FileSystem/fault`` can make one fail.
 package enum FileStep: String, CaseIterable, Sendable {
     /// Creating a temporary file (`open` with `O_CREAT | O_EXCL`, mode 0600).
@@ -172,8 +208,7 @@ package struct FileSystem: Sendable {
     ///   between leaves it, and the owner removes such leftovers the next time it uses the path
     ///   (see ``removeLeftovers(in:)``).
     package func createExclusively(_ path: String, with data: UnsafeRawBufferPointer) throws(SystemFailure) {
-        let directory = (path as NSString).deletingLastPathComponent
-        let parent = directory.isEmpty ? "." : directory
+        let parent = FilePath.directory(of: path)
         if let fd = try openUnnamed(in: parent) {
             do throws(SystemFailure) {
                 try inject(.write, "write")
@@ -529,8 +564,8 @@ package enum Syscall {
             case EEXIST:
                 return
             case ENOENT:
-                let parent = (path as NSString).deletingLastPathComponent
-                guard !parent.isEmpty, parent != path else { throw error }
+                let parent = FilePath.directory(of: path)
+                guard parent != path, parent != ".", parent != "/" else { throw error }
                 try makeDirectories(parent)
                 try mkdir(path, 0o700)
             default:
@@ -581,6 +616,47 @@ package final class StoreLock {
 
     private init(fd: Int32) { self.fd = fd }
 
+    /// The lock file's bytes (at most `limit`), which the holder may use to leave a note for
+    /// the next holder; `[]` once unlocked.
+    package func contents(limit: Int = 1 << 20) throws(SystemFailure) -> [UInt8] {
+        guard fd >= 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: limit)
+        var filled = 0
+        while filled < limit {
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                pread(fd, buffer.baseAddress! + filled, limit - filled, off_t(filled))
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw SystemFailure(call: "pread", errno: errno)
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        bytes.removeSubrange(filled...)
+        return bytes
+    }
+
+    /// Replaces the lock file's bytes with `bytes` (not fsync'd: a note for the next holder,
+    /// not data).
+    package func replaceContents(_ bytes: [UInt8]) throws(SystemFailure) {
+        guard fd >= 0 else { return }
+        while ftruncate(fd, 0) != 0 {
+            if errno != EINTR { throw SystemFailure(call: "ftruncate", errno: errno) }
+        }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { buffer in
+                pwrite(fd, buffer.baseAddress! + written, buffer.count - written, off_t(written))
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw SystemFailure(call: "pwrite", errno: errno)
+            }
+            written += count
+        }
+    }
+
     package func unlock() {
         guard fd >= 0 else { return }
         Syscall.unlock(fd)
@@ -589,4 +665,57 @@ package final class StoreLock {
     }
 
     deinit { unlock() }
+}
+
+extension Syscall {
+    /// A directory for lock files that every process of this user shares, created mode 0700:
+    /// `$XDG_RUNTIME_DIR/keepsake` when `XDG_RUNTIME_DIR` is an existing absolute directory,
+    /// else `<TMPDIR or /tmp>/keepsake-<uid>`.
+    ///
+    /// The directory must be a real directory (not a symbolic link) owned by this user that
+    /// group and others cannot use: anything else there (another user's directory made first
+    /// in `/tmp`) is refused rather than used.
+    ///
+    /// - Throws: ``KeepsakeError/Code/permissionDenied`` when what is there is not such a
+    ///   directory; `.io` or `.permissionDenied` with the `errno` when it cannot be made.
+    package static func userLockDirectory(environment: [String: String]) throws(KeepsakeError) -> String {
+        let uid = geteuid()
+        var candidates: [String] = []
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
+            candidates.append(runtime + "/keepsake")
+        }
+        var temporary = environment["TMPDIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
+        while temporary.count > 1 && temporary.hasSuffix("/") { temporary.removeLast() }
+        candidates.append((temporary == "/" ? "" : temporary) + "/keepsake-\(uid)")
+        for (index, directory) in candidates.enumerated() {
+            do throws(SystemFailure) {
+                try mkdir(directory, 0o700)
+            } catch {
+                // A runtime directory that is not there (or not ours to write) falls back to /tmp.
+                if error.errno != EEXIST {
+                    if index + 1 < candidates.count { continue }
+                    throw KeepsakeError(
+                        error.code, "cannot make the lock directory \(directory)", cause: error.cause)
+                }
+            }
+            var info = Glibc.stat()
+            guard lstat(directory, &info) == 0 else {
+                let failure = SystemFailure(call: "lstat", errno: errno)
+                throw KeepsakeError(failure.code, "cannot use the lock directory \(directory)", cause: failure.cause)
+            }
+            guard info.st_mode & S_IFMT == S_IFDIR, info.st_uid == uid, info.st_mode & 0o077 == 0 else {
+                throw KeepsakeError(
+                    .permissionDenied,
+                    """
+                    the lock directory \(directory) is not a directory private to this user (uid \(uid)), so it \
+                    is not used; remove it, or set XDG_RUNTIME_DIR to a private directory
+                    """,
+                    cause: .other(
+                        "owner uid \(info.st_uid), mode \(String(info.st_mode & 0o7777, radix: 8))"
+                            + (info.st_mode & S_IFMT == S_IFDIR ? "" : ", not a directory")))
+            }
+            return directory
+        }
+        throw KeepsakeError(.unavailable, "there is no place for lock files")  // not reached: /tmp is the last try
+    }
 }
