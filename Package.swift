@@ -93,6 +93,11 @@ let package = Package(
         .executableTarget(
             name: "person-release-4", dependencies: ["TwoReleasesSupport", "Keepsake", "Migrations"],
             path: "Tests/TwoReleases/Release4"),
+        // Test-only: one process of the many-writers stress test (DESIGN.md §17), run N at once
+        // against one store by the ManyWriters tests of MigrateCLITests and KeepsakeKeyringTests.
+        // Not a product.
+        .executableTarget(
+            name: "keepsake-stress", dependencies: ["Keepsake", "KeepsakeStores"], path: "Tests/Stress"),
         // Release-mode benchmarks: `swift run -c release keepsake-bench` (the codec), and the store
         // benchmarks the scripts/bench-* scripts run beside their floors and peers.
         .executableTarget(
@@ -114,7 +119,7 @@ let package = Package(
             dependencies: [
                 "KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate",
                 "person-release-3", "person-release-4", "TwoReleasesSupport", "KeepsakeTestKeyring",
-                "keepsake-test-keyring", "KeepsakeSodium", "KeepsakeStores"
+                "keepsake-test-keyring", "KeepsakeSodium", "KeepsakeStores", "keepsake-stress"
             ]
         ),
         .testTarget(
@@ -134,12 +139,13 @@ let package = Package(
         ),
         .testTarget(
             name: "MigrateCLITests",
-            // Both binaries are run as child processes: the stock one and one on a custom chain.
+            // The binaries are run as child processes: the stock one, one on a custom chain, and
+            // keepsake-stress (many writers at once on one store).
             // KeepsakeCLI: its formatters and checks are also tested directly; KeepsakeSodium seeds
             // large encrypted stores in-process; Logging: LoggingTests capture every log line.
             dependencies: [
-                "migrate", "custom-migrate", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeCLI",
-                "KeepsakeSodium", .product(name: "Logging", package: "swift-log")
+                "migrate", "custom-migrate", "keepsake-stress", "Keepsake", "Migrations", "KeepsakeTesting",
+                "KeepsakeCLI", "KeepsakeSodium", .product(name: "Logging", package: "swift-log")
             ]
         )
     ],

@@ -1,0 +1,192 @@
+import Dispatch
+import Foundation
+import Keepsake
+
+/// One process's writers: `tasks` concurrent tasks on one vault, each running its operations in
+/// turn and writing down what each did.
+struct Workload: Sendable {
+    let store: any RecordStore
+    let vault: Vault
+    let process: Int
+
+    init(store: any RecordStore, process: Int) {
+        self.store = store
+        self.vault = Vault(store: store)
+        self.process = process
+    }
+
+    /// Runs every task to its end; their entries, task by task, each task's in order.
+    func run(tasks: Int, operations: Int) async -> [Entry] {
+        await withTaskGroup(of: (Int, [Entry]).self) { group in
+            for task in 0..<tasks {
+                group.addTask { (task, await self.task(task, operations: operations)) }
+            }
+            var byTask: [Int: [Entry]] = [:]
+            for await (task, entries) in group { byTask[task] = entries }
+            return byTask.keys.sorted().flatMap { byTask[$0] ?? [] }
+        }
+    }
+
+    /// One task: operation `seq` is, in turn (shifted by the task's number so that tasks of a
+    /// process do not all do the same at once), a save, an update, a read, and a seeded V0 record
+    /// — or, for task 0, a Migrator run.
+    private func task(_ task: Int, operations: Int) async -> [Entry] {
+        var entries: [Entry] = []
+        var seeded: (key: String, id: String, count: Int)?
+        for seq in 0..<operations {
+            let id = "p\(process).t\(task).s\(seq)"
+            switch (seq + task) % 4 {
+            case 0:
+                entries.append(await save(id, seq: seq, task: task, to: .shared))
+                entries.append(await save(id, seq: seq, task: task, to: privateKey(process: process, task: task)))
+            case 1:
+                entries.append(await update(id, seq: seq, task: task))
+            case 2:
+                entries.append(await read(.shared, seq: seq, task: task))
+                entries.append(await read(privateKey(process: process, task: task), seq: seq, task: task))
+                entries.append(await readCounter(seq: seq, task: task))
+                if let seeded { entries.append(await readSeeded(seeded, seq: seq, task: task)) }
+            default:
+                if task == 0 {
+                    entries.append(await migrate(seq: seq, task: task))
+                } else {
+                    let entry = await seed(id, seq: seq, task: task)
+                    if entry.ok { seeded = (entry.key, id, seq) }
+                    entries.append(entry)
+                }
+            }
+        }
+        return entries
+    }
+
+    // MARK: Operations
+
+    private func save(_ id: String, seq: Int, task: Int, to key: RecordKey<TallyV1>) async -> Entry {
+        var entry = Entry(op: "save", task: task, seq: seq, key: key.name, id: id, ok: true)
+        do throws(KeepsakeError) {
+            try await vault.save(TallyV1(owner: id, count: seq, label: "saved"), for: key)
+        } catch {
+            entry.failed(error)
+        }
+        return entry
+    }
+
+    /// Appends `id` to the shared counter: one read-modify-write call.
+    private func update(_ id: String, seq: Int, task: Int) async -> Entry {
+        var entry = Entry(op: "update", task: task, seq: seq, key: RecordKeys.counter.name, id: id, ok: true)
+        do throws(KeepsakeError) {
+            let stored = try await vault.update(.counter) { counter in counter.ids.append(id) }
+            entry.returnedOwnID = stored.ids.contains(id)
+        } catch {
+            entry.failed(error)
+        }
+        return entry
+    }
+
+    private func read(_ key: RecordKey<TallyV1>, seq: Int, task: Int) async -> Entry {
+        var entry = Entry(op: "read", task: task, seq: seq, key: key.name, ok: true)
+        do throws(KeepsakeError) {
+            entry.observed = try await vault.load(key).map { [$0.value.owner] } ?? []
+        } catch {
+            entry.failed(error)
+        }
+        return entry
+    }
+
+    private func readCounter(seq: Int, task: Int) async -> Entry {
+        var entry = Entry(op: "read", task: task, seq: seq, key: RecordKeys.counter.name, ok: true)
+        do throws(KeepsakeError) {
+            entry.observed = try await vault.value(.counter).ids
+        } catch {
+            entry.failed(error)
+        }
+        return entry
+    }
+
+    /// Reads back the last V0 record this task seeded: migrated in memory (and written back,
+    /// unless a Migrator run or another load got there first).
+    private func readSeeded(_ seeded: (key: String, id: String, count: Int), seq: Int, task: Int) async -> Entry {
+        var entry = Entry(op: "read", task: task, seq: seq, key: seeded.key, id: seeded.id, ok: true)
+        do throws(KeepsakeError) {
+            entry.observed =
+                try await vault.load(Tally.chain, forKey: seeded.key).map {
+                    [$0.value.owner, String($0.value.count), $0.value.label]
+                } ?? []
+        } catch {
+            entry.failed(error)
+        }
+        return entry
+    }
+
+    /// Stores a Tally V0 envelope, as an older release wrote it, under a new key.
+    private func seed(_ id: String, seq: Int, task: Int) async -> Entry {
+        let key = legacyKey(id)
+        var entry = Entry(op: "seed", task: task, seq: seq, key: key, id: id, ok: true)
+        let bytes = Data(#"{"data":{"count":\#(seq),"owner":"\#(id)"},"schema":"Tally","version":0}"#.utf8)
+        let store = self.store
+        do throws(KeepsakeError) {
+            let result = try await offThePool { () throws(KeepsakeError) in
+                try store.commit([StoreWrite(key: key, value: bytes, expectation: .unchanged(nil))])
+            }
+            switch result.first {
+            case .applied?: break
+            case .conflict?: entry.failed(code: "conflict", "the new key already held a value")
+            case let .failed(error)?: entry.failed(error)
+            case nil: entry.failed(code: "noResult", "the store returned no result for the write")
+            }
+        } catch {
+            entry.failed(error)
+        }
+        return entry
+    }
+
+    /// What `migrate run` does: one Migrator run over the whole store, beside the writers.
+    private func migrate(seq: Int, task: Int) async -> Entry {
+        var entry = Entry(op: "migrate", task: task, seq: seq, key: store.uri, ok: true)
+        let migrator = Migrator(store: store, chains: stressChains, context: .live())
+        do throws(KeepsakeError) {
+            let reports = try await offThePool { () throws(KeepsakeError) in try migrator.run() }
+            entry.migrated = reports.filter { $0.state == .migrated }.map(\.key)
+            entry.unreadable = reports.filter { $0.state == .unreadable }.map {
+                "\($0.key): \($0.error?.code.rawValue ?? "?"): \($0.error?.message ?? "")"
+            }
+        } catch {
+            entry.failed(error)
+        }
+        return entry
+    }
+}
+
+extension Entry {
+    init(op: String, task: Int, seq: Int, key: String, id: String? = nil, ok: Bool) {
+        self.init(
+            op: op, task: task, seq: seq, key: key, id: id, ok: ok, code: nil, message: nil, observed: nil,
+            migrated: nil, unreadable: nil, returnedOwnID: nil)
+    }
+
+    mutating func failed(_ error: KeepsakeError) {
+        failed(code: error.code.rawValue, error.description)
+    }
+
+    mutating func failed(code: String, _ message: String) {
+        ok = false
+        self.code = code
+        self.message = message
+    }
+}
+
+/// Runs a blocking store call on a Dispatch thread, not on Swift's cooperative pool.
+func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws(KeepsakeError) -> T) async throws(KeepsakeError)
+    -> T
+{
+    let result: Result<T, KeepsakeError> = await withCheckedContinuation { continuation in
+        DispatchQueue.global().async {
+            do throws(KeepsakeError) {
+                continuation.resume(returning: .success(try work()))
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
+    }
+    return try result.get()
+}

@@ -1,0 +1,143 @@
+import Dispatch
+import Foundation
+import Keepsake
+import KeepsakeStores
+
+// keepsake-stress: one process of a many-writers stress test (DESIGN.md §17), run N at once
+// against one store by the ManyWriters tests.
+//
+//   keepsake-stress run --store URI [--key-file PATH] --process P --tasks M --operations K
+//                       [--barrier DIR --processes N]
+//       M concurrent tasks, each K operations (save, update, read, seed a V0 record or run the
+//       Migrator) through Vault's async API; prints the ledger (Ledger.swift) as JSON.
+//       With --barrier, waits until N processes have reached the start before the first operation.
+//   keepsake-stress migrate --store URI [--key-file PATH]
+//       one Migrator run over the store; prints each record's key and state.
+//   keepsake-stress dump --store URI [--key-file PATH]
+//       every record of the store as stored (decrypted for file:), as one JSON object.
+//   keepsake-stress check --store URI [--key-file PATH] --ledgers DIR
+//       the ledgers DIR/ledger.*.json counted against what the store holds (Check.swift); prints
+//       the verdict: counts, every difference found, and a summary line.
+//
+// Exit status: 0 when the command ran (failed operations are in the ledger), 1 when the store
+// could not be opened or the ledger written, 2 for a usage error.
+
+func fail(_ message: String, status: Int32 = 1) -> Never {
+    FileHandle.standardError.write(Data(("keepsake-stress: " + message + "\n").utf8))
+    exit(status)
+}
+
+/// `--NAME VALUE` pairs, by name.
+func parseOptions(_ arguments: ArraySlice<String>) -> [String: String] {
+    var arguments = arguments
+    var options: [String: String] = [:]
+    while !arguments.isEmpty {
+        let name = arguments.removeFirst()
+        guard name.hasPrefix("--"), !arguments.isEmpty else { fail("unexpected argument \(name)", status: 2) }
+        options[String(name.dropFirst(2))] = arguments.removeFirst()
+    }
+    return options
+}
+
+let command = CommandLine.arguments.dropFirst().first ?? ""
+let options = parseOptions(CommandLine.arguments.dropFirst(2))
+
+func integer(_ name: String, default value: Int? = nil) -> Int {
+    guard let text = options[name] else {
+        guard let value else { fail("--\(name) is required", status: 2) }
+        return value
+    }
+    guard let number = Int(text), number >= 0 else { fail("--\(name) takes a count, not \(text)", status: 2) }
+    return number
+}
+
+guard let uriText = options["store"] else { fail("--store URI is required", status: 2) }
+let store: any RecordStore
+do throws(KeepsakeError) {
+    let uri = try StoreURI(parsing: uriText)
+    let openOptions = StoreOpenOptions(
+        masterKey: options["key-file"].map { .keyFile(path: $0) }, keyringTimeout: .seconds(20))
+    store = try uri.open(options: openOptions)
+} catch {
+    fail("cannot open \(uriText): \(error)")
+}
+
+func printJSON(_ value: some Encodable) {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    do {
+        FileHandle.standardOutput.write(try encoder.encode(value) + Data("\n".utf8))
+    } catch {
+        fail("cannot encode the output: \(error)")
+    }
+}
+
+switch command {
+case "run":
+    let process = integer("process")
+    let tasks = integer("tasks")
+    let operations = integer("operations")
+    if let barrier = options["barrier"] { waitAtBarrier(barrier, process: process, processes: integer("processes")) }
+    let start = ContinuousClock.now
+    let entries = await Workload(store: store, process: process).run(tasks: tasks, operations: operations)
+    let elapsed = ContinuousClock.now - start
+    printJSON(
+        Ledger(
+            process: process, tasks: tasks, operations: operations, store: store.uri,
+            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+            entries: entries))
+case "migrate":
+    do throws(KeepsakeError) {
+        let reports = try Migrator(store: store, chains: stressChains, context: .live()).run()
+        printJSON(Dictionary(reports.map { ($0.key, $0.state.rawValue) }) { first, _ in first })
+    } catch {
+        fail("migrate failed: \(error)")
+    }
+case "dump":
+    printJSON(storedRecords())
+case "check":
+    guard let directory = options["ledgers"] else { fail("--ledgers DIR is required", status: 2) }
+    var ledgers: [Ledger] = []
+    do {
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+        where name.hasPrefix("ledger.") && name.hasSuffix(".json") {
+            let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
+            ledgers.append(try JSONDecoder().decode(Ledger.self, from: data))
+        }
+    } catch {
+        fail("cannot read the ledgers: \(error)")
+    }
+    printJSON(check(ledgers: ledgers, records: storedRecords(), store: store.uri))
+default:
+    fail("unknown command '\(command)'; use run, migrate, dump or check", status: 2)
+}
+
+/// Marks this process ready in `directory`, then waits (up to a minute) until `processes`
+/// processes are: every process starts its first operation at about the same moment.
+func waitAtBarrier(_ directory: String, process: Int, processes: Int) {
+    let ready = directory + "/ready.\(process)"
+    guard FileManager.default.createFile(atPath: ready, contents: nil) else { fail("cannot create \(ready)") }
+    let deadline = ContinuousClock.now + .seconds(60)
+    while ContinuousClock.now < deadline {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        if names.filter({ $0.hasPrefix("ready.") }).count >= processes { return }
+        usleep(5_000)
+    }
+    fail("only some of the \(processes) processes reached the start barrier within a minute")
+}
+
+/// Every record of the store, as stored, by key.
+func storedRecords() -> [String: String] {
+    var records: [String: String] = [:]
+    do throws(KeepsakeError) {
+        for (key, result) in try store.allRecords() {
+            switch result {
+            case let .success(bytes): records[key] = String(decoding: bytes, as: UTF8.self)
+            case let .failure(error): fail("cannot read \(key): \(error)")
+            }
+        }
+    } catch {
+        fail("cannot list the store: \(error)")
+    }
+    return records
+}
