@@ -63,12 +63,20 @@ public struct StoreTransfer: Sendable {
         /// Replace a value the destination already holds under a key (restored if the transfer
         /// fails); without it such a key is refused and nothing is written.
         public var overwrite: Bool
+        /// How long a move waits for another move from the same source to finish (see
+        /// ``run(_:options:checkpoint:)``) before it gives up with
+        /// ``KeepsakeError/Code/lockTimeout``, having copied nothing.
+        public var lockTimeout: Duration
 
-        /// Options; by default a copy of the records as stored, refusing keys the destination holds.
-        public init(move: Bool = false, migrate: Bool = false, overwrite: Bool = false) {
+        /// Options; by default a copy of the records as stored, refusing keys the destination
+        /// holds, and a move waits up to a minute for another move from its source.
+        public init(
+            move: Bool = false, migrate: Bool = false, overwrite: Bool = false, lockTimeout: Duration = .seconds(60)
+        ) {
             self.move = move
             self.migrate = migrate
             self.overwrite = overwrite
+            self.lockTimeout = lockTimeout
         }
     }
 
@@ -135,6 +143,19 @@ public struct StoreTransfer: Sendable {
     /// Copies (or, with ``Options/move``, moves) the selected records: see ``StoreTransfer``
     /// for the steps.
     ///
+    /// Moves from one source are exclusive: a move holds an advisory lock on its source for its
+    /// whole run (a `flock` on a lock file named by the source store's identity, in
+    /// `$XDG_RUNTIME_DIR/keepsake/` or a private `keepsake-<uid>` directory in `/tmp`), which
+    /// every Keepsake process of the same user honours. A second move from the same source, in
+    /// this process or another, waits for it (up to ``Options/lockTimeout``) and then reads the
+    /// source as it is then, so a record the first one moved is no longer there to be copied
+    /// twice. A copy (no ``Options/move``) takes no lock.
+    ///
+    /// When removing a record from the source finds it changed or gone (another writer that is
+    /// not a Keepsake move), the source is read again and the record reported as it is: gone
+    /// from the source → ``TransferRecord/State/moved`` with a ``TransferRecord/note`` saying the
+    /// destination holds it; changed → ``TransferRecord/State/inBoth``, naming both stores.
+    ///
     /// - Parameters:
     ///   - selection: Which records.
     ///   - options: Move, migrate, overwrite.
@@ -143,8 +164,10 @@ public struct StoreTransfer: Sendable {
     /// - Returns: The per-record report. Failures of records are reported there, not thrown:
     ///   ``TransferReport/succeeded`` says whether everything was done.
     /// - Throws: Only before anything is written: ``KeepsakeError/Code/invalidArgument`` when
-    ///   the source and destination are one store, and the source's own error when it cannot
-    ///   be listed or read.
+    ///   the source and destination are one store, the source's own error when it cannot
+    ///   be listed or read, and for a move ``KeepsakeError/Code/lockTimeout`` when another move
+    ///   from the same source held the lock for longer than ``Options/lockTimeout`` (or the
+    ///   lock's own `.permissionDenied` / `.io` error when its file cannot be made).
     /// - Important: Whether this returns or throws, every record is in the source, the
     ///   destination or both. When it throws, or returns anything but
     ///   ``TransferReport/Outcome/completed`` or ``TransferReport/Outcome/incomplete``, the
@@ -152,6 +175,9 @@ public struct StoreTransfer: Sendable {
     public func run(
         _ selection: Selection, options: Options = Options(), checkpoint: (@Sendable (Step) -> Void)? = nil
     ) throws(KeepsakeError) -> TransferReport {
+        // A move holds its source's lock from before the first read to after the last removal.
+        let moveLock = options.move ? try Self.lockSource(source.uri, timeout: options.lockTimeout) : nil
+        defer { moveLock?.unlock() }
         var prepared = try prepare(selection, options: options)
         if let refused = refusal(prepared, options) { return refused }
         checkpoint?(.prepared)
@@ -237,10 +263,8 @@ public struct StoreTransfer: Sendable {
                 switch result {
                 case .applied: continue
                 case .conflict:
-                    states[index] = .inBoth
-                    prepared[index].error = KeepsakeError(
-                        .conflict, store: source.uri, key: prepared[index].key,
-                        "the source's record changed after it was copied, so it was not removed; both stores hold it")
+                    // Another writer got there first: say what the source holds now.
+                    states[index] = recheckRemoval(&prepared[index])
                 case let .failed(error):
                     states[index] = .inBoth
                     prepared[index].error = removalError(error, key: prepared[index].key)
@@ -271,6 +295,8 @@ public struct StoreTransfer: Sendable {
         var previous: Data?
         var alreadyPresent = false
         var error: KeepsakeError?
+        /// What happened to the record beside the transfer (another writer removed it).
+        var note: String?
         /// Refused because the destination holds another value.
         var exists = false
     }
@@ -383,6 +409,75 @@ public struct StoreTransfer: Sendable {
             }
         }
         return prepared
+    }
+
+    /// Takes the lock every move from the store at `uri` holds (see ``run(_:options:checkpoint:)``).
+    ///
+    /// - Throws: ``KeepsakeError/Code/lockTimeout`` after `timeout`; the lock directory's or
+    ///   file's error when they cannot be made.
+    static func lockSource(_ uri: String, timeout: Duration) throws(KeepsakeError) -> StoreLock {
+        let directory = try Syscall.userLockDirectory(environment: ProcessInfo.processInfo.environment)
+        let path = directory + "/move-" + Self.identityHash(Self.identity(of: uri)) + ".lock"
+        let lock: StoreLock?
+        do throws(SystemFailure) {
+            lock = try StoreLock.acquire(path, timeout: timeout)
+        } catch {
+            throw error.error(store: uri, "cannot open the lock file \(path) that moves from this store share")
+        }
+        guard let lock else {
+            throw KeepsakeError(
+                .lockTimeout, store: uri,
+                """
+                another move from this store held its lock (\(path)) for more than \(timeout); nothing was \
+                copied or removed
+                """)
+        }
+        return lock
+    }
+
+    /// What names the store at `uri` whatever path reaches it: for a `file:` store the device
+    /// and inode of its directory; for a `defaults:` suite, which is replaced by a new file on
+    /// every write, its directory's device and inode and its file name (symbolic links
+    /// resolved); otherwise, and for a location that does not exist yet, the URI itself.
+    static func identity(of uri: String) -> String {
+        let parsed: StoreURI
+        do throws(KeepsakeError) {
+            parsed = try StoreURI(parsing: uri)
+        } catch {
+            return uri  // a store of its own kind: its URI is all there is
+        }
+        switch parsed.scheme {
+        case .file:
+            var info = stat()
+            guard stat(parsed.location, &info) == 0 else { return uri }
+            return "file:\(info.st_dev):\(info.st_ino)"
+        case .defaults:
+            var location = parsed.location
+            if let resolved = realpath(location, nil) {
+                location = String(cString: resolved)
+                free(resolved)
+            }
+            var info = stat()
+            guard stat(FilePath.directory(of: location), &info) == 0 else { return uri }
+            return "defaults:\(info.st_dev):\(info.st_ino)/" + FilePath.lastComponent(of: location)
+        case .keyring, .memory:
+            return uri
+        }
+    }
+
+    /// 32 hex digits naming `identity` (two FNV-1a 64-bit hashes): a lock file name that
+    /// holds nothing of the store's path or name.
+    static func identityHash(_ identity: String) -> String {
+        var first: UInt64 = 0xcbf2_9ce4_8422_2325
+        var second: UInt64 = 0x6c62_272e_07bb_0142
+        for byte in identity.utf8 {
+            first = (first ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            second = (second ^ UInt64(byte ^ 0x5a)) &* 0x0000_0100_0000_01b3
+        }
+        return [first, second].map { value in
+            let hex = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined()
     }
 
     /// Whether two store URIs name one store: the same text, or two paths (through a symbolic or
@@ -522,6 +617,55 @@ public struct StoreTransfer: Sendable {
         return located
     }
 
+    /// After a removal from the source found the record not as it was copied: reads the
+    /// source again and returns where the record is, with the note or error that says so. Gone
+    /// → moved (the destination holds it); the copied bytes still there (the conflict was
+    /// another writer's write of the same bytes) → removed again, once; other bytes → in both.
+    private func recheckRemoval(_ item: inout Prepared) -> TransferRecord.State {
+        let key = item.key
+        for attempt in 1...2 {
+            let now: Data?
+            do throws(KeepsakeError) {
+                now = try source.data(forKey: key)
+            } catch {
+                item.error = KeepsakeError(
+                    error.code, store: source.uri, key: key,
+                    """
+                    the source's record changed after it was copied, so it was not removed, and reading it again                     failed (\(error.message)); \(destination.uri) holds the copy, and \(source.uri) may still hold it
+                    """, cause: error.cause)
+                return .inBoth
+            }
+            guard let now else {
+                item.note =
+                    "another writer removed the record from \(source.uri) after it was copied (moved or deleted it); "
+                    + "\(destination.uri) holds it"
+                return .moved
+            }
+            guard now == item.sourceBytes, attempt == 1 else {
+                item.error = KeepsakeError(
+                    .conflict, store: source.uri, key: key,
+                    """
+                    the source's record was changed by another writer after it was copied, so it was not removed:                     \(source.uri) holds the changed record and \(destination.uri) the copied one
+                    """)
+                return .inBoth
+            }
+            do throws(KeepsakeError) {
+                let results = try source.commit([StoreWrite(key: key, value: nil, expectation: .unchanged(now))])
+                switch results.first {
+                case .applied?: return .moved
+                case .conflict?, nil: continue  // changed again: read once more and say what is there
+                case let .failed(error)?:
+                    item.error = removalError(error, key: key)
+                    return .inBoth
+                }
+            } catch {
+                item.error = removalError(error, key: key)
+                return .inBoth
+            }
+        }
+        return .inBoth  // not reached: the second pass always returns
+    }
+
     private func removalError(_ error: KeepsakeError, key: String) -> KeepsakeError {
         var located = error.located(store: source.uri, key: key)
         located.message =
@@ -539,6 +683,7 @@ public struct StoreTransfer: Sendable {
             record.state = state(index)
             record.error = prepared[index].error
             record.alreadyPresent = prepared[index].alreadyPresent
+            record.note = prepared[index].note
             return record
         }
         return TransferReport(

@@ -51,7 +51,8 @@ public struct TransferRecord: Sendable, Equatable {
         case planned
         /// In the destination and verified; the source still holds it.
         case copied
-        /// In the destination and verified, and removed from the source.
+        /// In the destination and verified, and removed from the source (or removed from it by
+        /// another writer first: ``TransferRecord/note`` says so).
         case moved
         /// Refused: the destination already holds another value under this key (transfer with
         /// overwriting to replace it). Nothing was written.
@@ -89,12 +90,16 @@ public struct TransferRecord: Sendable, Equatable {
     public var state: State
     /// Why the record failed, is in both stores, or was not restored.
     public var error: KeepsakeError?
+    /// What happened to the record beside the transfer, when that is not an error: another
+    /// writer removed a ``State/moved`` record from the source before the move did (the
+    /// destination holds it). `nil` otherwise.
+    public var note: String?
 
     /// A record's entry; every flag is `false` and every optional `nil` unless given.
     public init(
         key: String, schema: String? = nil, storedVersion: Int? = nil, writtenVersion: Int? = nil,
         migrated: Bool = false, unmanaged: Bool = false, replaced: Bool = false, alreadyPresent: Bool = false,
-        state: State, error: KeepsakeError? = nil
+        state: State, error: KeepsakeError? = nil, note: String? = nil
     ) {
         self.key = key
         self.schema = schema
@@ -106,5 +111,6 @@ public struct TransferRecord: Sendable, Equatable {
         self.alreadyPresent = alreadyPresent
         self.state = state
         self.error = error
+        self.note = note
     }
 }

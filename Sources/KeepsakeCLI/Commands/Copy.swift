@@ -21,6 +21,8 @@ extension Migrate {
 
                         Each side takes its own master key options: --from-key-file, --from-passphrase-file, --from-passphrase-env or --from-keyring-key for a file: source, and the same with --to- for a file: destination.
 
+                        Moves from one store take turns: a --move holds a lock on its source (shared by every Keepsake process of this user) from its first read to its last removal, so two moves from one store never both copy a record. A second move waits for the first (up to --lock-timeout seconds; then exit 75, nothing copied) and then moves what the source still holds. If another writer removes a record from the source after it was copied, the record is reported moved, with a note that the destination holds it; if another writer changes it, it is reported inBoth, naming both stores.
+
                         States: planned (--dry-run), copied, moved, exists (the destination holds another value), failed, reverted (written, then taken back), notCopied (another record failed first), inBoth (copied but not removed from the source, or not taken back).
 
                         Exit codes besides those of `\(CLI.name) --help`: 83 a destination key holds another value (give --overwrite); 84 a value the destination cannot hold; 85 a write or read-back failed, the destination was restored and the source untouched; 86 some records are in both stores. Nothing is written for 83 and 84. Any other refusal exits with its record's code (66 a named key the source does not hold, 65 a record that cannot be read or migrated, 69, 70, 71 a store that cannot be used), and nothing is written then either.
@@ -79,6 +81,13 @@ extension Migrate {
         @Option(
             name: .long,
             help: ArgumentHelp(
+                "How long --move waits for another move from the same source to finish, in seconds.",
+                valueName: "seconds"))
+        var lockTimeout: Double = 60
+
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
                 "Treat KEY as a record of model NAME (repeatable; see `\(CLI.name) models`).",
                 valueName: "key=name"), completion: Completions.model)
         var model: [String] = []
@@ -104,6 +113,7 @@ extension Migrate {
             }
             if all && !keys.isEmpty { throw ValidationError("--all copies every key; give either --all or KEYs") }
             _ = try StoreOptions.duration(keyringTimeout, option: "--keyring-timeout")
+            _ = try StoreOptions.duration(lockTimeout, option: "--lock-timeout")
             _ = try keyModels()
         }
 
@@ -151,7 +161,9 @@ extension Migrate {
                 from: source, to: destination, chains: CLI.chains, context: context,
                 keyModels: try keyModels())
             let selection: StoreTransfer.Selection = keys.isEmpty ? (all ? .all : .managed) : .keys(keys)
-            let options = StoreTransfer.Options(move: move, migrate: migrate, overwrite: overwrite)
+            let options = StoreTransfer.Options(
+                move: move, migrate: migrate, overwrite: overwrite,
+                lockTimeout: try StoreOptions.duration(lockTimeout, option: "--lock-timeout"))
             let report =
                 dryRun
                 ? try transfer.plan(selection, options: options)
@@ -205,6 +217,7 @@ extension Migrate {
                 return text
             }
             var notes: [String] = []
+            if let note = record.note { notes.append(note) }
             if record.unmanaged { notes.append("plain value, copied as its bytes") }
             if record.migrated { notes.append("migrated") }
             if record.replaced { notes.append("replaced the destination's value") }
@@ -332,6 +345,7 @@ extension TransferRecord {
             "unmanaged": .bool(unmanaged),
             "replaced": .bool(replaced),
             "alreadyPresent": .bool(alreadyPresent),
+            "note": JSONValue(note),
             "error": error?.json ?? .null
         ]
     }
