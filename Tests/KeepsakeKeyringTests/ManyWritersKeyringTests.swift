@@ -1,0 +1,101 @@
+import Foundation
+import KeepsakeTesting
+import Testing
+
+// The many-writers stress test (DESIGN.md §17) on the keyring: keepsake-stress processes at once
+// on one service of the private keyring, run by scripts/test-providers against gnome-keyring,
+// KeePassXC and KWallet. The same binary and check as MigrateCLITests/ManyWritersTests.swift.
+
+/// The built `keepsake-stress` binary (Tests/Stress), beside the test bundle (or `$KEEPSAKE_STRESS_BINARY`).
+private let stressBinary = BuiltExecutable(named: "keepsake-stress", overriddenBy: "KEEPSAKE_STRESS_BINARY")
+
+/// What `keepsake-stress check` prints (Tests/Stress/Check.swift).
+private struct StressVerdict: Decodable {
+    var processes: Int
+    var tasks: Int
+    var operations: Int
+    var successful: [String: Int]
+    var counted: Int
+    var failed: [String: Int]
+    var lost: Int
+    var migratorRuns: Int
+    var problems: [String]
+    var summary: String
+
+    func attempted(_ op: String) -> Int {
+        (successful[op] ?? 0) + failed.filter { $0.key.hasPrefix(op + " ") }.values.reduce(0, +)
+    }
+}
+
+extension KeyringTests {
+    @Suite("Many writers on one keyring service")
+    struct ManyWriters {
+        @Test("3 processes × 3 tasks at once: every successful write is what the keyring holds")
+        func stress() throws {
+            // Operations per task: 12, or `$KEEPSAKE_STRESS_OPERATIONS` for a longer run.
+            let operations = ProcessInfo.processInfo.environment["KEEPSAKE_STRESS_OPERATIONS"].flatMap(Int.init) ?? 12
+            let (processes, tasks) = (3, 3)
+            let directory = PrivateKeyring.scratch.appendingPathComponent("stress-\(UUID().uuidString.prefix(8))").path
+            let barrier = directory + "/barrier"
+            try FileManager.default.createDirectory(atPath: barrier, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let store = ["--store", "keyring:" + PrivateKeyring.uniqueService("stress")]
+
+            // Every process inherits this one's environment: the private keyring's session bus.
+            var running: [(process: Process, errors: String)] = []
+            for index in 0..<processes {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: stressBinary.path)
+                process.arguments =
+                    ["run"] + store + [
+                        "--process", "\(index)", "--tasks", "\(tasks)", "--operations", "\(operations)",
+                        "--barrier", barrier, "--processes", "\(processes)"
+                    ]
+                let ledger = directory + "/ledger.\(index).json", errors = directory + "/stderr.\(index).txt"
+                for path in [ledger, errors] {
+                    try #require(FileManager.default.createFile(atPath: path, contents: nil))
+                }
+                process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: ledger))
+                process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+                process.standardInput = FileHandle.nullDevice
+                try process.run()
+                try PrivateKeyring.register(process)
+                running.append((process, errors))
+            }
+            for (process, errors) in running {
+                process.waitUntilExit()
+                let text = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+                try #require(process.terminationStatus == 0, "a keepsake-stress process failed: \(text.suffix(2000))")
+            }
+
+            // What `migrate run` does once the writers are done: every seeded V0 record at the latest.
+            let final = try stressBinary.run(["migrate"] + store)
+            try #require(final.status == 0, "\(final.stderr)")
+            let states = try #require(
+                try JSONSerialization.jsonObject(with: Data(final.stdout.utf8)) as? [String: String])
+            for (key, state) in states {
+                #expect(state == "current" || (state == "migrated" && key.hasPrefix("legacy.")), "\(key): \(state)")
+            }
+
+            let checked = try stressBinary.run(["check"] + store + ["--ledgers", directory])
+            try #require(checked.status == 0, "\(checked.stderr)")
+            let verdict = try JSONDecoder().decode(StressVerdict.self, from: Data(checked.stdout.utf8))
+            print("\(verdict.summary) [\(PrivateKeyring.runningProvider.displayName)]")
+
+            #expect(verdict.processes == processes)
+            #expect(verdict.tasks == tasks)
+            #expect(verdict.operations == operations)
+            // Operation `seq` of task `t` is `(seq + t) % 4`: two saves, an update, reads, and a
+            // Migrator run (task 0) or a seeded V0 record (the other tasks).
+            let perProcess = (0..<tasks).flatMap { task in (0..<operations).map { (task, ($0 + task) % 4) } }
+            #expect(verdict.attempted("save") == processes * 2 * perProcess.filter { $0.1 == 0 }.count)
+            #expect(verdict.attempted("update") == processes * perProcess.filter { $0.1 == 1 }.count)
+            #expect(verdict.attempted("seed") == processes * perProcess.filter { $0.0 != 0 && $0.1 == 3 }.count)
+            #expect(verdict.migratorRuns == processes * perProcess.filter { $0.0 == 0 && $0.1 == 3 }.count)
+            #expect(verdict.counted == verdict.successful.values.reduce(0, +))
+            #expect(verdict.counted * 2 > verdict.attempted("save") + verdict.attempted("update"))
+            #expect(verdict.lost == 0)
+            #expect(verdict.problems == [], "\(verdict.problems.joined(separator: "\n"))")
+        }
+    }
+}
