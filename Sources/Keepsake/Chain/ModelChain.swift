@@ -137,6 +137,20 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
                             (\(reader.typeName)) requires the key '\(missing)', which \(entry.typeName) does not always \
                             store; lower no further than the oldest version whose required keys it keeps
                             """))
+                } else if let shape = entry.shape(), let readerShape = reader.shape(),
+                    let problem = RecordShape.readingProblem(of: shape, by: readerShape)
+                {
+                    // Below the top level too: what an older reader decodes must still be there,
+                    // with the type it decodes.
+                    found.append(
+                        ChainError(
+                            chain: name, version: entry.version, typeName: entry.typeName,
+                            field: problem.path,
+                            """
+                            it declares readers from version \(entry.oldestReader) compatible, but version \(reader.version) \
+                            (\(reader.typeName)) reads '\(problem.path)' as \(problem.reason); lower no further than the \
+                            oldest version that reads every field it stores
+                            """))
                 }
             }
         }

@@ -220,3 +220,54 @@ extension AnyModelChain {
     /// Each version's ``RecordShape``, by version number (``ModelChain/shapes``).
     public var shapes: [Int: RecordShape] { readShapes() }
 }
+
+extension RecordShape {
+    /// Where a reader of `reader`'s shape could not read a record of `shape`, at any depth: a
+    /// key the reader requires that `shape` does not always store, or a value whose type the
+    /// reader decodes differently. `nil` when every record of `shape` reads as `reader`
+    /// (keys the reader does not know are ignored by it). Values of a type the probe could not
+    /// read (`unknown`) are not compared.
+    static func readingProblem(of shape: RecordShape, by reader: RecordShape) -> (path: String, reason: String)? {
+        var pending: [(RecordShape, RecordShape, String)] = [(shape, reader, "")]
+        var values: [(Value, Value, String)] = []
+        while !pending.isEmpty || !values.isEmpty {
+            if let (shape, reader, prefix) = pending.popLast() {
+                for key in reader.fields.keys.sorted() {
+                    guard let readerField = reader.fields[key] else { continue }
+                    let path = prefix.isEmpty ? key : "\(prefix).\(key)"
+                    guard let field = shape.fields[key] else {
+                        if readerField.required {
+                            return (path, "a required \(readerField.type), which is never stored")
+                        }
+                        continue
+                    }
+                    if readerField.required && !field.required {
+                        return (path, "a required \(readerField.type), which is not always stored")
+                    }
+                    values.append((field.type, readerField.type, path))
+                }
+                continue
+            }
+            guard let (value, reads, path) = values.popLast() else { break }
+            switch (value, reads) {
+            case (_, .unknown), (.unknown, _):
+                continue
+            case let (.nullable(inner), .nullable(readsInner)):
+                values.append((inner, readsInner, path))
+            case (.nullable, _):
+                return (path, "\(reads), which may be stored as null")
+            case let (_, .nullable(readsInner)):
+                values.append((value, readsInner, path))
+            case let (.array(element), .array(readsElement)):
+                values.append((element, readsElement, "\(path)[]"))
+            case let (.map(element), .map(readsElement)):
+                values.append((element, readsElement, "\(path)[*]"))
+            case let (.object(inner), .object(readsInner)):
+                pending.append((inner, readsInner, path))
+            default:
+                if value != reads { return (path, "\(reads), which is stored as \(value)") }
+            }
+        }
+        return nil
+    }
+}

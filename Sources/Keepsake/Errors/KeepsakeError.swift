@@ -46,6 +46,13 @@ public struct KeepsakeError: Error, Sendable, Equatable, CustomStringConvertible
         public static let encodingFailed = Code(rawValue: "encodingFailed")
         /// The record changed in the store between read and write; nothing was written.
         public static let conflict = Code(rawValue: "conflict")
+        /// A save over a newer release's record would lose that release's data: this release
+        /// changed the length of an array whose elements hold keys it does not know, or replaced
+        /// a structure that holds them. The message names the path; nothing was written.
+        public static let mergeRefused = Code(rawValue: "mergeRefused")
+        /// The change given to `Vault.update` threw; its error is ``KeepsakeError/underlying``.
+        /// Nothing was written.
+        public static let updateFailed = Code(rawValue: "updateFailed")
         /// No record is stored under the key (only for calls that require one).
         public static let notFound = Code(rawValue: "notFound")
         /// A migration step needs this device's identity and the migration context has none

@@ -27,6 +27,31 @@ extension Vault {
         try await Blocking.run { () throws(KeepsakeError) in try self.save(value, for: key) }
     }
 
+    /// The synchronous ``update(_:attempts:_:)``, without blocking the cooperative thread pool.
+    ///
+    /// - Important: If this throws, this update wrote nothing.
+    @discardableResult
+    public func update<Latest>(
+        _ key: RecordKey<Latest>, attempts: Int = Vault.defaultUpdateAttempts,
+        _ change: @escaping @Sendable (inout Latest) throws -> Void
+    ) async throws(KeepsakeError) -> Latest {
+        try await Blocking.run { () throws(KeepsakeError) in try self.update(key, attempts: attempts, change) }
+    }
+
+    /// The synchronous ``update(_:forKey:attempts:_:)``, without blocking the cooperative thread
+    /// pool.
+    ///
+    /// - Important: If this throws, this update wrote nothing.
+    @discardableResult
+    public func update<Latest>(
+        _ chain: ModelChain<Latest>, forKey key: String? = nil, attempts: Int = Vault.defaultUpdateAttempts,
+        _ change: @escaping @Sendable (Latest?) throws -> Latest
+    ) async throws(KeepsakeError) -> Latest {
+        try await Blocking.run { () throws(KeepsakeError) in
+            try self.update(chain, forKey: key, attempts: attempts, change)
+        }
+    }
+
     /// The synchronous `remove(_:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the store is as it was.

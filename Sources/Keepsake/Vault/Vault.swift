@@ -88,25 +88,157 @@ public struct Vault: Sendable {
         return defaultValue
     }
 
-    /// Stores `value` under `key`, in an envelope at the latest version.
+    /// Stores `value` under `key`, in an envelope at the latest version: last writer wins.
+    ///
+    /// A save is for a value the app built: it replaces whatever another writer stored, and it
+    /// does not fail because another writer (a task, another process) wrote the key between
+    /// this save's read and its write — it reads again and writes again. To change a stored
+    /// value without losing another writer's change to it, use ``update(_:attempts:_:)``.
     ///
     /// Over a record of a newer release that declared this release's readers compatible
     /// (``RecordOutcome/newerReadable(_:)``), the save keeps that record's version and every key
-    /// this release does not know, and replaces only the keys it does: the newer release loses
-    /// nothing.
+    /// this release does not know — at every depth: in nested objects, in array elements
+    /// matched by position, in dictionaries — and replaces only the values it knows: the newer
+    /// release loses nothing. Where that cannot be done without loss (this release changed the
+    /// length of an array whose elements hold keys it does not know), the save is refused.
     ///
     /// The value is stored losslessly: it reads back equal, dates included (a date finer than a
     /// millisecond is written with the fraction digits it needs).
     ///
     /// - Throws: ``KeepsakeError/Code/newerVersion`` when the stored record was written by a
-    ///   newer release that did not declare this one compatible,
-    ///   ``KeepsakeError/Code/schemaMismatch`` when it is another model's envelope,
-    ///   ``KeepsakeError/Code/encodingFailed`` when the value cannot be stored exactly (a date
-    ///   outside the years 0001–9999: the cause names the field), and the store's own errors. An
-    ///   unreadable record is replaced.
-    /// - Important: If this throws, the stored bytes are exactly as they were.
+    ///   newer release that did not declare this one compatible — or claims a newer version
+    ///   and does not parse; ``KeepsakeError/Code/schemaMismatch`` when it is another model's
+    ///   envelope; ``KeepsakeError/Code/mergeRefused`` when a newer record's unknown keys
+    ///   cannot be kept (the message names the path); ``KeepsakeError/Code/encodingFailed``
+    ///   when the value cannot be stored exactly (a date outside the years 0001–9999: the cause
+    ///   names the field); ``KeepsakeError/Code/conflict`` only after
+    ///   ``Vault/saveAttempts`` writes in a row each lost a race with another writer; and the
+    ///   store's own errors. Any other unreadable record is replaced.
+    /// - Important: If this throws, the stored bytes are exactly as another writer left them:
+    ///   this save wrote nothing.
     public func save<Latest>(_ value: Latest, for key: RecordKey<Latest>) throws(KeepsakeError) {
         try save(value, in: key.chain, forKey: key.name)
+    }
+
+    /// Reads the record under `key` (migrated in memory, or the key's default while nothing is
+    /// stored), lets `change` modify it, and stores the result — only if nothing was written to
+    /// the key in between. When another writer got there first, it reads again and runs
+    /// `change` again on what that writer stored, up to `attempts` times.
+    ///
+    /// ```swift
+    /// // Two processes counting launches at once: neither count is lost.
+    /// try vault.update(.launches) { $0.count += 1 }
+    /// ```
+    ///
+    /// `change` may run more than once: keep it free of side effects other than on its value.
+    ///
+    /// - Parameters:
+    ///   - key: The record to change.
+    ///   - attempts: How many times to read, change and try to write (at least 1).
+    ///   - change: Modifies the value in place. An error it throws ends the update.
+    /// - Returns: The value stored.
+    /// - Throws: ``KeepsakeError/Code/notFound`` when nothing is stored and the key has no
+    ///   default; ``KeepsakeError/Code/conflict`` when every attempt lost a race with another
+    ///   writer; ``KeepsakeError/Code/updateFailed`` when `change` threw (its error is
+    ///   ``KeepsakeError/underlying``); what ``load(_:)`` throws for a record it cannot read;
+    ///   what ``save(_:for:)`` throws; the store's own errors.
+    /// - Important: If this throws, this update wrote nothing: the stored bytes are as another
+    ///   writer left them.
+    @discardableResult
+    public func update<Latest>(
+        _ key: RecordKey<Latest>, attempts: Int = Vault.defaultUpdateAttempts, _ change: (inout Latest) throws -> Void
+    ) throws(KeepsakeError) -> Latest {
+        let name = try resolve(key.name, key.chain)
+        return try update(key.chain, key: name, attempts: attempts) { current throws(KeepsakeError) in
+            guard let start = current ?? key.defaultValue else {
+                throw KeepsakeError(
+                    .notFound, store: store.uri, key: name,
+                    "no record is stored under this key and the key has no default; nothing was written")
+            }
+            return start
+        } change: { value in
+            var value = value
+            try change(&value)
+            return value
+        }
+    }
+
+    /// Reads the record of `chain` under `key` (the chain's first default key when `nil`),
+    /// migrated in memory, or `nil` when nothing is stored; stores what `change` returns — only
+    /// if nothing was written to the key in between, else it reads again and runs `change`
+    /// again, up to `attempts` times. See ``update(_:attempts:_:)``, for typed keys.
+    ///
+    /// - Throws: What ``update(_:attempts:_:)`` throws.
+    /// - Important: If this throws, this update wrote nothing.
+    @discardableResult
+    public func update<Latest>(
+        _ chain: ModelChain<Latest>, forKey key: String? = nil, attempts: Int = Vault.defaultUpdateAttempts,
+        _ change: (Latest?) throws -> Latest
+    ) throws(KeepsakeError) -> Latest {
+        let name = try resolve(key, chain)
+        return try update(chain, key: name, attempts: attempts) { current throws(KeepsakeError) in
+            current
+        } change: {
+            try change($0)
+        }
+    }
+
+    /// How many times ``update(_:attempts:_:)`` tries by default: 16.
+    public static let defaultUpdateAttempts = 16
+
+    /// How many writes in a row a ``save(_:for:)`` may lose to other writers before it throws
+    /// ``KeepsakeError/Code/conflict``: 100. Each lost race is another writer's successful
+    /// write, and the save waits a little longer (at random) after each.
+    public static let saveAttempts = 100
+
+    /// The read-modify-write loop both `update`s share.
+    private func update<Latest, Start>(
+        _ chain: ModelChain<Latest>, key: String, attempts: Int,
+        start: (Latest?) throws(KeepsakeError) -> Start, change: (Start) throws -> Latest
+    ) throws(KeepsakeError) -> Latest {
+        guard attempts >= 1 else {
+            throw KeepsakeError(
+                .invalidArgument, store: store.uri, key: key, "update needs at least 1 attempt, not \(attempts)")
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            let existing = try store.data(forKey: key)
+            let current: Latest?
+            switch chain.outcome(of: existing, context: context).located(store: store.uri, key: key) {
+            case .absent: current = nil
+            case let .current(record), let .newerReadable(record), let .outdated(record, _): current = record.value
+            case let .newer(error, _), let .failed(error, _): throw error
+            }
+            let initial = try start(current)
+            let changed: Latest
+            do {
+                changed = try change(initial)
+            } catch let error as KeepsakeError {
+                throw error.located(store: store.uri, key: key)
+            } catch {
+                throw KeepsakeError(
+                    .updateFailed, store: store.uri, key: key,
+                    "the change given to update threw (\(error)); nothing was written",
+                    cause: .other(String(describing: error)), underlying: error)
+            }
+            do throws(KeepsakeError) {
+                let encoded = try chain.encodeForSave(changed, over: existing)
+                try store.commitOne(StoreWrite(key: key, value: encoded, expectation: .unchanged(existing)))
+                return changed
+            } catch  where error.code == .conflict && attempt < attempts {
+                Backoff.pause(after: attempt)
+            } catch  where error.code == .conflict {
+                throw KeepsakeError(
+                    .conflict, store: store.uri, key: key,
+                    """
+                    another writer changed the record during each of \(attempts) attempts to update it; nothing was \
+                    written by this update
+                    """)
+            } catch {
+                throw error.located(store: store.uri, key: key)
+            }
+        }
     }
 
     /// Removes the record under `key`, if any.
@@ -156,20 +288,32 @@ public struct Vault: Sendable {
         }
     }
 
-    /// Stores `value` under `key` (the chain's first default key when `nil`). See `save(_:for:)`,
-    /// for typed keys.
+    /// Stores `value` under `key` (the chain's first default key when `nil`): last writer wins.
+    /// See ``save(_:for:)``, for typed keys.
     ///
-    /// - Important: If this throws, the stored bytes are exactly as they were.
+    /// - Throws: What ``save(_:for:)`` throws.
+    /// - Important: If this throws, this save wrote nothing.
     public func save<Latest>(
         _ value: Latest, in chain: ModelChain<Latest>, forKey key: String? = nil
     ) throws(KeepsakeError) {
         let key = try resolve(key, chain)
-        do throws(KeepsakeError) {
-            let existing = try store.data(forKey: key)
-            let encoded = try chain.encodeForSave(value, over: existing)
-            try store.commitOne(StoreWrite(key: key, value: encoded, expectation: .unchanged(existing)))
-        } catch {
-            throw error.located(store: store.uri, key: key)
+        var plain: Data?
+        var attempt = 0
+        while true {
+            attempt += 1
+            do throws(KeepsakeError) {
+                let existing = try store.data(forKey: key)
+                let encoded = try chain.encodeForSave(value, over: existing, plain: &plain)
+                try store.commitOne(StoreWrite(key: key, value: encoded, expectation: .unchanged(existing)))
+                return
+            } catch  where error.code == .conflict && attempt < Self.saveAttempts {
+                // Another writer's save landed between this one's read and write: last writer
+                // wins, so read what it stored (a newer record is still never overwritten) and
+                // write again.
+                Backoff.pause(after: attempt)
+            } catch {
+                throw error.located(store: store.uri, key: key)
+            }
         }
     }
 
@@ -201,72 +345,5 @@ public struct Vault: Sendable {
         }
         try store.validateKey(key)
         return key
-    }
-}
-
-extension ModelChain {
-    /// The bytes a save of `value` writes over `existing`: the latest envelope; over a newer
-    /// record declared readable by this release, that record with this release's keys replaced;
-    /// refused over a newer record that was not, or another model's envelope.
-    func encodeForSave(_ value: Latest, over existing: Data?) throws(KeepsakeError) -> Data {
-        guard let existing else { return try encode(value) }
-        let parsed: ParsedRecord
-        let detected: DetectedRecord
-        do throws(KeepsakeError) {
-            parsed = try ParsedRecord.parse(existing)
-            detected = try detect(parsed)
-        } catch  where error.code == .schemaMismatch {
-            throw error
-        } catch {
-            return try encode(value)  // an unreadable record may be replaced: that is what a save means
-        }
-        guard detected.version > latestVersion else { return try encode(value) }
-        guard let reader = detected.oldestReader, reader <= latestVersion,
-            case let .object(newerFields) = detected.fields
-        else { throw newerError(detected.version) }
-        return try merge(value, into: newerFields, version: detected.version, oldestReader: reader)
-    }
-
-    /// `value`'s keys over a newer record's: keys this release knows come from `value` (absent
-    /// when it has none), the others stay exactly as the newer release wrote them.
-    private func merge(
-        _ value: Latest, into newer: JSONObject, version: Int, oldestReader: Int
-    ) throws(KeepsakeError) -> Data {
-        let own: JSONObject
-        do {
-            guard case let .object(object) = try JSONParser.parse(CanonicalJSON.encode(value)) else {
-                throw KeepsakeError(.encodingFailed, "\(name) version \(latestVersion) does not encode as an object")
-            }
-            own = object
-        } catch let error as KeepsakeError {
-            throw error
-        } catch {
-            throw KeepsakeError(
-                .encodingFailed, "\(name) version \(latestVersion) could not be encoded",
-                cause: .other(String(describing: error)), underlying: error)
-        }
-        let known = (versions.last?.keys?.all ?? []).union(own.keys)
-        var members = own.members
-        members += newer.members.filter { !known.contains($0.key) }
-        var bytes = Data()
-        let envelope = JSONObject(members: [
-            ("data", .object(JSONObject(members: members).sortedByKey)),
-            ("oldestReader", .number(String(oldestReader))),
-            ("schema", .string(name)),
-            ("version", .number(String(version)))
-        ])
-        JSONValue.object(envelope).write(to: &bytes)
-        // Verify: the merged record reads back, compatibly, as exactly `value`.
-        guard case let .newerReadable(record) = outcome(of: bytes, context: .verification),
-            (try? CanonicalJSON.encode(record.value)) == (try? CanonicalJSON.encode(value))
-        else {
-            throw KeepsakeError(
-                .verificationFailed,
-                """
-                the \(name) record merged into version \(version) does not read back as the value saved; nothing \
-                was written
-                """)
-        }
-        return bytes
     }
 }

@@ -73,7 +73,7 @@ enum Exit {
         case .corruptRecord, .unrecognisedRecord, .ambiguousRecord, .schemaMismatch, .migrationFailed,
             .verificationFailed, .encodingFailed, .deviceIdentityUnavailable:
             return unreadable
-        case .newerVersion: return newer
+        case .newerVersion, .mergeRefused: return newer
         case .notFound: return notFound
         case .corruptStore: return corruptStore
         case .unavailable: return unavailable

@@ -1,0 +1,441 @@
+import Foundation
+
+// What a save writes over what is stored: the latest envelope; over a newer record that
+// declared this release's readers compatible, that record with this release's values merged in
+// at every depth; nothing at all over a newer record that did not, or that claims a newer
+// version without parsing.
+
+extension ModelChain {
+    /// The bytes a save of `value` writes over `existing`: the latest envelope; over a newer
+    /// record declared readable by this release, that record with this release's values merged
+    /// in; refused over a newer record that was not, over a record that claims a newer version
+    /// but does not parse, and over another model's envelope.
+    ///
+    /// `plain` caches the latest envelope of `value` across the attempts of one save.
+    func encodeForSave(_ value: Latest, over existing: Data?, plain: inout Data?) throws(KeepsakeError) -> Data {
+        func encoded() throws(KeepsakeError) -> Data {
+            if let plain { return plain }
+            let bytes = try encode(value)
+            plain = bytes
+            return bytes
+        }
+        guard let existing else { return try encoded() }
+        let parsed: ParsedRecord
+        let detected: DetectedRecord
+        do throws(KeepsakeError) {
+            parsed = try ParsedRecord.parse(existing)
+            detected = try detect(parsed)
+        } catch  where error.code == .schemaMismatch {
+            throw error
+        } catch {
+            // An unreadable record may be replaced — that is what a save means — unless it
+            // claims to be newer than this release: then it is a newer release's record this
+            // release cannot read, and it is kept.
+            if let claimed = VersionClaim.highest(in: existing), claimed > Double(latestVersion) {
+                throw KeepsakeError(
+                    .newerVersion,
+                    """
+                    the stored record claims \(name) version \(VersionClaim.describe(claimed)), newer than this \
+                    release knows (latest \(latestVersion)), and does not read (\(error.message)); it was left \
+                    untouched — use a release that knows that version
+                    """, cause: error.cause)
+            }
+            return try encoded()
+        }
+        guard detected.version > latestVersion else { return try encoded() }
+        guard let reader = detected.oldestReader, reader <= latestVersion,
+            case let .object(newerFields) = detected.fields
+        else { throw newerError(detected.version) }
+        return try merge(value, into: newerFields, version: detected.version, oldestReader: reader)
+    }
+
+    /// The bytes a save of `value` writes over `existing` (see the `plain:` form).
+    func encodeForSave(_ value: Latest, over existing: Data?) throws(KeepsakeError) -> Data {
+        var plain: Data?
+        return try encodeForSave(value, over: existing, plain: &plain)
+    }
+
+    /// `value`'s fields merged into a newer record's: every value this release knows comes from
+    /// `value`, every key it does not know stays as the newer release wrote it, at every depth
+    /// (``RecordMerge``).
+    private func merge(
+        _ value: Latest, into newer: JSONObject, version: Int, oldestReader: Int
+    ) throws(KeepsakeError) -> Data {
+        let own: JSONObject
+        do {
+            guard case let .object(object) = try JSONParser.parse(CanonicalJSON.encode(value)) else {
+                throw KeepsakeError(.encodingFailed, "\(name) version \(latestVersion) does not encode as an object")
+            }
+            own = object
+        } catch let error as KeepsakeError {
+            throw error
+        } catch {
+            throw KeepsakeError(
+                .encodingFailed, "\(name) version \(latestVersion) could not be encoded",
+                cause: .other(String(describing: error)), underlying: error)
+        }
+        let shape = versions.last?.shape()
+        let topKnown = Set(
+            (shape.map { Array($0.fields.keys) } ?? Array(versions.last?.keys?.all ?? [])).map(ExactString.init))
+        let merged: JSONObject
+        do throws(RecordMerge.Refusal) {
+            merged = try RecordMerge.object(
+                own: own, newer: newer, known: topKnown, fields: shape?.fields, path: "data")
+        } catch {
+            throw KeepsakeError(
+                .mergeRefused,
+                """
+                the stored record is \(name) version \(version), which this release may update, but at \(error.path) \
+                \(error.reason), so the newer release's data there would be lost; nothing was written — save it \
+                with a release that knows version \(version)
+                """)
+        }
+        var bytes = Data()
+        let envelope = JSONObject(members: [
+            ("data", .object(merged)),
+            ("oldestReader", .number(String(oldestReader))),
+            ("schema", .string(name)),
+            ("version", .number(String(version)))
+        ])
+        JSONValue.object(envelope).write(to: &bytes)
+        // Verify: the merged record reads back, compatibly, as exactly `value`.
+        let readBack: Data?
+        let expected: Data?
+        if case let .newerReadable(record) = outcome(of: bytes, context: .verification) {
+            readBack = try? CanonicalJSON.encode(record.value)
+            expected = try? CanonicalJSON.encode(value)
+        } else {
+            readBack = nil
+            expected = nil
+        }
+        guard let readBack, readBack == expected else {
+            throw KeepsakeError(
+                .verificationFailed,
+                """
+                the \(name) record merged into version \(version) does not read back as the value saved; nothing \
+                was written
+                """)
+        }
+        return bytes
+    }
+}
+
+/// Merges an older release's encoded value into a newer release's stored data, guided by the
+/// older release's ``RecordShape``:
+/// - objects of a known shape: keys the older release knows come from its value (a known key it
+///   left out was set to `nil`), the others stay as the newer release wrote them, and values
+///   present in both are merged in turn;
+/// - dictionaries: the older release's entries, each merged with the newer entry of that key;
+/// - arrays: element by element, by position, when both have the same length; when the older
+///   release changed the length, its array is kept only if no newer element holds a key it
+///   does not know — otherwise the merge is refused;
+/// - anything else (numbers, strings, a value of a type the probe could not read): the older
+///   release's value, refused only when it replaces a structure holding keys it does not know.
+///
+/// The merge recurses only where both values hold a container at the same path, so no deeper
+/// than the older release's own encoded value, which its own types bound: a deeply nested
+/// stored record cannot make it recurse deeper.
+enum RecordMerge {
+    /// Why a merge would lose the newer release's data, and where.
+    struct Refusal: Error {
+        let path: String
+        let reason: String
+    }
+
+    static func object(
+        own: JSONObject, newer: JSONObject, known: Set<ExactString>, fields: [String: RecordShape.Field]?, path: String
+    ) throws(Refusal) -> JSONObject {
+        var newerByKey: [ExactString: JSONValue] = [:]
+        for member in newer.members { newerByKey[ExactString(member.key)] = member.value }
+        let fieldsByKey = fields.map { fields in
+            Dictionary(fields.map { (ExactString($0.key), $0.value.type) }, uniquingKeysWith: { first, _ in first })
+        }
+        var members: [(key: String, value: JSONValue)] = []
+        var ownKeys = Set<ExactString>()
+        for member in own.members {
+            let key = ExactString(member.key)
+            ownKeys.insert(key)
+            guard let theirs = newerByKey[key] else {
+                members.append(member)
+                continue
+            }
+            let type = fieldsByKey?[key]
+            members.append(
+                (member.key, try value(own: member.value, newer: theirs, type: type, path: "\(path).\(member.key)")))
+        }
+        for member in newer.members {
+            let key = ExactString(member.key)
+            // A key the older release knows and left out was cleared by it; any other key is
+            // the newer release's own.
+            guard !ownKeys.contains(key), !known.contains(key) else { continue }
+            members.append(member)
+        }
+        return JSONObject(members: members).sortedByKey
+    }
+
+    static func value(
+        own: JSONValue, newer: JSONValue, type: RecordShape.Value?, path: String
+    ) throws(Refusal) -> JSONValue {
+        var type = type
+        if case let .nullable(inner)? = type { type = inner }
+        switch (own, newer, type) {
+        case let (.object(mine), .object(theirs), .object(shape)?):
+            let known = Set(shape.fields.keys.map(ExactString.init))
+            return .object(try object(own: mine, newer: theirs, known: known, fields: shape.fields, path: path))
+        case let (.object(mine), .object(theirs), .map(valueType)?):
+            // A dictionary: every key is the older release's to keep or drop.
+            let known = Set(theirs.members.map { ExactString($0.key) })
+            return .object(try mapObject(own: mine, newer: theirs, known: known, valueType: valueType, path: path))
+        case let (.object(mine), .object(theirs), nil):
+            // No shape (the probe could not read this release's type): the keys this release
+            // wrote are the ones it knows.
+            let known = Set(mine.members.map { ExactString($0.key) })
+            return .object(try object(own: mine, newer: theirs, known: known, fields: nil, path: path))
+        case let (.array(mine), .array(theirs), _):
+            var element: RecordShape.Value?
+            if case let .array(inner)? = type { element = inner }
+            if mine.count == theirs.count {
+                var merged: [JSONValue] = []
+                merged.reserveCapacity(mine.count)
+                for index in mine.indices {
+                    merged.append(
+                        try value(own: mine[index], newer: theirs[index], type: element, path: "\(path)[\(index)]"))
+                }
+                return .array(merged)
+            }
+            for index in theirs.indices where holdsUnknown(theirs[index], type: element) {
+                throw Refusal(
+                    path: "\(path)[\(index)]",
+                    reason: """
+                        this release changed the array's length (\(theirs.count) → \(mine.count)) and its elements \
+                        hold keys it does not know, which cannot be matched to the new elements
+                        """)
+            }
+            return own
+        case (.null, _, _):
+            // The older release cleared an optional value: the value and whatever it held go.
+            return own
+        default:
+            if holdsUnknown(newer, type: type) {
+                throw Refusal(
+                    path: path,
+                    reason:
+                        "this release writes \(own.kindName) where the newer record holds \(newer.kindName) with keys it does not know"
+                )
+            }
+            return own
+        }
+    }
+
+    private static func mapObject(
+        own: JSONObject, newer: JSONObject, known: Set<ExactString>, valueType: RecordShape.Value, path: String
+    ) throws(Refusal) -> JSONObject {
+        var newerByKey: [ExactString: JSONValue] = [:]
+        for member in newer.members { newerByKey[ExactString(member.key)] = member.value }
+        var members: [(key: String, value: JSONValue)] = []
+        for member in own.members {
+            guard let theirs = newerByKey[ExactString(member.key)] else {
+                members.append(member)
+                continue
+            }
+            members.append(
+                (
+                    member.key,
+                    try value(own: member.value, newer: theirs, type: valueType, path: "\(path).\(member.key)")
+                ))
+        }
+        return JSONObject(members: members).sortedByKey
+    }
+
+    /// Whether `value` holds an object key that `type` does not know, at any depth. Iterative:
+    /// a stored value can be as deep as its bytes allow.
+    static func holdsUnknown(_ value: JSONValue, type: RecordShape.Value?) -> Bool {
+        var pending: [(JSONValue, RecordShape.Value?)] = [(value, type)]
+        while let (value, type) = pending.popLast() {
+            var type = type
+            if case let .nullable(inner)? = type { type = inner }
+            switch (value, type) {
+            case let (.object(object), .object(shape)?):
+                for member in object.members {
+                    guard let field = shape.fields[member.key] else { return true }
+                    pending.append((member.value, field.type))
+                }
+            case let (.object(object), .map(valueType)?):
+                for member in object.members { pending.append((member.value, valueType)) }
+            case let (.array(elements), .array(element)?):
+                for element2 in elements { pending.append((element2, element)) }
+            case (.object, .unknown?):
+                // A value of a type the probe could not read: nothing can be said about its keys.
+                continue
+            case let (.object(object), _):
+                // An object where this release expects something else (or knows no shape).
+                if type != nil { return !object.members.isEmpty }
+                continue
+            case let (.array(elements), _):
+                for element in elements { pending.append((element, nil)) }
+            default:
+                continue
+            }
+        }
+        return false
+    }
+}
+
+/// The version a record's bytes claim at their top level, read without parsing them strictly:
+/// for a record that does not parse (a duplicate key, a lone surrogate, `NaN` somewhere inside)
+/// but says it is newer, so that a save never replaces it. Linear in the bytes, no recursion.
+enum VersionClaim {
+    /// The highest top-level `"version"` number in `bytes` (or in the JSON text of a JSON
+    /// string, once unwrapped), or `nil` when there is none.
+    static func highest(in bytes: Data) -> Double? {
+        let array = [UInt8](bytes)
+        var index = 0
+        skipSpace(array, &index)
+        guard index < array.count else { return nil }
+        if array[index] == UInt8(ascii: "\"") {
+            guard let inner = string(array, &index) else { return nil }
+            var innerIndex = 0
+            skipSpace(inner, &innerIndex)
+            return objectVersion(inner, &innerIndex)
+        }
+        return objectVersion(array, &index)
+    }
+
+    /// `5` for 5, `5.5` for 5.5.
+    static func describe(_ version: Double) -> String {
+        if version.rounded() == version, abs(version) < 1e15 { return String(Int64(version)) }
+        return String(version)
+    }
+
+    private static func objectVersion(_ bytes: [UInt8], _ index: inout Int) -> Double? {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return nil }
+        index += 1
+        var highest: Double?
+        while true {
+            skipSpace(bytes, &index)
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return highest }
+            guard let key = string(bytes, &index) else { return highest }
+            skipSpace(bytes, &index)
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return highest }
+            index += 1
+            skipSpace(bytes, &index)
+            if key == Array("version".utf8) {
+                let start = index
+                while index < bytes.count, isNumberByte(bytes[index]) { index += 1 }
+                if let number = Double(String(decoding: bytes[start..<index], as: UTF8.self)), number.isFinite {
+                    highest = max(highest ?? number, number)
+                }
+            }
+            skipValue(bytes, &index)
+            skipSpace(bytes, &index)
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ",") else { return highest }
+            index += 1
+        }
+    }
+
+    private static func isNumberByte(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
+            || byte == UInt8(ascii: "+") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "e")
+            || byte == UInt8(ascii: "E")
+    }
+
+    private static func skipSpace(_ bytes: [UInt8], _ index: inout Int) {
+        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+    }
+
+    /// The bytes of the string at `index` with its escapes decoded (a lone surrogate becomes
+    /// U+FFFD); `index` moves past it. `nil` when it does not end.
+    private static func string(_ bytes: [UInt8], _ index: inout Int) -> [UInt8]? {
+        index += 1
+        var result: [UInt8] = []
+        var pendingHigh: UInt32?
+        func flushHigh() {
+            if pendingHigh != nil { result += Array("\u{FFFD}".utf8) }
+            pendingHigh = nil
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                flushHigh()
+                index += 1
+                return result
+            }
+            guard byte == UInt8(ascii: "\\") else {
+                flushHigh()
+                result.append(byte)
+                index += 1
+                continue
+            }
+            guard index + 1 < bytes.count else { return nil }
+            let escape = bytes[index + 1]
+            index += 2
+            switch escape {
+            case UInt8(ascii: "u"):
+                guard index + 4 <= bytes.count,
+                    let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
+                else { return nil }
+                index += 4
+                if (0xD800...0xDBFF).contains(code) {
+                    flushHigh()
+                    pendingHigh = code
+                } else if (0xDC00...0xDFFF).contains(code), let high = pendingHigh {
+                    pendingHigh = nil
+                    let scalar = 0x10000 + ((high - 0xD800) << 10) + (code - 0xDC00)
+                    result += Array(String(Unicode.Scalar(scalar) ?? "\u{FFFD}").utf8)
+                } else {
+                    flushHigh()
+                    result += Array(String(Unicode.Scalar(code) ?? "\u{FFFD}").utf8)
+                }
+            case UInt8(ascii: "n"):
+                flushHigh()
+                result.append(0x0A)
+            case UInt8(ascii: "t"):
+                flushHigh()
+                result.append(0x09)
+            case UInt8(ascii: "r"):
+                flushHigh()
+                result.append(0x0D)
+            case UInt8(ascii: "b"):
+                flushHigh()
+                result.append(0x08)
+            case UInt8(ascii: "f"):
+                flushHigh()
+                result.append(0x0C)
+            default:
+                flushHigh()
+                result.append(escape)
+            }
+        }
+        return nil
+    }
+
+    /// Moves `index` past one value of any kind, counting brackets instead of recursing.
+    private static func skipValue(_ bytes: [UInt8], _ index: inout Int) {
+        var depth = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
+                    index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1
+                }
+                index += 1
+                if depth == 0 { return }
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+                index += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                if depth == 0 { return }
+                depth -= 1
+                index += 1
+                if depth == 0 { return }
+            case UInt8(ascii: ","):
+                if depth == 0 { return }
+                index += 1
+            default:
+                index += 1
+            }
+        }
+    }
+}
