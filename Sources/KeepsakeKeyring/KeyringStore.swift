@@ -32,13 +32,36 @@ import Keepsake
 /// use the most recently changed one, and a write updates that one and then deletes the
 /// others, so that exactly one item remains.
 ///
+/// The Secret Service has no transactions, so Keepsake serialises its own writers of a
+/// service: a write holds a lock from its search for the key's items through the write and its
+/// read-back, which makes a write's expectation (``StoreWrite/Expectation/unchanged(_:)``) and
+/// the write itself one step among Keepsake writers — threads of one process and other
+/// processes on the same session bus alike. In a process, writers wait for each other on a gate
+/// per service; across processes, on an exclusive `flock` of an empty lock file in
+/// `$XDG_RUNTIME_DIR/keepsake/` (or `/tmp/keepsake-<uid>/`, made with mode 0700; a directory
+/// owned by another user, writable by others or a symbolic link is refused), named
+/// `keyring-<hash>.lock` after the session bus address and the service, so that separate
+/// buses (private test keyrings) never wait for each other. The kernel releases a `flock` when
+/// the process holding it exits or dies, so a crashed writer never blocks anyone. Waiting for
+/// the lock is part of the call's deadline: a writer that does not get it in time throws
+/// `.lockTimeout` and writes nothing. Reads take no lock: they see the old or the new record.
+/// Other clients (`secret-tool`, Python `keyring`, an older Keepsake) do not take the lock.
+///
 /// Every write of a record is read back and compared, byte for byte, with what was written.
 /// Some providers rewrite secrets as they return them (KeePassXC expands placeholders such as
 /// `{TITLE}`, `{URL}`, `{S:attr}` and `{PASSWORD}`): then the write is undone — the previous
 /// record is put back, or the new item is deleted when the key had none — and it throws
-/// `.verificationFailed` saying what differed. This costs one more round trip per write (the
-/// item's `GetSecret`); the previous record is read in the round trip that already reads the
-/// item's properties. The previous record put back is the secret the provider returned for it.
+/// `.verificationFailed` saying what differed. As no other Keepsake writer can run meanwhile, a
+/// difference comes from the provider or from another client: the record is read a second time,
+/// and only a provider that returns the same altered bytes twice gets the write undone; when
+/// the two read-backs differ or the item is gone, another client wrote or deleted it after this
+/// write, which was applied and is not undone (the undo never removes or rolls back another
+/// writer's value). This costs one more round trip per write (the item's `GetSecret`), two on
+/// a difference; the previous record is read in the round trip that already reads the item's
+/// properties. The previous record put back is the secret the provider returned for it.
+///
+/// An item another client deletes between the search that found it and a request about it is
+/// searched for again within the call (a few times), never reported as an I/O failure.
 ///
 /// ## Honest answers
 /// - A lookup in a locked collection returns nothing from libsecret. This store checks the
@@ -166,9 +189,18 @@ public struct KeyringStore: RecordStore {
     public func data(forKey key: String) throws(KeepsakeError) -> Data? {
         try validateKey(key)
         return try converse(key: key) { call throws(LibsecretFailure) in
-            let match = try find(key, in: call, loadSecrets: true)
-            guard let item = match.items.first else { return nil }
-            return try secret(of: item, in: call)
+            var reads = 1
+            while true {
+                let match = try find(key, in: call, loadSecrets: true)
+                guard let item = match.items.first else { return nil }
+                do throws(LibsecretFailure) {
+                    return try secret(of: item, in: call)
+                } catch  where error.isVanishedObject && reads < Self.searchesForVanishedItems && !call.deadline.expired
+                {
+                    // Deleted between its properties and a second request for its secret.
+                    reads += 1
+                }
+            }
         }
     }
 
@@ -206,19 +238,25 @@ public struct KeyringStore: RecordStore {
     /// secret of the key's existing item in place (see "Writes" above) or creates an item in
     /// the default collection; `nil` deletes every item of the key and no other.
     ///
+    /// Each write holds the service's write lock (see "Writes" above) from its search through
+    /// its read-back, so its expectation is checked and its write made with no other Keepsake
+    /// writer in between, in this process or another.
+    ///
     /// - Throws: `KeepsakeError` `.invalidArgument` for a bad key (before anything is
     ///   contacted), or the failure of the first write when no write was applied before it:
-    ///   `.verificationFailed` when the record read back differs from the one written (the
+    ///   `.lockTimeout` when another Keepsake writer held the lock until the deadline;
+    ///   `.verificationFailed` when the provider returned the record written altered (the
     ///   write was undone).
-    /// - Important: If this throws, no write of the batch was applied — except that after a
-    ///   `.timeout` the failing write's key holds either its old or its new record (the
-    ///   provider may apply a request after the deadline), never none, and that after a
-    ///   `.verificationFailed` whose message says undoing the write failed, the key holds the
-    ///   new record as the provider keeps it. A failure after a write
+    /// - Important: If this throws, no write of the batch was applied, and no other writer's
+    ///   value was removed or rolled back — except that after a `.timeout` the failing write's
+    ///   key holds either its old or its new record (the provider may apply a request after the
+    ///   deadline), never none, and that after a `.verificationFailed` whose message says
+    ///   undoing the write failed or the write was not undone, the key holds the new record as
+    ///   the provider keeps it. A `.lockTimeout` wrote nothing. A failure after a write
     ///   was applied is reported as `StoreWriteResult.failed(_:)` for that write; after a
     ///   `.locked`, `.unavailable` or `.timeout` the remaining writes are not tried and are
-    ///   reported failed with the same error. The Secret Service has no transactions: an
-    ///   expectation is checked just before its write, not atomically with it.
+    ///   reported failed with the same error. Other clients do not take Keepsake's lock: one
+    ///   that writes the key between a write's check and its write is not seen by the check.
     public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
         for write in writes { try validateKey(write.key) }
         var results: [StoreWriteResult] = []
@@ -251,104 +289,35 @@ public struct KeyringStore: RecordStore {
     }
 
     private func apply(_ write: StoreWrite) throws(KeepsakeError) -> StoreWriteResult {
-        let outcome = try converse(key: write.key) { call throws(LibsecretFailure) -> WriteOutcome in
-            // KeePassXC would return this record with its placeholders expanded (and {PASSWORD}
-            // recursively, past any deadline): refused before anything is written. Who the
-            // provider is is asked only when the record holds one.
-            if let value = write.value, let placeholder = KeePassXCPlaceholders.first(in: value) {
-                let provider = KeyringProvider.identify(processID: try call.providerProcessID())
-                if provider.kind == .keePassXC {
-                    return .refused(
-                        """
-                        the provider, \(provider), expands placeholders in the secrets it returns, and this \
-                        record holds \(placeholder.token) at byte \(placeholder.offset): it would read back \
-                        different, so nothing was written; store it in another store (a file or defaults store), \
-                        or keep KeePassXC's placeholders ({TITLE}, {URL}, {S:…}, {PASSWORD}…) out of it
-                        """)
+        // One deadline for the wait for the lock and the conversation: the lock is held from the
+        // search for the key's items through the write and its read-back, so that no other
+        // Keepsake writer, in this process or another, runs between them.
+        let deadline = ContinuousClock.now + timeout
+        let outcome = try KeyringWriteLock.holding(service: service, until: deadline, store: uri, key: write.key) {
+            () throws(KeepsakeError) -> WriteOutcome in
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero else {
+                throw KeepsakeError(
+                    .lockTimeout, store: uri, key: write.key,
+                    "the keyring write lock was taken only at the call's deadline of \(timeout); nothing was written")
+            }
+            return try converse(key: write.key, within: remaining) { call throws(LibsecretFailure) -> WriteOutcome in
+                // An item another client deleted between the search and the write: the write
+                // runs again from a new search. Nothing of this write was applied yet (a
+                // failure after its write is handled where it happens).
+                var attempts = 1
+                while true {
+                    do throws(LibsecretFailure) {
+                        return try attempt(write, in: call)
+                    } catch
+                        where error.isVanishedObject && attempts < Self.searchesForVanishedItems
+                        && !call.deadline.expired
+                    {
+                        Log.keyring.debug("an item of the key vanished during a write; searching again")
+                        attempts += 1
+                    }
                 }
             }
-            let needsCurrent = write.expectation != .anything
-            // A value write also reads the current secret (sent with the properties, no extra
-            // round trip), so that it can be put back if the provider alters the new one.
-            let match = try find(write.key, in: call, loadSecrets: needsCurrent || write.value != nil)
-            if needsCurrent {
-                var current = try match.items.first.map { item throws(LibsecretFailure) in
-                    try secret(of: item, in: call)
-                }
-                if call.isRetry {
-                    // The first run's request was refused on a stale session, perhaps after it
-                    // was applied: a `CreateItem` KWallet refused left its item with an empty
-                    // secret (no record is ever empty), and a write whose read-back could not
-                    // be decrypted was applied.
-                    if current?.isEmpty == true { current = nil }
-                    if let value = write.value, current == value { return .done(.applied) }
-                }
-                guard write.expects(current) else { return .done(.conflict) }
-            }
-            guard let value = write.value else {
-                guard !match.items.isEmpty else { return .done(.applied) }
-                // KWallet reports a closed wallet's items unlocked, and deleting one then drops
-                // its secret and keeps the item: the collection is checked first (two requests,
-                // on removals only).
-                if let collection = try call.defaultCollection(), collection.isLocked {
-                    throw LibsecretFailure(
-                        stage: .deleteItem, kind: .locked,
-                        message:
-                            "the default collection \(collection.path) is locked; nothing was deleted; unlock the keyring and try again"
-                    )
-                }
-                // Oldest first: if a delete fails midway, the item reads use is still there and
-                // the key still reads as it did.
-                for item in match.items.reversed() { try call.delete(item) }
-                return .done(.applied)
-            }
-            if let target = match.items.first {
-                try call.setSecret(value, on: target)
-                if let difference = try readBackDifference(value, at: target.path, in: call) {
-                    return .altered(
-                        undo(difference) { () throws(LibsecretFailure) in
-                            guard let previous = target.secret else {
-                                return
-                                    "the previous record could not be read before the write, so the item keeps the new one"
-                            }
-                            try call.setSecret(previous, on: target)
-                            return "the previous record was put back"
-                        })
-                }
-                // The new record is stored; now make it the only one. A failure here leaves an
-                // older duplicate that reads never choose (the target is now the most recent)
-                // and the next write removes: the write itself has been applied.
-                for duplicate in match.items.dropFirst() {
-                    do throws(LibsecretFailure) { try call.delete(duplicate) } catch { break }
-                }
-                return .done(.applied)
-            }
-            guard let collection = match.defaultCollection else {
-                throw LibsecretFailure(
-                    stage: .createItem, kind: .noDefaultCollection,
-                    message:
-                        "the Secret Service has no default collection to create the item in; create a keyring first")
-            }
-            guard !collection.isLocked else {
-                throw LibsecretFailure(
-                    stage: .createItem, kind: .locked,
-                    message:
-                        "the default collection \(collection.path) is locked; nothing was written")
-            }
-            let created = try call.createItem(
-                in: collection, attributes: attributes(forKey: write.key), label: "\(service): \(write.key)",
-                secret: value)
-            if let difference = try readBackDifference(value, at: created, in: call) {
-                return .altered(
-                    undo(difference) { () throws(LibsecretFailure) in
-                        try call.delete(
-                            LibsecretItem(
-                                path: created, username: write.key, isLocked: false, modified: 0, created: 0,
-                                secret: nil))
-                        return "the new item was deleted, so the key holds no record, as before"
-                    })
-            }
-            return .done(.applied)
         }
         switch outcome {
         case let .done(result): return result
@@ -363,24 +332,187 @@ public struct KeyringStore: RecordStore {
         }
     }
 
-    /// Reads the secret at `path` back (one `Item.GetSecret` round trip) and says how it differs
-    /// from `written`, or returns `nil` when it is the very same bytes. A deadline that expires
-    /// here is thrown as it is (the key then holds its new record, as after any timeout); any
-    /// other failure to read back is a difference, so that the write is undone.
-    private func readBackDifference(
+    /// One run of `write` on `call`, under the write lock.
+    private func attempt(_ write: StoreWrite, in call: LibsecretCall) throws(LibsecretFailure) -> WriteOutcome {
+        // KeePassXC would return this record with its placeholders expanded (and {PASSWORD}
+        // recursively, past any deadline): refused before anything is written. Who the
+        // provider is is asked only when the record holds one.
+        if let value = write.value, let placeholder = KeePassXCPlaceholders.first(in: value) {
+            let provider = KeyringProvider.identify(processID: try call.providerProcessID())
+            if provider.kind == .keePassXC {
+                return .refused(
+                    """
+                    the provider, \(provider), expands placeholders in the secrets it returns, and this \
+                    record holds \(placeholder.token) at byte \(placeholder.offset): it would read back \
+                    different, so nothing was written; store it in another store (a file or defaults store), \
+                    or keep KeePassXC's placeholders ({TITLE}, {URL}, {S:…}, {PASSWORD}…) out of it
+                    """)
+            }
+        }
+        let needsCurrent = write.expectation != .anything
+        // A value write also reads the current secret (sent with the properties, no extra
+        // round trip), so that it can be put back if the provider alters the new one.
+        let match = try find(write.key, in: call, loadSecrets: needsCurrent || write.value != nil)
+        if needsCurrent {
+            var current = try match.items.first.map { item throws(LibsecretFailure) in
+                try secret(of: item, in: call)
+            }
+            if call.isRetry {
+                // The first run's request was refused on a stale session, perhaps after it
+                // was applied: a `CreateItem` KWallet refused left its item with an empty
+                // secret (no record is ever empty), and a write whose read-back could not
+                // be decrypted was applied.
+                if current?.isEmpty == true { current = nil }
+                if let value = write.value, current == value { return .done(.applied) }
+            }
+            guard write.expects(current) else { return .done(.conflict) }
+        }
+        guard let value = write.value else {
+            guard !match.items.isEmpty else { return .done(.applied) }
+            // KWallet reports a closed wallet's items unlocked, and deleting one then drops
+            // its secret and keeps the item: the collection is checked first (two requests,
+            // on removals only).
+            if let collection = try call.defaultCollection(), collection.isLocked {
+                throw LibsecretFailure(
+                    stage: .deleteItem, kind: .locked,
+                    message:
+                        "the default collection \(collection.path) is locked; nothing was deleted; unlock the keyring and try again"
+                )
+            }
+            // Oldest first: if a delete fails midway, the item reads use is still there and
+            // the key still reads as it did.
+            for item in match.items.reversed() { try call.delete(item) }
+            return .done(.applied)
+        }
+        if let target = match.items.first {
+            try call.setSecret(value, on: target)
+            switch try readBack(value, at: target.path, in: call) {
+            case .same:
+                break
+            case .superseded:
+                return .done(.applied)
+            case let .kept(difference):
+                return .altered(difference)
+            case let .altered(difference):
+                return .altered(
+                    undo(difference) { () throws(LibsecretFailure) in
+                        guard let previous = target.secret else {
+                            return
+                                "the previous record could not be read before the write, so the item keeps the new one"
+                        }
+                        try call.setSecret(previous, on: target)
+                        return "the previous record was put back"
+                    })
+            }
+            // The new record is stored; now make it the only one. A failure here leaves an
+            // older duplicate that reads never choose (the target is now the most recent)
+            // and the next write removes: the write itself has been applied.
+            for duplicate in match.items.dropFirst() {
+                do throws(LibsecretFailure) { try call.delete(duplicate) } catch { break }
+            }
+            return .done(.applied)
+        }
+        guard let collection = match.defaultCollection else {
+            throw LibsecretFailure(
+                stage: .createItem, kind: .noDefaultCollection,
+                message:
+                    "the Secret Service has no default collection to create the item in; create a keyring first")
+        }
+        guard !collection.isLocked else {
+            throw LibsecretFailure(
+                stage: .createItem, kind: .locked,
+                message:
+                    "the default collection \(collection.path) is locked; nothing was written")
+        }
+        let created = try call.createItem(
+            in: collection, attributes: attributes(forKey: write.key), label: "\(service): \(write.key)",
+            secret: value)
+        switch try readBack(value, at: created, in: call) {
+        case .same, .superseded:
+            break
+        case let .kept(difference):
+            return .altered(difference)
+        case let .altered(difference):
+            return .altered(
+                undo(difference) { () throws(LibsecretFailure) in
+                    try call.delete(
+                        LibsecretItem(
+                            path: created, username: write.key, isLocked: false, modified: 0, created: 0,
+                            secret: nil))
+                    return "the new item was deleted, so the key holds no record, as before"
+                })
+        }
+        return .done(.applied)
+    }
+
+    /// What a write's read-back found.
+    private enum ReadBack {
+        /// The very bytes written.
+        case same
+        /// Another client changed or removed the item after this write (two read-backs
+        /// differed, or the item is gone): the write was applied, and is not undone — that
+        /// would remove or roll back the other client's value.
+        case superseded
+        /// The provider returns the record altered, the same way twice, or could not return
+        /// it: the write is undone.
+        case altered(String)
+        /// The record read back differed, and could not be read a second time to tell an
+        /// altering provider from another writer: not undone, reported as this sentence.
+        case kept(String)
+    }
+
+    /// Reads the secret at `path` back (one `Item.GetSecret` round trip) and compares it with
+    /// `written`. A deadline that expires here is thrown as it is (the key then holds its new
+    /// record, as after any timeout); a failure to read back is ``ReadBack/altered(_:)``, so
+    /// that the write is undone, unless the item is gone (``ReadBack/superseded``).
+    ///
+    /// Other Keepsake writers wait for the write lock this write holds, so a difference comes
+    /// from the provider or from another client. The record is read once more: a provider that
+    /// rewrites secrets (KeePassXC expands placeholders) returns the same altered bytes again;
+    /// a client that wrote the item meanwhile leaves other bytes, or changes them again.
+    private func readBack(
         _ written: Data, at path: String, in call: LibsecretCall
-    ) throws(LibsecretFailure) -> String? {
-        var back: Data
+    ) throws(LibsecretFailure) -> ReadBack {
+        let first: Data
         do throws(LibsecretFailure) {
-            back = try call.readSecret(at: path)
+            first = try readBackOnce(at: path, in: call)
         } catch  where error.kind == .timedOut || error.isStaleLink {
             // A stale session: the call runs again on a new one, and writes again.
             throw error
+        } catch  where error.isVanishedObject {
+            Log.keyring.notice("the item written was deleted by another client before it was read back")
+            return .superseded
         } catch {
-            return "the written record could not be read back (\(error.message))"
+            return .altered("the written record could not be read back (\(error.message))")
         }
-        if let transform = readBackTransform { back = transform(back) }
-        guard back != written else { return nil }
+        guard first != written else { return .same }
+        let second: Data
+        do throws(LibsecretFailure) {
+            second = try readBackOnce(at: path, in: call)
+        } catch  where error.kind == .timedOut || error.isStaleLink {
+            throw error
+        } catch  where error.isVanishedObject {
+            Log.keyring.notice("the item written was deleted by another client after it was read back")
+            return .superseded
+        } catch {
+            return .kept(
+                "\(describe(written: written, back: first, in: call)); it could not be read a second time "
+                    + "(\(error.message)) to tell whether another client changed it, so the write was not undone")
+        }
+        guard second == first else {
+            Log.keyring.notice("the item written was changed by another client while it was read back; not undone")
+            return .superseded
+        }
+        return .altered(describe(written: written, back: first, in: call))
+    }
+
+    private func readBackOnce(at path: String, in call: LibsecretCall) throws(LibsecretFailure) -> Data {
+        let back = try call.readSecret(at: path)
+        return readBackTransform.map { $0(back) } ?? back
+    }
+
+    /// How `back` differs from `written`, naming the provider.
+    private func describe(written: Data, back: Data, in call: LibsecretCall) -> String {
         let offset = zip(back, written).prefix { $0 == $1 }.count
         // Only on this rare path: one more request, to the bus daemon, and a few /proc reads.
         let provider: String
@@ -389,7 +521,7 @@ public struct KeyringStore: RecordStore {
         } catch {
             provider = "the provider (not identified: \(error.message))"
         }
-        return "\(provider) returned a different secret when the written record was read back "
+        return "\(provider) returned a different secret, twice the same, when the written record was read back "
             + "(\(written.count) bytes written, \(back.count) returned, first difference at byte \(offset)); "
             + "KeePassXC, for one, expands placeholders such as {TITLE}, {URL}, {S:attr} and {PASSWORD} in the secrets it returns"
     }
@@ -427,6 +559,26 @@ public struct KeyringStore: RecordStore {
     /// `loadSecrets`) their secrets, sent together; only a key with no item also reads the
     /// default collection's state.
     private func find(
+        _ key: String, in call: LibsecretCall, loadSecrets: Bool
+    ) throws(LibsecretFailure) -> KeyMatch {
+        // An item another client deleted between the search and the reading of its properties
+        // (reads take no lock, and other clients none at all): searched again, within the call.
+        var searches = 1
+        while true {
+            do throws(LibsecretFailure) {
+                return try findOnce(key, in: call, loadSecrets: loadSecrets)
+            } catch  where error.isVanishedObject && searches < Self.searchesForVanishedItems && !call.deadline.expired
+            {
+                Log.keyring.debug("an item of the key vanished while it was read; searching again")
+                searches += 1
+            }
+        }
+    }
+
+    /// How many times one call searches a key's items when one vanishes while it is read.
+    private static let searchesForVanishedItems = 5
+
+    private func findOnce(
         _ key: String, in call: LibsecretCall, loadSecrets: Bool
     ) throws(LibsecretFailure) -> KeyMatch {
         let found = try call.search(attributes(forKey: key))
@@ -471,6 +623,21 @@ public struct KeyringStore: RecordStore {
 
     /// Every key of this service with its unlocked items, most recently changed first.
     private func findAll(
+        in call: LibsecretCall, loadSecrets: Bool
+    ) throws(LibsecretFailure) -> [ExactString: [LibsecretItem]] {
+        var searches = 1
+        while true {
+            do throws(LibsecretFailure) {
+                return try findAllOnce(in: call, loadSecrets: loadSecrets)
+            } catch  where error.isVanishedObject && searches < Self.searchesForVanishedItems && !call.deadline.expired
+            {
+                Log.keyring.debug("an item of the service vanished while it was read; searching again")
+                searches += 1
+            }
+        }
+    }
+
+    private func findAllOnce(
         in call: LibsecretCall, loadSecrets: Bool
     ) throws(LibsecretFailure) -> [ExactString: [LibsecretItem]] {
         let collection = try call.defaultCollection()
@@ -535,13 +702,13 @@ public struct KeyringStore: RecordStore {
 
     // MARK: Plumbing
 
-    /// Runs `body` on this store's connection under a new deadline of ``timeout``; failures
-    /// become ``KeepsakeError``s naming the store and `key`.
+    /// Runs `body` on this store's connection under a new deadline of `remaining` (``timeout``
+    /// when not given); failures become ``KeepsakeError``s naming the store and `key`.
     private func converse<T>(
-        key: String?, _ body: (LibsecretCall) throws(LibsecretFailure) -> T
+        key: String?, within remaining: Duration? = nil, _ body: (LibsecretCall) throws(LibsecretFailure) -> T
     ) throws(KeepsakeError) -> T {
         do throws(LibsecretFailure) {
-            return try channel.call(timeout: timeout, body)
+            return try channel.call(timeout: remaining ?? timeout, body)
         } catch {
             let failure = error.keepsakeError(store: uri, key: key, timeout: timeout)
             Log.keyring.failed(failure, timeout: timeout)

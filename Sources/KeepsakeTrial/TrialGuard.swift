@@ -76,9 +76,35 @@ public struct TrialGuard: Sendable {
     /// existing trial's state, unchanged.
     ///
     /// The new record is TrialInfo V2 with `startDate` = now and this device's identity, written
-    /// only if the key is still absent at the moment of writing.
+    /// only if the key is still absent at the moment of writing: one create-if-absent write
+    /// (expectation `.unchanged(nil)`), which every store makes atomically among Keepsake's
+    /// writers. When several launches start the trial at once — threads of one process, several
+    /// processes — exactly one record is written, and every one of them reports that one's start:
+    /// a launch whose write finds the key taken reads the record stored and reports it.
+    ///
+    /// Never answers ``TrialStatus/notStarted``. A failure that may pass (a timeout, another
+    /// writer holding the store's lock, a write that kept conflicting) is tried again, up to
+    /// ``startAttempts`` times in all, before ``TrialStatus/unknown(_:)``.
     public func start() -> TrialStatus {
-        Log.trial.reported(evaluate(startIfAbsent: true), store: store.uri, key: key)
+        var attempt = 1
+        while true {
+            let status = evaluate(startIfAbsent: true)
+            guard case let .unknown(error) = status, Self.mayPass(error), attempt < Self.startAttempts else {
+                return Log.trial.reported(status, store: store.uri, key: key)
+            }
+            Log.trial.debug(
+                "starting the trial failed in a way that may pass; trying again",
+                metadata: ["store": "\(store.uri)", "key": "\(key)", "error": "\(error.code.rawValue)"])
+            attempt += 1
+        }
+    }
+
+    /// How many times ``start()`` tries before it reports a failure that may pass.
+    public static let startAttempts = 3
+
+    /// Whether `error` may not happen again on a second try.
+    private static func mayPass(_ error: KeepsakeError) -> Bool {
+        [.timeout, .lockTimeout, .conflict, .io].contains(error.code)
     }
 
     private func evaluate(startIfAbsent: Bool) -> TrialStatus {
@@ -99,7 +125,8 @@ public struct TrialGuard: Sendable {
                 return .clockMovedBack(lastSeen: lastSeen, now: now)
             }
             let record: TrialInfoV2
-            switch try Vault(store: store, context: context).load(TrialInfo.chain, forKey: key) {
+            let vault = Vault(store: store, context: context)
+            switch try vault.load(TrialInfo.chain, forKey: key) {
             case nil:
                 if let lastSeen {
                     // This store saw a trial before: the record was deleted, not never written.
@@ -112,14 +139,30 @@ public struct TrialGuard: Sendable {
                             """))
                 }
                 guard startIfAbsent else { return .notStarted }
-                record = TrialInfoV2(startDate: now, deviceId: deviceIdentity)
-                let bytes = try TrialInfo.chain.encode(record)
+                let started = TrialInfoV2(startDate: now, deviceId: deviceIdentity)
+                let bytes = try TrialInfo.chain.encode(started)
+                // Create-if-absent: written only if the key still holds nothing.
                 let results = try store.commit([StoreWrite(key: key, value: bytes, expectation: .unchanged(nil))])
-                if results != [.applied] {
-                    // Someone else started it meanwhile: report theirs.
-                    return evaluate(startIfAbsent: false)
+                switch results.first {
+                case .applied?:
+                    // Reported as stored (the date to the millisecond), as every other launch
+                    // that finds it reports it.
+                    record = try vault.load(TrialInfo.chain, forKey: key)?.value ?? started
+                    Log.trial.info("trial started", metadata: ["store": "\(store.uri)", "key": "\(key)"])
+                case .conflict?:
+                    // Another launch started it meanwhile: its record is the trial.
+                    guard let theirs = try vault.load(TrialInfo.chain, forKey: key) else {
+                        throw KeepsakeError(
+                            .conflict, store: store.uri, key: key,
+                            "another writer stored a trial record and it was gone again when it was read")
+                    }
+                    record = theirs.value
+                case let .failed(error)?:
+                    throw error
+                case nil:
+                    throw KeepsakeError(
+                        .io, store: store.uri, key: key, "the store reported nothing for the trial record's write")
                 }
-                Log.trial.info("trial started", metadata: ["store": "\(store.uri)", "key": "\(key)"])
             case let loaded?:
                 // A migrated record whose write-back failed is still the trial's record: the
                 // start date is what matters, and the next status migrates it again.

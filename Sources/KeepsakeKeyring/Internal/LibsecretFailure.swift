@@ -48,6 +48,13 @@ struct LibsecretFailure: Error, Sendable {
     /// refused `CreateItem` may still leave.
     var isStaleLink = false
 
+    /// Whether the failure says that the object the request named is not there (any more): an
+    /// item another client deleted between a search that found it and a request about it.
+    /// gnome-keyring answers "No such interface … on object at path …" (UnknownMethod), Qt
+    /// providers UnknownObject, and the Secret Service's own error is NoSuchObject. Never a
+    /// stale link ("Can't find session" is KWallet's word for a session, not an item).
+    var isVanishedObject = false
+
     /// Whether the provider refused to open a session because of the length of the public key
     /// libsecret sent (KWallet wants exactly 128 bytes; one random key in 256 is shorter).
     var isRefusedPublicKey: Bool { message.contains("Client public key size is invalid") }
@@ -109,6 +116,13 @@ struct LibsecretFailure: Error, Sendable {
             || (quark == dbusError
                 && (raw == Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue)
                     || raw == Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue)))
+        isVanishedObject =
+            !isStaleLink
+            && (remoteName == "org.freedesktop.Secret.Error.NoSuchObject"
+                || ((remoteName == "org.freedesktop.DBus.Error.UnknownMethod"
+                    || remoteName == "org.freedesktop.DBus.Error.UnknownInterface"
+                    || remoteName == "org.freedesktop.DBus.Error.UnknownObject")
+                    && message.contains("/org/freedesktop/secrets/")))
         if quark == ioError && raw == Int32(G_IO_ERROR_CANCELLED.rawValue) && deadlineExpired {
             kind = .timedOut
         } else if quark == ioError && raw == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {

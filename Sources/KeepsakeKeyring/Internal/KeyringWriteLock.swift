@@ -1,0 +1,134 @@
+import Foundation
+import Keepsake
+
+/// The lock every Keepsake writer of one keyring service holds from its search for the key's
+/// items through its write and the write's read-back: the Secret Service has no transactions,
+/// so Keepsake serialises its own writers (DESIGN §17).
+///
+/// Two levels, taken in this order and released in reverse:
+/// - in this process, a gate per lock name (threads of one process wait here, so that the
+///   process holds at most one `flock` per name: `flock` on two open file descriptions of one
+///   file conflicts even within one process);
+/// - across processes, an exclusive `flock` on a lock file in ``directory()`` named after a hash
+///   of the session bus address and the service. The kernel releases a `flock` when its holder
+///   exits or dies, so a crashed holder never blocks anyone; the lock files are empty and never
+///   removed (removing a lock file that another process is about to lock would split the lock).
+///
+/// Waiting respects the caller's deadline: a writer that cannot get the lock in time gets
+/// `.lockTimeout`, before anything is contacted or written.
+enum KeyringWriteLock {
+    /// Runs `body` holding the lock for `service` on the current session bus, after waiting for
+    /// it until `deadline`.
+    ///
+    /// - Throws: `KeepsakeError` naming `store` and `key`, before `body` runs: `.lockTimeout`
+    ///   when another writer held the lock until the deadline; `.permissionDenied` or `.io` when
+    ///   the lock directory or file cannot be used (another user's directory, a symbolic link).
+    ///   Then whatever `body` throws.
+    static func holding<T>(
+        service: String, until deadline: ContinuousClock.Instant, store: String, key: String?,
+        _ body: () throws(KeepsakeError) -> T
+    ) throws(KeepsakeError) -> T {
+        let name = lockName(service: service)
+        guard KeyringWriteGates.shared.enter(name, until: deadline) else {
+            throw timedOut(store: store, key: key, inProcess: true)
+        }
+        defer { KeyringWriteGates.shared.leave(name) }
+        let path = try directory(store: store, key: key) + "/" + name
+        let acquired: StoreLock?
+        do throws(SystemFailure) {
+            acquired = try StoreLock.acquire(path, timeout: max(ContinuousClock.now.duration(to: deadline), .zero))
+        } catch {
+            throw error.error(store: store, key: key, "cannot open the keyring write lock \(path)")
+        }
+        guard let lock = acquired else { throw timedOut(store: store, key: key, inProcess: false) }
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    private static func timedOut(store: String, key: String?, inProcess: Bool) -> KeepsakeError {
+        KeepsakeError(
+            .lockTimeout, store: store, key: key,
+            """
+            another Keepsake writer \(inProcess ? "in this process" : "(another process)") held this keyring service's \
+            write lock until the call's deadline; nothing was written
+            """)
+    }
+
+    /// `keyring-<16 hex digits>.lock`: a 64-bit FNV-1a hash of the session bus address and the
+    /// service, so that services, and private test keyrings on buses of their own, do not
+    /// contend. Two names that happen to collide only share a lock.
+    static func lockName(service: String) -> String {
+        let bus = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] ?? ""
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in Array(bus.utf8) + [0] + Array(service.utf8) {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return "keyring-" + String(repeating: "0", count: 16 - hex.count) + hex + ".lock"
+    }
+
+    /// `$XDG_RUNTIME_DIR/keepsake` (an absolute `XDG_RUNTIME_DIR` only), else
+    /// `/tmp/keepsake-<uid>`; created with mode 0700 when missing. An existing one must be a
+    /// directory (not a symbolic link) owned by this user and writable by no one else.
+    static func directory(store: String, key: String?) throws(KeepsakeError) -> String {
+        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? ""
+        let path = runtime.hasPrefix("/") ? runtime + "/keepsake" : "/tmp/keepsake-\(geteuid())"
+        var info = stat()
+        do throws(SystemFailure) {
+            do throws(SystemFailure) {
+                try Syscall.mkdir(path, 0o700)
+            } catch  where error.errno == EEXIST {
+                // Checked below, as one made by someone else would be.
+            }
+            guard lstat(path, &info) == 0 else { throw SystemFailure(call: "lstat", errno: errno) }
+        } catch {
+            throw error.error(store: store, key: key, "cannot make the keyring write lock directory \(path)")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw KeepsakeError(
+                .permissionDenied, store: store, key: key,
+                "the keyring write lock directory \(path) is not a directory (a symbolic link?); nothing was written")
+        }
+        guard info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else {
+            throw KeepsakeError(
+                .permissionDenied, store: store, key: key,
+                """
+                the keyring write lock directory \(path) belongs to another user or others may write in it; \
+                nothing was written
+                """)
+        }
+        return path
+    }
+}
+
+/// This process's writers per lock name: at most one thread holds a name at a time.
+final class KeyringWriteGates: @unchecked Sendable {
+    // @unchecked: `held` is only touched with `condition` locked.
+    static let shared = KeyringWriteGates()
+
+    private let condition = NSCondition()
+    private var held: Set<String> = []
+
+    /// Waits until no other thread holds `name`, then holds it; `false` when `deadline` came first.
+    func enter(_ name: String, until deadline: ContinuousClock.Instant) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while held.contains(name) {
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero else { return false }
+            let (seconds, attoseconds) = remaining.components
+            _ = condition.wait(until: Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18))
+        }
+        held.insert(name)
+        return true
+    }
+
+    /// Lets the next thread waiting for `name` in.
+    func leave(_ name: String) {
+        condition.lock()
+        held.remove(name)
+        condition.broadcast()
+        condition.unlock()
+    }
+}
