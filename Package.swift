@@ -104,12 +104,12 @@ let package = Package(
             name: "keepsake-bench", dependencies: ["Keepsake", "KeepsakeKeyring", "KeepsakeSodium", "Migrations"]),
         .testTarget(
             name: "KeepsakeTests",
-            dependencies: ["Keepsake", "Migrations", "KeepsakeTesting"],
+            dependencies: ["Keepsake", "Migrations", "KeepsakeTesting", "TwoReleasesSupport"],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "KeepsakeSodiumTests",
-            dependencies: ["KeepsakeSodium", "Keepsake", "Migrations", "KeepsakeTesting"],
+            dependencies: ["KeepsakeSodium", "Keepsake", "Migrations", "KeepsakeTesting", "TwoReleasesSupport"],
             exclude: ["Vectors"]
         ),
         .testTarget(
