@@ -97,4 +97,12 @@ extension ReadmeTests {
         #expect(saved?.value.theme == .dark)
         #expect(saved?.wasMigrated == false)
     }
+
+    @Test("update changes the stored value in place")
+    func walkthroughUpdate() throws {
+        let vault = Vault(store: InMemoryStore())
+        try vault.save(SettingsV1(id: UUID(), theme: .light), for: .settings)
+        try vault.update(.settings) { $0.theme = .dark }
+        #expect(try vault.value(.settings).theme == .dark)
+    }
 }
