@@ -19,6 +19,8 @@ private struct StressVerdict: Decodable {
     var failed: [String: Int]
     var lost: Int
     var migratorRuns: Int
+    var moveRuns: Int
+    var moved: Int
     var problems: [String]
     var summary: String
 
@@ -39,7 +41,12 @@ extension KeyringTests {
             let barrier = directory + "/barrier"
             try FileManager.default.createDirectory(atPath: barrier, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let store = ["--store", "keyring:" + PrivateKeyring.uniqueService("stress")]
+            // The store every process writes, and two more that records are staged in and moved between.
+            let store = [
+                "--store", "keyring:" + PrivateKeyring.uniqueService("stress"),
+                "--moves-from", "keyring:" + PrivateKeyring.uniqueService("stress-from"),
+                "--moves-to", "keyring:" + PrivateKeyring.uniqueService("stress-to")
+            ]
 
             // Every process inherits this one's environment: the private keyring's session bus.
             var running: [(process: Process, errors: String)] = []
@@ -86,12 +93,15 @@ extension KeyringTests {
             #expect(verdict.tasks == tasks)
             #expect(verdict.operations == operations)
             // Operation `seq` of task `t` is `(seq + t) % 4`: two saves, an update, reads, and a
-            // Migrator run (task 0) or a seeded V0 record (the other tasks).
+            // Migrator run and a move (task 0) or a seeded V0 record and a staged one (the other tasks).
             let perProcess = (0..<tasks).flatMap { task in (0..<operations).map { (task, ($0 + task) % 4) } }
             #expect(verdict.attempted("save") == processes * 2 * perProcess.filter { $0.1 == 0 }.count)
             #expect(verdict.attempted("update") == processes * perProcess.filter { $0.1 == 1 }.count)
             #expect(verdict.attempted("seed") == processes * perProcess.filter { $0.0 != 0 && $0.1 == 3 }.count)
+            #expect(verdict.attempted("stage") == verdict.attempted("seed"))
             #expect(verdict.migratorRuns == processes * perProcess.filter { $0.0 == 0 && $0.1 == 3 }.count)
+            #expect(verdict.moveRuns == verdict.migratorRuns)
+            #expect(verdict.moved > 0)
             #expect(verdict.counted == verdict.successful.values.reduce(0, +))
             #expect(verdict.counted * 2 > verdict.attempted("save") + verdict.attempted("update"))
             #expect(verdict.lost == 0)

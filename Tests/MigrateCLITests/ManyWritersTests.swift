@@ -16,6 +16,8 @@ struct StressVerdict: Decodable {
     var lost: Int
     var reads: Int
     var migratorRuns: Int
+    var moveRuns: Int
+    var moved: Int
     var migratedByRuns: Int
     var problems: [String]
     var summary: String
@@ -28,8 +30,8 @@ struct StressVerdict: Decodable {
 
 /// How many of each operation a run of `processes` × `tasks` × `operations` makes
 /// (Tests/Stress/Workload.swift: operation `seq` of task `t` is `(seq + t) % 4`: a save to the
-/// shared key and one to the task's own, an update, reads, and — task 0 — a Migrator run or —
-/// the other tasks — a seeded V0 record).
+/// shared key and one to the task's own, an update, reads, and — task 0 — a Migrator run and a
+/// move or — the other tasks — a seeded V0 record and a record staged for moves).
 func plannedOperations(processes: Int, tasks: Int, operations: Int) -> [String: Int] {
     var planned: [String: Int] = [:]
     for task in 0..<tasks {
@@ -38,7 +40,8 @@ func plannedOperations(processes: Int, tasks: Int, operations: Int) -> [String: 
             case 0: planned["save", default: 0] += 2
             case 1: planned["update", default: 0] += 1
             case 2: break
-            default: planned[task == 0 ? "migrate" : "seed", default: 0] += 1
+            default:
+                for op in task == 0 ? ["migrate", "move"] : ["seed", "stage"] { planned[op, default: 0] += 1 }
             }
         }
     }
@@ -46,9 +49,10 @@ func plannedOperations(processes: Int, tasks: Int, operations: Int) -> [String: 
 }
 
 /// Runs `processes` × `tasks` × `operations` of keepsake-stress at once against `store`, then one
-/// final Migrator run, then the check of every ledger against what the store holds.
+/// final Migrator run, then the check of every ledger against what the stores hold.
 ///
-/// - Parameter storeArguments: `--store URI` and, for a `file:` store, `--key-file PATH`.
+/// - Parameter storeArguments: `--store URI`, `--moves-from URI --moves-to URI` (the two stores
+///   records are staged in and moved between) and, for `file:` stores, `--key-file PATH`.
 func runManyWriters(
     _ storeArguments: [String], processes: Int, tasks: Int, operations: Int, in directory: String
 ) throws -> StressVerdict {
@@ -97,10 +101,12 @@ func expectNoLoss(_ verdict: StressVerdict, processes: Int, tasks: Int, operatio
     #expect(verdict.tasks == tasks)
     #expect(verdict.operations == operations)
     let planned = plannedOperations(processes: processes, tasks: tasks, operations: operations)
-    for op in ["save", "update", "seed"] {
+    for op in ["save", "update", "seed", "stage"] {
         #expect(verdict.attempted(op) == planned[op], "\(op)")
     }
     #expect(verdict.migratorRuns == planned["migrate"])
+    #expect(verdict.moveRuns == planned["move"])
+    #expect(verdict.moved > 0)
     #expect(verdict.counted == verdict.successful.values.reduce(0, +))
     // Most writes succeed: a failure is a typed error the ledger keeps, never the whole run.
     #expect(verdict.counted * 2 > planned["save", default: 0] + planned["update", default: 0])
@@ -122,9 +128,12 @@ struct ManyWritersTests {
     func defaultsStore() throws {
         let directory = try workspace()
         let (processes, tasks) = (4, 4)
+        let stores = [
+            "--store", "defaults:\(directory)/suite.json", "--moves-from", "defaults:\(directory)/from.json",
+            "--moves-to", "defaults:\(directory)/to.json"
+        ]
         let verdict = try runManyWriters(
-            ["--store", "defaults:\(directory)/suite.json"], processes: processes, tasks: tasks,
-            operations: operations, in: directory)
+            stores, processes: processes, tasks: tasks, operations: operations, in: directory)
         print(verdict.summary)
         expectNoLoss(verdict, processes: processes, tasks: tasks, operations: operations)
         try? FileManager.default.removeItem(atPath: directory)
@@ -133,9 +142,16 @@ struct ManyWritersTests {
     @Test("encrypted files: 4 processes × 4 tasks at once, every successful write is what is stored")
     func fileStore() throws {
         let directory = try workspace()
-        let store = ["--store", "file:\(directory)/records", "--key-file", directory + "/records.key"]
-        let created = try migrate(["init"] + store)
-        try #require(created.status == 0, "\(created.stderr)")
+        let key = ["--key-file", directory + "/records.key"]
+        for name in ["records", "from", "to"] {
+            let created = try migrate(["init", "--store", "file:\(directory)/\(name)"] + key)
+            try #require(created.status == 0, "\(created.stderr)")
+        }
+        let store =
+            [
+                "--store", "file:\(directory)/records", "--moves-from", "file:\(directory)/from", "--moves-to",
+                "file:\(directory)/to"
+            ] + key
         let (processes, tasks) = (4, 4)
         let verdict = try runManyWriters(
             store, processes: processes, tasks: tasks, operations: operations, in: directory)

@@ -20,6 +20,9 @@ struct Verdict: Codable, Sendable {
     var lost: Int
     var reads: Int
     var migratorRuns: Int
+    /// StoreTransfer moves run, and the records they moved.
+    var moveRuns: Int
+    var moved: Int
     /// Seeded V0 records a concurrent Migrator run reported migrated.
     var migratedByRuns: Int
     /// Seconds the slowest process took.
@@ -82,7 +85,10 @@ struct Operation {
     var definitelyFailed: Bool { !entry.ok && !ambiguous }
 }
 
-func check(ledgers: [Ledger], records: [String: String], store: String) -> Verdict {
+func check(
+    ledgers: [Ledger], records: [String: String], moves: (from: [String: String], to: [String: String])?,
+    store: String
+) -> Verdict {
     var problems: [String] = []
     var lost = 0
     let operations = ledgers.flatMap { ledger in ledger.entries.map { Operation(process: ledger.process, entry: $0) } }
@@ -314,16 +320,32 @@ func check(ledgers: [Ledger], records: [String: String], store: String) -> Verdi
         problems.append("a Migrator run migrated '\(key)', which was never an older record")
     }
 
+    // Moves: every staged record is in exactly one of the two stores, intact; each was moved by
+    // at most one move.
+    let stages = ops("stage")
+    let moveRuns = ops("move")
+    var movedOnce: [String: Int] = [:]
+    var inOnePlace = 0
+    for run in moveRuns {
+        for key in run.entry.migrated ?? [] { movedOnce[key, default: 0] += 1 }
+    }
+    if let moves {
+        let placement = checkMoves(stages: stages, movedCounts: movedOnce, moves: moves)
+        problems += placement.problems
+        lost += placement.lost
+        inOnePlace = placement.inOnePlace
+    }
+
     var successful: [String: Int] = [:]
     var failed: [String: Int] = [:]
-    for operation in saves + updates + seeds {
+    for operation in saves + updates + seeds + stages {
         if operation.entry.ok {
             successful[operation.entry.op, default: 0] += 1
         } else {
             failed["\(operation.entry.op) \(operation.entry.code ?? "?")", default: 0] += 1
         }
     }
-    for operation in reads + runs where !operation.entry.ok {
+    for operation in reads + runs + moveRuns where !operation.entry.ok {
         failed["\(operation.entry.op) \(operation.entry.code ?? "?")", default: 0] += 1
     }
     let counted = successful.values.reduce(0, +)
@@ -331,16 +353,24 @@ func check(ledgers: [Ledger], records: [String: String], store: String) -> Verdi
     let tasks = ledgers.first?.tasks ?? 0
     let perTask = ledgers.first?.operations ?? 0
     let failures = failed.values.reduce(0, +)
+    let movesSummary =
+        moves == nil
+        ? ""
+        : """
+        ; \(successful["stage"] ?? 0) records staged and \(movedOnce.count) moved by \(moveRuns.count) concurrent \
+        StoreTransfer moves, \(inOnePlace) of them in exactly one store
+        """
     let summary = """
         many writers, \(store.prefix { $0 != ":" }): \(processes) processes × \(tasks) tasks × \(perTask) operations: \
         \(counted) successful writes counted (\(successful["save"] ?? 0) saves, \(successful["update"] ?? 0) updates, \
         \(successful["seed"] ?? 0) V0 records seeded, \(migrated.count) of them migrated by \(runs.count) concurrent \
-        Migrator runs), \(reads.count) reads, \(failures) failed operations, lost \(lost), \
+        Migrator runs)\(movesSummary), \(reads.count) reads, \(failures) failed operations, lost \(lost), \
         \(problems.count) differences
         """
     return Verdict(
         store: store, processes: processes, tasks: tasks, operations: perTask, successful: successful,
         counted: counted, failed: failed, lost: lost, reads: reads.count, migratorRuns: runs.count,
+        moveRuns: moveRuns.count, moved: movedOnce.count,
         migratedByRuns: migrated.count, seconds: ledgers.map(\.seconds).max() ?? 0, problems: problems,
         summary: summary)
 }
@@ -365,4 +395,55 @@ func byID(_ operations: [Operation]) -> [String: Operation] {
         if let id = operation.entry.id, result[id] == nil { result[id] = operation }
     }
     return result
+}
+
+/// Where the staged records ended: each in exactly one of the two stores, as staged; each moved
+/// by at most one move, and a moved one in the destination. The problems, how many staged
+/// records that reported success are missing or damaged, and how many are in exactly one store.
+func checkMoves(
+    stages: [Operation], movedCounts: [String: Int], moves: (from: [String: String], to: [String: String])
+) -> (problems: [String], lost: Int, inOnePlace: Int) {
+    var problems: [String] = []
+    var lost = 0
+    var inOnePlace = 0
+    for stage in stages {
+        let key = stage.entry.key
+        let places = [moves.from[key], moves.to[key]].compactMap { $0 }
+        if stage.definitelyFailed {
+            if !places.isEmpty {
+                problems.append("staging \(key) failed (\(stage.entry.code ?? "?")) yet it is stored")
+            }
+            continue
+        }
+        guard stage.entry.ok || !places.isEmpty else { continue }
+        switch places.count {
+        case 0:
+            problems.append("\(key) was staged (success reported) and is in neither store")
+            lost += 1
+        case 2:
+            problems.append("\(key) is in both stores after the moves")
+        default:
+            inOnePlace += 1
+            do {
+                let tally = try StoredRecord(places[0]).tally()
+                if tally.owner != stage.entry.id || tally.count != stage.entry.seq || tally.label != "staged" {
+                    throw CheckError("stored \(tally.owner), \(tally.count), \(tally.label)")
+                }
+            } catch {
+                problems.append("\(key) is not the record staged: \(error)")
+                lost += 1
+            }
+        }
+        if (movedCounts[key] ?? 0) > 0, moves.to[key] == nil {
+            problems.append("a move reported \(key) moved; the destination does not hold it")
+        }
+    }
+    for (key, count) in movedCounts where count > 1 {
+        problems.append("\(key) was reported moved by \(count) moves: moves from one store are not exclusive")
+    }
+    let staged = Set(stages.map(\.entry.key))
+    for key in Set(moves.from.keys).union(moves.to.keys).sorted() where !staged.contains(key) {
+        problems.append("the move stores hold '\(key)', which no operation staged")
+    }
+    return (problems, lost, inOnePlace)
 }

@@ -1,6 +1,6 @@
 /// What one operation of a stress run did: what it wrote (or read) and whether it reported success.
 struct Entry: Codable, Sendable {
-    /// `save`, `update`, `read`, `seed` or `migrate`.
+    /// `save`, `update`, `read`, `seed`, `migrate`, `stage` or `move`.
     var op: String
     var task: Int
     /// The operation's position in its task (its tasks's operations run one after another).
@@ -15,11 +15,12 @@ struct Entry: Codable, Sendable {
     var code: String?
     var message: String?
     /// What a `read` saw: the tally's owner (and count and label, for a seeded record), or
-    /// the counter's ids.
+    /// the counter's ids; for a `move`, its outcome.
     var observed: [String]?
-    /// The keys a `migrate` reported migrated.
+    /// The keys a `migrate` reported migrated, or a `move` moved.
     var migrated: [String]?
-    /// The keys a `migrate` could not read, as `key: code: message`.
+    /// The keys a `migrate` could not read, as `key: code: message`; for a `move`, the records
+    /// it did not move, as `key: state: code: message`.
     var unreadable: [String]?
     /// For an `update` that succeeded: whether the value it returned holds its own id.
     var returnedOwnID: Bool?

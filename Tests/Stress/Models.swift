@@ -59,5 +59,8 @@ func privateKey(process: Int, task: Int) -> RecordKey<TallyV1> {
 /// The key a seeded V0 record goes under.
 func legacyKey(_ id: String) -> String { "legacy." + id }
 
+/// The key a record staged for moves goes under.
+func movableKey(_ id: String) -> String { "movable." + id }
+
 /// Every chain of the stress run, for the `Migrator`.
 let stressChains = [Tally.chain.erased, Counter.chain.erased]

@@ -8,11 +8,14 @@ struct Workload: Sendable {
     let store: any RecordStore
     let vault: Vault
     let process: Int
+    /// Where records are staged, and where moves take them.
+    let moves: (from: any RecordStore, to: any RecordStore)?
 
-    init(store: any RecordStore, process: Int) {
+    init(store: any RecordStore, moves: (from: any RecordStore, to: any RecordStore)?, process: Int) {
         self.store = store
         self.vault = Vault(store: store)
         self.process = process
+        self.moves = moves
     }
 
     /// Runs every task to its end; their entries, task by task, each task's in order.
@@ -29,7 +32,7 @@ struct Workload: Sendable {
 
     /// One task: operation `seq` is, in turn (shifted by the task's number so that tasks of a
     /// process do not all do the same at once), a save, an update, a read, and a seeded V0 record
-    /// — or, for task 0, a Migrator run.
+    /// (and a record staged for moves) — or, for task 0, a Migrator run (and a move).
     private func task(_ task: Int, operations: Int) async -> [Entry] {
         var entries: [Entry] = []
         var seeded: (key: String, id: String, count: Int)?
@@ -49,10 +52,12 @@ struct Workload: Sendable {
             default:
                 if task == 0 {
                     entries.append(await migrate(seq: seq, task: task))
+                    if let moves { entries.append(await move(moves, seq: seq, task: task)) }
                 } else {
                     let entry = await seed(id, seq: seq, task: task)
                     if entry.ok { seeded = (entry.key, id, seq) }
                     entries.append(entry)
+                    if let moves { entries.append(await stage(id, in: moves.from, seq: seq, task: task)) }
                 }
             }
         }
@@ -134,6 +139,40 @@ struct Workload: Sendable {
             case let .failed(error)?: entry.failed(error)
             case nil: entry.failed(code: "noResult", "the store returned no result for the write")
             }
+        } catch {
+            entry.failed(error)
+        }
+        return entry
+    }
+
+    /// Stores a Tally under a new key of the store moves take records from.
+    private func stage(_ id: String, in source: any RecordStore, seq: Int, task: Int) async -> Entry {
+        let key = movableKey(id)
+        var entry = Entry(op: "stage", task: task, seq: seq, key: key, id: id, ok: true)
+        do throws(KeepsakeError) {
+            try await Vault(store: source).save(
+                TallyV1(owner: id, count: seq, label: "staged"), in: Tally.chain, forKey: key)
+        } catch {
+            entry.failed(error)
+        }
+        return entry
+    }
+
+    /// What `migrate copy --move` does: every record of one store moved to the other, while
+    /// other processes move from the same store and stage new records in it.
+    private func move(_ moves: (from: any RecordStore, to: any RecordStore), seq: Int, task: Int) async -> Entry {
+        var entry = Entry(op: "move", task: task, seq: seq, key: moves.from.uri, ok: true)
+        let transfer = StoreTransfer(from: moves.from, to: moves.to, chains: stressChains, context: .live())
+        do throws(KeepsakeError) {
+            let report = try await offThePool { () throws(KeepsakeError) in
+                try transfer.run(.all, options: .init(move: true, lockTimeout: .seconds(30)))
+            }
+            entry.migrated = report.records.filter { $0.state == .moved }.map(\.key)
+            entry.unreadable = report.records.filter { $0.state != .moved }.map {
+                "\($0.key): \($0.state.rawValue): \($0.error?.code.rawValue ?? "-"): \($0.error?.message ?? "")"
+            }
+            entry.observed = [report.outcome.rawValue]
+            if !report.succeeded { entry.failed(code: "transfer \(report.outcome.rawValue)", "not every record moved") }
         } catch {
             entry.failed(error)
         }

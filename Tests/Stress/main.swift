@@ -7,15 +7,18 @@ import KeepsakeStores
 // against one store by the ManyWriters tests.
 //
 //   keepsake-stress run --store URI [--key-file PATH] --process P --tasks M --operations K
-//                       [--barrier DIR --processes N]
+//                       [--barrier DIR --processes N] [--moves-from URI --moves-to URI]
 //       M concurrent tasks, each K operations (save, update, read, seed a V0 record or run the
 //       Migrator) through Vault's async API; prints the ledger (Ledger.swift) as JSON.
 //       With --barrier, waits until N processes have reached the start before the first operation.
+//       With --moves-from/--moves-to, each seed also stages a record in the first store, and each
+//       Migrator run is followed by a StoreTransfer move of every record from the first to the
+//       second (a file: store of either uses --key-file too).
 //   keepsake-stress migrate --store URI [--key-file PATH]
 //       one Migrator run over the store; prints each record's key and state.
 //   keepsake-stress dump --store URI [--key-file PATH]
 //       every record of the store as stored (decrypted for file:), as one JSON object.
-//   keepsake-stress check --store URI [--key-file PATH] --ledgers DIR
+//   keepsake-stress check --store URI [--key-file PATH] --ledgers DIR [--moves-from URI --moves-to URI]
 //       the ledgers DIR/ledger.*.json counted against what the store holds (Check.swift); prints
 //       the verdict: counts, every difference found, and a summary line.
 //
@@ -51,16 +54,29 @@ func integer(_ name: String, default value: Int? = nil) -> Int {
     return number
 }
 
-guard let uriText = options["store"] else { fail("--store URI is required", status: 2) }
-let store: any RecordStore
-do throws(KeepsakeError) {
-    let uri = try StoreURI(parsing: uriText)
-    let openOptions = StoreOpenOptions(
-        masterKey: options["key-file"].map { .keyFile(path: $0) }, keyringTimeout: .seconds(20))
-    store = try uri.open(options: openOptions)
-} catch {
-    fail("cannot open \(uriText): \(error)")
+/// The store `uriText` names, opened with `--key-file` for a `file:` store.
+func openStore(_ uriText: String) -> any RecordStore {
+    do throws(KeepsakeError) {
+        let uri = try StoreURI(parsing: uriText)
+        let openOptions = StoreOpenOptions(
+            masterKey: uri.scheme == .file ? options["key-file"].map { .keyFile(path: $0) } : nil,
+            keyringTimeout: .seconds(20))
+        return try uri.open(options: openOptions)
+    } catch {
+        fail("cannot open \(uriText): \(error)")
+    }
 }
+
+guard let uriText = options["store"] else { fail("--store URI is required", status: 2) }
+let store = openStore(uriText)
+/// With `--moves-from A --moves-to B`: the two stores records are staged in and moved between.
+let moves: (from: any RecordStore, to: any RecordStore)? = {
+    switch (options["moves-from"], options["moves-to"]) {
+    case let (from?, to?): return (openStore(from), openStore(to))
+    case (nil, nil): return nil
+    default: fail("--moves-from and --moves-to go together", status: 2)
+    }
+}()
 
 func printJSON(_ value: some Encodable) {
     let encoder = JSONEncoder()
@@ -79,7 +95,7 @@ case "run":
     let operations = integer("operations")
     if let barrier = options["barrier"] { waitAtBarrier(barrier, process: process, processes: integer("processes")) }
     let start = ContinuousClock.now
-    let entries = await Workload(store: store, process: process).run(tasks: tasks, operations: operations)
+    let entries = await Workload(store: store, moves: moves, process: process).run(tasks: tasks, operations: operations)
     let elapsed = ContinuousClock.now - start
     printJSON(
         Ledger(
@@ -94,7 +110,7 @@ case "migrate":
         fail("migrate failed: \(error)")
     }
 case "dump":
-    printJSON(storedRecords())
+    printJSON(storedRecords(store))
 case "check":
     guard let directory = options["ledgers"] else { fail("--ledgers DIR is required", status: 2) }
     var ledgers: [Ledger] = []
@@ -107,7 +123,10 @@ case "check":
     } catch {
         fail("cannot read the ledgers: \(error)")
     }
-    printJSON(check(ledgers: ledgers, records: storedRecords(), store: store.uri))
+    printJSON(
+        check(
+            ledgers: ledgers, records: storedRecords(store),
+            moves: moves.map { (storedRecords($0.from), storedRecords($0.to)) }, store: store.uri))
 default:
     fail("unknown command '\(command)'; use run, migrate, dump or check", status: 2)
 }
@@ -126,8 +145,8 @@ func waitAtBarrier(_ directory: String, process: Int, processes: Int) {
     fail("only some of the \(processes) processes reached the start barrier within a minute")
 }
 
-/// Every record of the store, as stored, by key.
-func storedRecords() -> [String: String] {
+/// Every record of `store`, as stored, by key.
+func storedRecords(_ store: any RecordStore) -> [String: String] {
     var records: [String: String] = [:]
     do throws(KeepsakeError) {
         for (key, result) in try store.allRecords() {
