@@ -138,6 +138,26 @@ struct ExclusiveMoveTests {
         #expect(after.outcome == .completed && after.records.isEmpty)
     }
 
+    @Test("a move of named keys another move took says where they went")
+    func namedKeysMovedBefore() throws {
+        let directory = try temporaryDirectory()
+        let source = directory + "/source.json"
+        _ = try seed(source, count: 3)
+        let first = try StoreTransfer(from: DefaultsStore(path: source), to: DefaultsStore(path: directory + "/a.json"))
+            .run(.keys(["k0", "k1"]), options: .init(move: true))
+        #expect(first.outcome == .completed)
+        let second = try StoreTransfer(
+            from: DefaultsStore(path: source), to: DefaultsStore(path: directory + "/b.json")
+        )
+        .run(.keys(["k1", "k2"]), options: .init(move: true))
+        #expect(second.outcome == .refused)
+        let error = try #require(second.records.first { $0.key == "k1" }?.error)
+        #expect(error.code == .notFound)
+        #expect(error.message.contains("moved it to defaults:\(directory)/a.json"), "\(error.message)")
+        #expect(second.records.first { $0.key == "k2" }?.state == .notCopied)
+        #expect(try DefaultsStore(path: source).keys() == ["k2"])
+    }
+
     @Test("a record another writer removed from the source before the move did is moved, with a note")
     func removedMeanwhile() throws {
         let directory = try temporaryDirectory()

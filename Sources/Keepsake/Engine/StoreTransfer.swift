@@ -178,7 +178,8 @@ public struct StoreTransfer: Sendable {
         // A move holds its source's lock from before the first read to after the last removal.
         let moveLock = options.move ? try Self.lockSource(source.uri, timeout: options.lockTimeout) : nil
         defer { moveLock?.unlock() }
-        var prepared = try prepare(selection, options: options)
+        let lastMove = moveLock.flatMap(LastMove.init(lock:))
+        var prepared = try prepare(selection, options: options, lastMove: lastMove)
         if let refused = refusal(prepared, options) { return refused }
         checkpoint?(.prepared)
 
@@ -276,6 +277,13 @@ public struct StoreTransfer: Sendable {
                 prepared[index].error = removalError(error, key: prepared[index].key)
             }
         }
+        if let moveLock {
+            // For the next move from this source: where these records went.
+            LastMove(
+                destination: destination.uri, finished: Date(),
+                keys: prepared.indices.filter { states[$0] == .moved }.map { prepared[$0].key }
+            ).leave(in: moveLock)
+        }
         let complete = !states.contains(.inBoth)
         if complete { checkpoint?(.removed) }
         return report(prepared, options, complete ? .completed : .incomplete) { states[$0] }
@@ -302,7 +310,9 @@ public struct StoreTransfer: Sendable {
     }
 
     /// Step 1: reads, evaluates and checks every selected record; writes nothing.
-    private func prepare(_ selection: Selection, options: Options) throws(KeepsakeError) -> [Prepared] {
+    private func prepare(
+        _ selection: Selection, options: Options, lastMove: LastMove? = nil
+    ) throws(KeepsakeError) -> [Prepared] {
         guard !Self.sameStore(source.uri, destination.uri) else {
             throw KeepsakeError(
                 .invalidArgument, store: source.uri,
@@ -339,7 +349,9 @@ public struct StoreTransfer: Sendable {
                     Prepared(
                         key: entry.key, evaluation: TransferRecord(key: entry.key, state: .failed),
                         error: KeepsakeError(
-                            .notFound, store: source.uri, key: entry.key, "the source holds no record under this key")))
+                            .notFound, store: source.uri, key: entry.key,
+                            "the source holds no record under this key"
+                                + (lastMove.flatMap { $0.whereMoved(entry.key) } ?? ""))))
                 continue
             }
             let bytes: Data
@@ -689,6 +701,64 @@ public struct StoreTransfer: Sendable {
         return TransferReport(
             source: source.uri, destination: destination.uri, move: options.move,
             outcome: outcome, records: records)
+    }
+}
+
+/// What the last move from a source left in its lock file for the next one: where its records
+/// went, so that a move that waited for it can say where a named record is now.
+private struct LastMove: Codable {
+    var destination: String
+    var finished: Date
+    var keys: [String]
+    /// `keys`, to look one up in constant time.
+    private var keySet: Set<ExactString> = []
+
+    private enum CodingKeys: String, CodingKey { case destination, finished, keys }
+
+    init(destination: String, finished: Date, keys: [String]) {
+        self.destination = destination
+        self.finished = finished
+        self.keys = keys
+    }
+
+    /// The note in `lock`'s file, or `nil` when there is none or it cannot be read (it is a
+    /// hint for messages, never a record: a damaged one is left unused, and logged).
+    init?(lock: StoreLock) {
+        do {
+            let bytes = try lock.contents(limit: LastMove.limit)
+            guard !bytes.isEmpty else { return nil }
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            self = try decoder.decode(LastMove.self, from: Data(bytes))
+            keySet = Set(keys.map(ExactString.init))
+        } catch {
+            Log.engine.debug(
+                "the last move's note in a lock file is not readable; not used", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// The most a note holds: a move of more keys than fit leaves none.
+    static let limit = 1 << 20
+
+    /// Replaces the note in `lock`'s file with this one (when it moved anything).
+    func leave(in lock: StoreLock) {
+        guard !keys.isEmpty else { return }
+        do {
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .iso8601
+            let bytes = [UInt8](try encoder.encode(self))
+            try lock.replaceContents(bytes.count < LastMove.limit ? bytes : [])
+        } catch {
+            Log.engine.debug("could not leave a note in a move's lock file", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// `; the last move from this store, finished at …, moved it to …` when it moved `key`.
+    func whereMoved(_ key: String) -> String? {
+        guard keySet.contains(ExactString(key)) else { return nil }
+        return
+            "; the last move from this store, finished at \(finished.formatted(.iso8601)), moved it to \(destination)"
     }
 }
 
