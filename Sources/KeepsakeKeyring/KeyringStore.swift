@@ -52,13 +52,14 @@ import Keepsake
 /// `{TITLE}`, `{URL}`, `{S:attr}` and `{PASSWORD}`): then the write is undone — the previous
 /// record is put back, or the new item is deleted when the key had none — and it throws
 /// `.verificationFailed` saying what differed. As no other Keepsake writer can run meanwhile, a
-/// difference comes from the provider or from another client: the record is read a second time,
-/// and only a provider that returns the same altered bytes twice gets the write undone; when
-/// the two read-backs differ or the item is gone, another client wrote or deleted it after this
-/// write, which was applied and is not undone (the undo never removes or rolls back another
-/// writer's value). This costs one more round trip per write (the item's `GetSecret`), two on
-/// a difference; the previous record is read in the round trip that already reads the item's
-/// properties. The previous record put back is the secret the provider returned for it.
+/// difference comes from the provider or from another client: the record is read a second time
+/// and, when that gives the same bytes, written and read once more, and only a provider that
+/// returns the same altered bytes every time gets the write undone. When the read-backs differ
+/// or the item is gone, another client wrote or deleted it after this write, which was applied
+/// and is not undone (the undo never removes or rolls back another writer's value). This costs
+/// one more round trip per write (the item's `GetSecret`), up to four on a difference; the
+/// previous record is read in the round trip that already reads the item's properties. The
+/// previous record put back is the secret the provider returned for it.
 ///
 /// An item another client deletes between the search that found it and a request about it is
 /// searched for again within the call (a few times), never reported as an I/O failure.
@@ -453,8 +454,8 @@ public struct KeyringStore: RecordStore {
         /// differed, or the item is gone): the write was applied, and is not undone — that
         /// would remove or roll back the other client's value.
         case superseded
-        /// The provider returns the record altered, the same way twice, or could not return
-        /// it: the write is undone.
+        /// The provider returns the record altered, the same way every time, or could not
+        /// return it: the write is undone.
         case altered(String)
         /// The record read back differed, and could not be read a second time to tell an
         /// altering provider from another writer: not undone, reported as this sentence.
@@ -467,9 +468,11 @@ public struct KeyringStore: RecordStore {
     /// that the write is undone, unless the item is gone (``ReadBack/superseded``).
     ///
     /// Other Keepsake writers wait for the write lock this write holds, so a difference comes
-    /// from the provider or from another client. The record is read once more: a provider that
-    /// rewrites secrets (KeePassXC expands placeholders) returns the same altered bytes again;
-    /// a client that wrote the item meanwhile leaves other bytes, or changes them again.
+    /// from the provider or from another client. The record is read once more, and when that
+    /// gives the same bytes, written once more and read back: a provider that rewrites secrets
+    /// (KeePassXC expands placeholders) returns the same altered bytes every time; a client that
+    /// wrote the item meanwhile leaves other bytes, or changes them again, or has its one write
+    /// replaced by this record. Only the first is ``ReadBack/altered(_:)``.
     private func readBack(
         _ written: Data, at path: String, in call: LibsecretCall
     ) throws(LibsecretFailure) -> ReadBack {
@@ -503,6 +506,34 @@ public struct KeyringStore: RecordStore {
             Log.keyring.notice("the item written was changed by another client while it was read back; not undone")
             return .superseded
         }
+        // The same bytes twice: the provider's doing, or one write by another client just before
+        // the first read-back. Written once more and read back: a provider that rewrites secrets
+        // returns the same altered bytes again; after another client's one write, the item now
+        // holds this record — a write later than theirs — and nothing is undone.
+        let third: Data
+        do throws(LibsecretFailure) {
+            try call.setSecret(
+                written,
+                on: LibsecretItem(path: path, username: nil, isLocked: false, modified: 0, created: 0, secret: nil))
+            third = try readBackOnce(at: path, in: call)
+        } catch  where error.kind == .timedOut || error.isStaleLink {
+            throw error
+        } catch  where error.isVanishedObject {
+            Log.keyring.notice("the item written was deleted by another client after it was read back")
+            return .superseded
+        } catch {
+            return .kept(
+                "\(describe(written: written, back: first, in: call)); it could not be written and read again "
+                    + "(\(error.message)) to tell whether another client changed it, so the write was not undone")
+        }
+        if third == written {
+            Log.keyring.notice("another client wrote the item between this write and its read-back; written again")
+            return .same
+        }
+        guard third == first else {
+            Log.keyring.notice("the item written was changed by another client while it was read back; not undone")
+            return .superseded
+        }
         return .altered(describe(written: written, back: first, in: call))
     }
 
@@ -521,7 +552,8 @@ public struct KeyringStore: RecordStore {
         } catch {
             provider = "the provider (not identified: \(error.message))"
         }
-        return "\(provider) returned a different secret, twice the same, when the written record was read back "
+        return "\(provider) returned a different secret when the written record was read back, the same each time "
+            + "it was read and when it was written and read again "
             + "(\(written.count) bytes written, \(back.count) returned, first difference at byte \(offset)); "
             + "KeePassXC, for one, expands placeholders such as {TITLE}, {URL}, {S:attr} and {PASSWORD} in the secrets it returns"
     }

@@ -9,7 +9,7 @@ import Keepsake
 /// - in this process, a gate per lock name (threads of one process wait here, so that the
 ///   process holds at most one `flock` per name: `flock` on two open file descriptions of one
 ///   file conflicts even within one process);
-/// - across processes, an exclusive `flock` on a lock file in ``directory()`` named after a hash
+/// - across processes, an exclusive `flock` on a lock file in ``directory(runtimeDirectory:store:key:)`` named after a hash
 ///   of the session bus address and the service. The kernel releases a `flock` when its holder
 ///   exits or dies, so a crashed holder never blocks anyone; the lock files are empty and never
 ///   removed (removing a lock file that another process is about to lock would split the lock).
@@ -71,8 +71,11 @@ enum KeyringWriteLock {
     /// `$XDG_RUNTIME_DIR/keepsake` (an absolute `XDG_RUNTIME_DIR` only), else
     /// `/tmp/keepsake-<uid>`; created with mode 0700 when missing. An existing one must be a
     /// directory (not a symbolic link) owned by this user and writable by no one else.
-    static func directory(store: String, key: String?) throws(KeepsakeError) -> String {
-        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? ""
+    static func directory(
+        runtimeDirectory: String? = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], store: String,
+        key: String?
+    ) throws(KeepsakeError) -> String {
+        let runtime = runtimeDirectory ?? ""
         let path = runtime.hasPrefix("/") ? runtime + "/keepsake" : "/tmp/keepsake-\(geteuid())"
         var info = stat()
         do throws(SystemFailure) {

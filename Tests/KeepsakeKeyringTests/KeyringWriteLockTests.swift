@@ -1,0 +1,223 @@
+import Foundation
+import Keepsake
+import Synchronization
+import Testing
+
+@testable import KeepsakeKeyring
+
+/// Where the keyring write lock lives, and what is refused there; no keyring needed.
+@Suite("Keyring write lock: its directory and name")
+struct KeyringWriteLockDirectoryTests {
+    func scratch() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("keepsake-lock-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        return path
+    }
+
+    @Test("the lock lives in $XDG_RUNTIME_DIR/keepsake, made with mode 0700")
+    func madeInRuntimeDirectory() throws {
+        let runtime = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: runtime) }  // scratch files only
+        let directory = try KeyringWriteLock.directory(runtimeDirectory: runtime, store: "keyring:s", key: "k")
+        #expect(directory == runtime + "/keepsake")
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory)
+        #expect(attributes[.posixPermissions] as? Int == 0o700)
+        // Used again as it is.
+        #expect(try KeyringWriteLock.directory(runtimeDirectory: runtime, store: "keyring:s", key: "k") == directory)
+    }
+
+    @Test("without an absolute XDG_RUNTIME_DIR, a per-user directory under /tmp")
+    func fallsBackToTmp() throws {
+        for runtime in [nil, "", "relative/run"] {
+            let directory = try KeyringWriteLock.directory(runtimeDirectory: runtime, store: "keyring:s", key: nil)
+            #expect(directory == "/tmp/keepsake-\(geteuid())")
+        }
+    }
+
+    @Test("a symbolic link, a directory others may write in, or another user's directory is refused")
+    func refusesUnsafeDirectories() throws {
+        let runtime = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: runtime) }  // scratch files only
+        let target = runtime + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: runtime + "/keepsake", withDestinationPath: target)
+        let linked = try #require(throws: KeepsakeError.self) {
+            try KeyringWriteLock.directory(runtimeDirectory: runtime, store: "keyring:s", key: "k")
+        }
+        #expect(linked.code == .permissionDenied && linked.store == "keyring:s" && linked.key == "k")
+        #expect(linked.message.contains("not a directory"), "\(linked.message)")
+
+        try FileManager.default.removeItem(atPath: runtime + "/keepsake")
+        try FileManager.default.createDirectory(
+            atPath: runtime + "/keepsake", withIntermediateDirectories: false, attributes: [.posixPermissions: 0o777])
+        #expect(chmod(runtime + "/keepsake", 0o777) == 0)
+        let open = try #require(throws: KeepsakeError.self) {
+            try KeyringWriteLock.directory(runtimeDirectory: runtime, store: "keyring:s", key: "k")
+        }
+        #expect(open.code == .permissionDenied && open.message.contains("others may write"), "\(open.message)")
+
+        if geteuid() == 0 {
+            #expect(chmod(runtime + "/keepsake", 0o700) == 0)
+            #expect(chown(runtime + "/keepsake", 65534, 65534) == 0)
+            let foreign = try #require(throws: KeepsakeError.self) {
+                try KeyringWriteLock.directory(runtimeDirectory: runtime, store: "keyring:s", key: "k")
+            }
+            #expect(foreign.code == .permissionDenied && foreign.message.contains("another user"), "\(foreign.message)")
+        }
+    }
+
+    @Test("the lock's name depends on the session bus and the service, and is a plain file name")
+    func names() {
+        let a = KeyringWriteLock.lockName(service: "com.example.a")
+        let b = KeyringWriteLock.lockName(service: "com.example.b")
+        #expect(a != b)
+        #expect(a == KeyringWriteLock.lockName(service: "com.example.a"))
+        #expect(a.hasPrefix("keyring-") && a.hasSuffix(".lock") && a.count == "keyring-".count + 16 + ".lock".count)
+        #expect(!a.contains("/"))
+    }
+}
+
+extension KeyringTests {
+    @Suite("Keyring write lock against a private keyring")
+    struct WriteLock {
+        /// The lock file of `store`'s service on this bus.
+        func lockPath(_ store: KeyringStore) throws -> String {
+            try KeyringWriteLock.directory(store: store.uri, key: nil) + "/"
+                + KeyringWriteLock.lockName(service: store.service)
+        }
+
+        @Test("a writer that cannot get the lock by its deadline throws .lockTimeout and writes nothing")
+        func lockTimeout() throws {
+            let store = try PrivateKeyring.freshStore("lock-held", timeout: .milliseconds(400))
+            let old = Data(#"{"v":"old"}"#.utf8)
+            try store.setData(old, forKey: "k")
+            // Another process's lock, as flock sees it: a separate open file description.
+            let fd = open(try lockPath(store), O_RDWR | O_CREAT, 0o600)
+            try #require(fd >= 0)
+            #expect(flock(fd, LOCK_EX) == 0)
+            let started = ContinuousClock.now
+            let error = try #require(throws: KeepsakeError.self) {
+                try store.setData(Data(#"{"v":"new"}"#.utf8), forKey: "k")
+            }
+            let waited = ContinuousClock.now - started
+            close(fd)
+            #expect(error.code == .lockTimeout && error.store == store.uri && error.key == "k")
+            #expect(error.message.contains("nothing was written"), "\(error.message)")
+            #expect(waited >= .milliseconds(350) && waited < .seconds(3), "waited \(waited)")
+            #expect(try store.data(forKey: "k") == old)
+            // Reads take no lock; once it is free, writes go through.
+            try store.setData(Data(#"{"v":"new"}"#.utf8), forKey: "k")
+            #expect(try store.data(forKey: "k") == Data(#"{"v":"new"}"#.utf8))
+        }
+
+        @Test("a holder that dies does not block anyone: the kernel releases its flock")
+        func crashedHolder() throws {
+            let store = try PrivateKeyring.freshStore("lock-crash", timeout: .seconds(5))
+            let holder = Process()
+            holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            // One process holds the lock (no child inherits it): bash takes it, then becomes sleep.
+            holder.arguments = [
+                "bash", "-c", #"exec 9>>"$1" && flock --exclusive 9 && exec sleep 60"#, "_", try lockPath(store)
+            ]
+            try holder.run()
+            try PrivateKeyring.register(holder)
+            // Until the holder has the lock, a write could slip in first: wait for it.
+            var held = false
+            for _ in 0..<100 where !held {
+                let fd = open(try lockPath(store), O_RDWR | O_CREAT, 0o600)
+                held = flock(fd, LOCK_EX | LOCK_NB) != 0
+                close(fd)
+                if !held { Thread.sleep(forTimeInterval: 0.02) }
+            }
+            try #require(held, "the flock holder did not take the lock")
+            let writer = Mutex<Result<Void, KeepsakeError>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                do throws(KeepsakeError) {
+                    try store.setData(Data(#"{"v":1}"#.utf8), forKey: "k")
+                    writer.withLock { $0 = .success(()) }
+                } catch {
+                    writer.withLock { $0 = .failure(error) }
+                }
+                done.signal()
+            }.start()
+            Thread.sleep(forTimeInterval: 0.3)
+            #expect(writer.withLock { $0 } == nil, "the write waits while the lock is held")
+            kill(holder.processIdentifier, SIGKILL)
+            holder.waitUntilExit()
+            done.wait()
+            let result = try #require(writer.withLock { $0 })
+            #expect(throws: Never.self) { try result.get() }
+            #expect(try store.data(forKey: "k") == Data(#"{"v":1}"#.utf8))
+        }
+
+        @Test("a read-back that changes between reads is another client's write: applied, not undone")
+        func changingReadBackNotUndone() throws {
+            var store = try PrivateKeyring.freshStore("read-back-changes")
+            let previous = Data(#"{"v":"previous"}"#.utf8)
+            try store.setData(previous, forKey: "k")
+            let reads = Mutex(0)
+            store.readBackTransform = { _ in
+                let count = reads.withLock {
+                    $0 += 1
+                    return $0
+                }
+                return Data(#"{"v":"another client's \#(count)"}"#.utf8)
+            }
+            let mine = Data(#"{"v":"mine"}"#.utf8)
+            try store.setData(mine, forKey: "k")
+            #expect(reads.withLock { $0 } == 2)
+            store.readBackTransform = nil
+            #expect(try store.data(forKey: "k") == mine, "not put back to the previous record")
+
+            // A new item too: not deleted.
+            reads.withLock { $0 = 0 }
+            store.readBackTransform = { _ in
+                let count = reads.withLock {
+                    $0 += 1
+                    return $0
+                }
+                return Data(#"{"v":"another client's \#(count)"}"#.utf8)
+            }
+            try store.setData(mine, forKey: "fresh")
+            store.readBackTransform = nil
+            #expect(try store.data(forKey: "fresh") == mine)
+        }
+
+        @Test(
+            "another client's one write between a write and its read-back is not taken for the provider's doing",
+            PrivateKeyring.notAgainst(.keePassXC, "secret-tool store adds an item beside the existing one there"))
+        func oneForeignWriteNotUndone() throws {
+            var store = try PrivateKeyring.freshStore("read-back-foreign")
+            let service = store.service
+            let previous = Data(#"{"v":"previous"}"#.utf8)
+            try store.setData(previous, forKey: "k")
+            let reads = Mutex(0)
+            store.readBackTransform = { data in
+                let first = reads.withLock {
+                    $0 += 1
+                    return $0 == 1
+                }
+                guard first else { return data }
+                // secret-tool writes the item after this write, just before its read-back
+                // arrives: the read-back sees the other client's record.
+                do {
+                    try PrivateKeyring.secretToolStore(
+                        label: "other client", attributes: [("service", service), ("username", "k")],
+                        secret: #"{"v":"theirs"}"#)
+                } catch {
+                    Issue.record("secret-tool store failed: \(error)")
+                }
+                return Data(#"{"v":"theirs"}"#.utf8)
+            }
+            let mine = Data(#"{"v":"mine"}"#.utf8)
+            try store.setData(mine, forKey: "k")
+            store.readBackTransform = nil
+            #expect(reads.withLock { $0 } == 3, "read back, read again, written and read again")
+            // Not rolled back to the previous record: this write, later than theirs, stands.
+            #expect(try store.data(forKey: "k") == mine)
+            #expect(try PrivateKeyring.secretToolSearch(service: service).count == 1)
+        }
+    }
+}
