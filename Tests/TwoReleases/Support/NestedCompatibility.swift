@@ -71,7 +71,6 @@ public struct ContactV1: ModelVersion, Equatable {
     }
 }
 
-
 /// The scenario every store plays (Tests/KeepsakeTests, KeepsakeSodiumTests, KeepsakeKeyringTests):
 /// release B stores a contact with nested keys release A does not know; A renames and saves; B
 /// reads back every one of its keys; A clears an optional and removes a dictionary entry, and B
