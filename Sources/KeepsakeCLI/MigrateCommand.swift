@@ -69,7 +69,25 @@ public enum MigrateCommand {
             printError("error: \(error.message)")
             exit(ExitCode.failure.rawValue)
         }
+        if arguments == nil, let position = firstNonUTF8Argument() {
+            // Swift's `CommandLine.arguments` replaces bytes that are not UTF-8 with U+FFFD: a
+            // path given that way would silently name another file.
+            CLIConfiguration.current.json = CommandLine.arguments.contains("--json")
+            exit(
+                Failure.usage(
+                    "argument \(position) is not valid UTF-8; \(CLI.name) takes paths and keys as UTF-8 text only",
+                    path: []))
+        }
         exit(execute(arguments ?? Array(CommandLine.arguments.dropFirst()), bootstrapsLogging: bootstrapsLogging))
+    }
+
+    /// The 1-based position of the first process argument whose bytes are not UTF-8, if any.
+    static func firstNonUTF8Argument() -> Int? {
+        for index in 1..<Int(CommandLine.argc) {
+            guard let argument = CommandLine.unsafeArgv[index] else { continue }
+            if String(validatingCString: argument) == nil { return index }
+        }
+        return nil
     }
 
     /// Runs the command `arguments` name and returns its exit status; help, `--version` and

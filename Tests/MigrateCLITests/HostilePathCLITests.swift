@@ -77,6 +77,12 @@ struct HostilePathCLITests {
                 Issue.record("not JSON: \(result.stdout) — \(label)")
                 continue
             }
+            if String(validating: path, as: UTF8.self) == nil {
+                // Not UTF-8: refused as a usage error, never taken as another name.
+                let error = (json as? [String: Any])?["error"] as? [String: Any]
+                let message = error?["message"] as? String ?? ""
+                #expect(result.status == 64 && message.contains("not valid UTF-8"), "\(label)")
+            }
             if result.status != 0, let object = json as? [String: Any] {
                 // A failure is the shared error object, or copy's report with its exit code.
                 #expect(
