@@ -169,6 +169,22 @@ struct StoreTransferTests {
         #expect(try suite.keys() == ["theme"])
     }
 
+    @Test("a newer record in the destination is never replaced by an older one, not even with overwrite")
+    func newerDestinationKept() throws {
+        let suite = try legacySuite()
+        let newer = bytes(#"{"data":{"alias":"a","email":"b","x":{"k":1,"k":2}},"schema":"Person","version":5}"#)
+        let destination = InMemoryStore(name: "d", contents: ["person": newer])
+        for migrate in [false, true] {
+            let report = try transfer(suite, destination).run(
+                .keys(["person"]), options: .init(move: true, migrate: migrate, overwrite: true))
+            #expect(report.outcome == .refused)
+            #expect(report.records.first?.error?.code == .newerVersion)
+            #expect(report.records.first?.error?.store == destination.uri)
+            #expect(try contents(destination) == ["person": newer])
+            #expect(try suite.keys() == ["apiToken", "person", "theme"])
+        }
+    }
+
     @Test("the same bytes already in the destination are not a conflict: a rerun finishes a move")
     func rerunFinishesMove() throws {
         let suite = try legacySuite()

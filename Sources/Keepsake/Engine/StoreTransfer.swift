@@ -405,8 +405,21 @@ public struct StoreTransfer: Sendable {
                 prepared[index].previous = previous
                 if previous == bytes {
                     prepared[index].alreadyPresent = true
-                } else if previous != nil {
-                    if options.overwrite {
+                } else if let previous {
+                    if let held = VersionClaim.highest(in: previous),
+                        held > VersionClaim.highest(in: bytes) ?? -1
+                    {
+                        // Overwrite or not, a record of a newer version is never replaced by an
+                        // older one.
+                        prepared[index].exists = true
+                        prepared[index].error = KeepsakeError(
+                            .newerVersion, store: destination.uri, key: key,
+                            """
+                            the destination holds a record of version \(VersionClaim.describe(held)), newer than the one \
+                            copied (\(VersionClaim.highest(in: bytes).map(VersionClaim.describe) ?? "no version")); it was \
+                            left as it is
+                            """)
+                    } else if options.overwrite {
                         prepared[index].evaluation.replaced = true
                     } else {
                         prepared[index].exists = true
