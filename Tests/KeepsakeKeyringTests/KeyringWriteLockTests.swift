@@ -187,7 +187,7 @@ extension KeyringTests {
 
         @Test(
             "another client's one write between a write and its read-back is not taken for the provider's doing",
-            PrivateKeyring.notAgainst(.keePassXC, "secret-tool store adds an item beside the existing one there"))
+            PrivateKeyring.notAgainst(.keePassXC, PrivateKeyring.keePassXCReplaceDialog))
         func oneForeignWriteNotUndone() throws {
             var store = try PrivateKeyring.freshStore("read-back-foreign")
             let service = store.service

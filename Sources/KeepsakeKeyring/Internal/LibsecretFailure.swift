@@ -51,7 +51,8 @@ struct LibsecretFailure: Error, Sendable {
     /// Whether the failure says that the object the request named is not there (any more): an
     /// item another client deleted between a search that found it and a request about it.
     /// gnome-keyring answers "No such interface … on object at path …" (UnknownMethod), Qt
-    /// providers UnknownObject, and the Secret Service's own error is NoSuchObject. Never a
+    /// providers UnknownObject, KWallet to GetSecrets InvalidArgs "Can't find item at path …",
+    /// and the Secret Service's own error is NoSuchObject. Never a
     /// stale link ("Can't find session" is KWallet's word for a session, not an item).
     var isVanishedObject = false
 
@@ -122,7 +123,8 @@ struct LibsecretFailure: Error, Sendable {
                 || ((remoteName == "org.freedesktop.DBus.Error.UnknownMethod"
                     || remoteName == "org.freedesktop.DBus.Error.UnknownInterface"
                     || remoteName == "org.freedesktop.DBus.Error.UnknownObject")
-                    && message.contains("/org/freedesktop/secrets/")))
+                    && message.contains("/org/freedesktop/secrets/"))
+                || (remoteName == "org.freedesktop.DBus.Error.InvalidArgs" && message.contains("Can't find item")))
         if quark == ioError && raw == Int32(G_IO_ERROR_CANCELLED.rawValue) && deadlineExpired {
             kind = .timedOut
         } else if quark == ioError && raw == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
