@@ -59,7 +59,7 @@ func openStore(_ uriText: String) -> any RecordStore {
     do throws(KeepsakeError) {
         let uri = try StoreURI(parsing: uriText)
         let openOptions = StoreOpenOptions(
-            masterKey: uri.scheme == .file ? options["key-file"].map { .keyFile(path: $0) } : nil,
+            masterKey: uriText.hasPrefix("file:") ? options["key-file"].map { .keyFile(path: $0) } : nil,
             keyringTimeout: .seconds(20))
         return try uri.open(options: openOptions)
     } catch {
