@@ -81,7 +81,9 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
     /// - Parameter key: 32 bytes.
     /// - Returns: The key the keyring now holds for this store, read back from it.
     /// - Throws: `KeepsakeError`: `.locked` (nothing is created in a locked collection),
-    ///   `.unavailable`, `.timeout`, `.io`; `.invalidArgument` for a key that is not 32 bytes;
+    ///   `.unavailable`, `.timeout`, `.io`; `.lockTimeout` when another Keepsake process held the
+    ///   write lock until the deadline (nothing was created); `.invalidArgument` for a key that
+    ///   is not 32 bytes;
     ///   `.verificationFailed` when the item does not read back as the key stored.
     /// - Important: An existing key is never replaced. If this throws after a `.timeout`, the
     ///   item may have been created; a later ``read()`` finds it.
@@ -89,7 +91,30 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
         guard key.count == Self.keyBytes else {
             throw KeepsakeError(.invalidArgument, "a master key is \(Self.keyBytes) bytes, not \(key.count)")
         }
-        var found = try converse { call throws(LibsecretFailure) -> Found? in
+        // Two processes opening a new store at once must not each create a key: the check and
+        // the create run under the keyring write lock (see `KeyringStore`, "Writes"), named for
+        // this store id (a name no keyring service can have: services hold no NUL).
+        let deadline = ContinuousClock.now + timeout
+        var found = try KeyringWriteLock.holding(
+            service: "\u{0}master-key:" + storeID, until: deadline, store: description, key: nil
+        ) { () throws(KeepsakeError) -> Found? in
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero else {
+                throw KeepsakeError(
+                    .lockTimeout,
+                    "\(description): the keyring write lock was taken only at the call's deadline; nothing was written")
+            }
+            return try storeIfAbsent(key, within: remaining)
+        }
+        defer { Self.wipe(&found) }
+        guard let stored = found else {
+            throw KeepsakeError(.verificationFailed, "\(description): the item was created but cannot be found again")
+        }
+        return try decode(stored)
+    }
+
+    private func storeIfAbsent(_ key: [UInt8], within remaining: Duration) throws(KeepsakeError) -> Found? {
+        try converse(within: remaining) { call throws(LibsecretFailure) -> Found? in
             var text = Data(Self.hex(key).utf8)
             defer { text.resetBytes(in: 0..<text.count) }
             if let existing = try find(in: call) {
@@ -121,11 +146,6 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
                 label: "Keepsake master key for file store \(storeID)", secret: text, replace: false)
             return try find(in: call)
         }
-        defer { Self.wipe(&found) }
-        guard let stored = found else {
-            throw KeepsakeError(.verificationFailed, "\(description): the item was created but cannot be found again")
-        }
-        return try decode(stored)
     }
 
     // MARK: Plumbing
@@ -180,9 +200,11 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
         return key
     }
 
-    private func converse<T>(_ body: (LibsecretCall) throws(LibsecretFailure) -> T) throws(KeepsakeError) -> T {
+    private func converse<T>(
+        within remaining: Duration? = nil, _ body: (LibsecretCall) throws(LibsecretFailure) -> T
+    ) throws(KeepsakeError) -> T {
         do throws(LibsecretFailure) {
-            return try channel.call(timeout: timeout, body)
+            return try channel.call(timeout: remaining ?? timeout, body)
         } catch {
             var located = error.keepsakeError(store: nil, key: nil, timeout: timeout)
             located.message = "\(description): \(located.message)"

@@ -145,7 +145,7 @@ public struct TrialGuard: Sendable {
                 let results = try store.commit([StoreWrite(key: key, value: bytes, expectation: .unchanged(nil))])
                 switch results.first {
                 case .applied?:
-                    // Reported as stored (the date to the millisecond), as every other launch
+                    // Reported as stored (the date as precise as the record keeps it), as every other launch
                     // that finds it reports it.
                     record = try vault.load(TrialInfo.chain, forKey: key)?.value ?? started
                     Log.trial.info("trial started", metadata: ["store": "\(store.uri)", "key": "\(key)"])

@@ -224,6 +224,27 @@ extension KeyringTests {
             #expect(starts.first == String(stored.prefix(23)) + "Z", "stored \(stored)")
         }
 
+        @Test("8 threads store a master key if absent for one new store: all get the one key stored")
+        func threadsStoreOneMasterKey() throws {
+            let storeID = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+            let item = try KeyringMasterKeyItem(storeID: storeID, timeout: .seconds(10))
+            let returned = Mutex<[Int: [UInt8]]>([:])
+            let failures = Mutex<[KeepsakeError]>([])
+            onThreads(8) { writer in
+                let key = (0..<KeyringMasterKeyItem.keyBytes).map { UInt8(truncatingIfNeeded: $0 * 8 + writer) }
+                do throws(KeepsakeError) {
+                    let kept = try item.storeIfAbsent(key)
+                    returned.withLock { $0[writer] = kept }
+                } catch {
+                    failures.withLock { $0.append(error) }
+                }
+            }
+            #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+            let keys = returned.withLock { $0 }
+            #expect(keys.count == 8 && Set(keys.values).count == 1, "\(keys)")
+            #expect(try item.read() == keys.values.first)
+        }
+
         /// The `startDate` text of the TrialInfo V2 record stored under `trialInfo`.
         static func storedTrialStart(_ store: KeyringStore) throws -> String? {
             guard let bytes = try store.data(forKey: "trialInfo") else { return nil }
