@@ -73,11 +73,13 @@ let package = Package(
         ),
         // The stock `migrate`: KeepsakeCLI on the sample chains.
         .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Keepsake", "Migrations"]),
-        // Test-only: KeepsakeCLI on a chain of its own (Note), run by MigrateCLITests. Not a product.
+        // Test-only: KeepsakeCLI on a chain of its own (Note), run by MigrateCLITests; on the sample
+        // chains, the stock commands with the pause points of `copy` (debug builds only), for the
+        // tests that stop a copy between two steps. Not a product.
         .executableTarget(
             name: "custom-migrate",
             dependencies: [
-                "KeepsakeCLI", "Keepsake",
+                "KeepsakeCLI", "Keepsake", "Migrations",
                 .product(name: "Logging", package: "swift-log")
             ],
             path: "Tests/CustomMigrate"),
@@ -115,9 +117,11 @@ let package = Package(
         .testTarget(
             name: "KeepsakeKeyringTests",
             // KeepsakeTrial and migrate: the trial guard's reinstall scenarios and the CLI on the
-            // keyring run here, serialized with the tests that lock and restart the keyring.
+            // keyring run here, serialized with the tests that lock and restart the keyring;
+            // custom-migrate: `copy` stopped between two steps.
             dependencies: [
                 "KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate",
+                "custom-migrate",
                 "person-release-3", "person-release-4", "TwoReleasesSupport", "KeepsakeTestKeyring",
                 "keepsake-test-keyring", "KeepsakeSodium", "KeepsakeStores", "keepsake-stress"
             ]

@@ -2,6 +2,11 @@ import Foundation
 import Keepsake
 import KeepsakeCLI
 import Logging
+import Migrations
+
+#if DEBUG
+@_spi(Testing) import KeepsakeCLI
+#endif
 
 // A `migrate` for an app of its own: one small chain, Note, defined here and nowhere else.
 // MigrateCLITests runs this binary to check that KeepsakeCLI works with chains it never saw.
@@ -30,10 +35,12 @@ enum Note {
 }
 
 // Test hooks: configure the chain twice, to check that a duplicate name is refused; or no
-// chain at all, to check what an empty list prints.
+// chain at all, to check what an empty list prints; or the stock `migrate`'s sample chains
+// (Person, TrialInfo), for the tests that stop a stock command between two steps (below).
 let environment = ProcessInfo.processInfo.environment
 let duplicate = environment["CUSTOM_MIGRATE_DUPLICATE_CHAIN"] == "1"
 let none = environment["CUSTOM_MIGRATE_NO_CHAINS"] == "1"
+let samples = environment["CUSTOM_MIGRATE_SAMPLE_CHAINS"] == "1"
 // And an app that bootstraps swift-log itself: its own handler, and MigrateCommand leaves it be.
 let ownLogging = environment["CUSTOM_MIGRATE_OWN_LOGGING"] == "1"
 if ownLogging {
@@ -43,6 +50,24 @@ if ownLogging {
         return handler
     }
 }
+// The pause points of `copy`, which the shipped `migrate` does not have: with
+// CUSTOM_MIGRATE_COPY_PAUSE=STEP (prepared, written, verified, removed), `copy` prints
+// `paused after STEP` on standard error and waits there — to be killed (a test stops the process
+// between two steps with SIGKILL), or, when CUSTOM_MIGRATE_COPY_RESUME=PATH is set, until a file
+// exists at PATH (a test changes a store between two steps, then lets the command go on).
+// Debug builds only, as the hook they go through (`MigrateCommand.copyCheckpoint`).
+#if DEBUG
+if let pause = environment["CUSTOM_MIGRATE_COPY_PAUSE"] {
+    let resume = environment["CUSTOM_MIGRATE_COPY_RESUME"]
+    MigrateCommand.copyCheckpoint = { step in
+        guard step.rawValue == pause else { return }
+        FileHandle.standardError.write(Data("paused after \(step.rawValue)\n".utf8))
+        while resume.map({ !FileManager.default.fileExists(atPath: $0) }) ?? true { usleep(20_000) }
+    }
+}
+#endif
+let chains =
+    none ? [] : samples ? SampleModels.all : duplicate ? [Note.chain.erased, Note.chain.erased] : [Note.chain.erased]
+// With the sample chains it stands in for the stock `migrate`, under its name.
 MigrateCommand.main(
-    chains: none ? [] : duplicate ? [Note.chain.erased, Note.chain.erased] : [Note.chain.erased],
-    commandName: "custom-migrate", bootstrapsLogging: !ownLogging)
+    chains: chains, commandName: samples ? "migrate" : "custom-migrate", bootstrapsLogging: !ownLogging)

@@ -8,6 +8,12 @@ import KeepsakeStores
 import Migrations
 import Testing
 
+/// `custom-migrate` (Tests/CustomMigrate) beside `migrate`: on the sample chains
+/// (`CUSTOM_MIGRATE_SAMPLE_CHAINS=1`) it is the stock command with the pause points of `copy`,
+/// which the shipped `migrate` does not have.
+private let pausableMigrateExecutable =
+    URL(fileURLWithPath: migrateExecutable).deletingLastPathComponent().appendingPathComponent("custom-migrate").path
+
 extension KeyringTests {
     /// Records moved between a defaults suite, the keyring and an encrypted file store, against
     /// the private keyring: the results read by `secret-tool`, an independent client.
@@ -168,10 +174,11 @@ extension KeyringTests {
             let err = try FileHandle(forWritingTo: errURL)
             defer { try? err.close() }
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: migrateExecutable)
+            process.executableURL = URL(fileURLWithPath: pausableMigrateExecutable)
             process.arguments = arguments
             var environment = ProcessInfo.processInfo.environment
-            environment["KEEPSAKE_TEST_COPY_PAUSE"] = step
+            environment["CUSTOM_MIGRATE_SAMPLE_CHAINS"] = "1"
+            environment["CUSTOM_MIGRATE_COPY_PAUSE"] = step
             process.environment = environment
             process.standardError = err
             process.standardOutput = FileHandle.nullDevice
@@ -206,11 +213,12 @@ extension KeyringTests {
                 let out = directory.appendingPathComponent("stdout"), err = directory.appendingPathComponent("stderr")
                 try Data().write(to: out)
                 try Data().write(to: err)
-                process.executableURL = URL(fileURLWithPath: migrateExecutable)
+                process.executableURL = URL(fileURLWithPath: pausableMigrateExecutable)
                 process.arguments = arguments
                 var environment = ProcessInfo.processInfo.environment
-                environment["KEEPSAKE_TEST_COPY_PAUSE"] = step
-                environment["KEEPSAKE_TEST_COPY_RESUME"] = directory.appendingPathComponent("resume").path
+                environment["CUSTOM_MIGRATE_SAMPLE_CHAINS"] = "1"
+                environment["CUSTOM_MIGRATE_COPY_PAUSE"] = step
+                environment["CUSTOM_MIGRATE_COPY_RESUME"] = directory.appendingPathComponent("resume").path
                 process.environment = environment
                 process.standardOutput = try FileHandle(forWritingTo: out)
                 process.standardError = try FileHandle(forWritingTo: err)

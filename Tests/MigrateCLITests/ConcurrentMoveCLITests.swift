@@ -22,10 +22,12 @@ struct ConcurrentMoveCLITests {
         return Set(object.keys)
     }
 
-    /// Starts `migrate` with `arguments` (and `environment` added); `wait` it for the result.
-    func start(_ arguments: [String], environment: [String: String] = [:]) throws -> Running {
+    /// Starts `binary` (`migrate`) with `arguments` (and `environment` added); `wait` it for the result.
+    func start(_ arguments: [String], binary: String = migrateBinary, environment: [String: String] = [:]) throws
+        -> Running
+    {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: migrateBinary)
+        process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let output = Pipe(), errors = Pipe()
@@ -93,7 +95,13 @@ struct ConcurrentMoveCLITests {
                 "copy", "--from", "defaults:\(directory)/source.json", "--to", "defaults:\(directory)/a.json",
                 "--all", "--move", "--json"
             ],
-            environment: ["KEEPSAKE_TEST_COPY_PAUSE": "written", "KEEPSAKE_TEST_COPY_RESUME": resume])
+            // custom-migrate on the sample chains: the stock commands, with the pause points the
+            // shipped `migrate` does not have.
+            binary: customMigrateBinary,
+            environment: [
+                "CUSTOM_MIGRATE_SAMPLE_CHAINS": "1", "CUSTOM_MIGRATE_COPY_PAUSE": "written",
+                "CUSTOM_MIGRATE_COPY_RESUME": resume
+            ])
         // Whatever fails below, the first is let go (a paused process would hang the run).
         defer { _ = FileManager.default.createFile(atPath: resume, contents: nil) }
         // Wait until the first has written its copies (and holds the lock).
@@ -117,5 +125,27 @@ struct ConcurrentMoveCLITests {
         #expect(after.status == 0, "\(after.stderr)")
         let report = try #require(try decodeJSON(after.stdout) as? [String: Any])
         #expect((report["records"] as? [Any])?.isEmpty == true)
+    }
+
+    @Test("the shipped migrate has no pause points: the variables that stop custom-migrate change nothing")
+    func noPauseInMigrate() throws {
+        let (directory, keys) = try sourceSuite(count: 3)
+        let running = try start(
+            [
+                "copy", "--from", "defaults:\(directory)/source.json", "--to", "defaults:\(directory)/a.json",
+                "--all", "--move", "--json"
+            ],
+            environment: [
+                "KEEPSAKE_TEST_COPY_PAUSE": "written", "CUSTOM_MIGRATE_COPY_PAUSE": "written",
+                "CUSTOM_MIGRATE_SAMPLE_CHAINS": "1"
+            ])
+        // A paused process would never end: it is stopped after a minute.
+        let deadline = Date().addingTimeInterval(60)
+        while running.process.isRunning, Date() < deadline { usleep(20_000) }
+        if running.process.isRunning { running.process.terminate() }
+        let result = running.wait()
+        #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+        #expect(!result.stderr.contains("paused"))
+        #expect(try suiteKeys(ofSuite: directory + "/a.json") == keys)
     }
 }

@@ -84,7 +84,8 @@ package enum FilePath {
     }
 }
 
-/// The steps of a durable write, where ``FileSystem/fault`` can make one fail.
+/// The steps of a durable write, where a test's fault (``FileSystem/init(fault:temporaryPrefix:unnamedFiles:)``,
+/// debug builds only) can make one fail.
 package enum FileStep: String, CaseIterable, Sendable {
     /// Creating a temporary file (`open` with `O_CREAT | O_EXCL`, mode 0600).
     case create
@@ -100,12 +101,19 @@ package enum FileStep: String, CaseIterable, Sendable {
     case syncDirectory
 }
 
-/// Durable file operations for the stores that keep files: durable replace, durable delete, exclusive create, with a seam
-/// that tests use to make one step fail as the real system call would. Only faults are
-/// injected; every other effect is the real file system's.
+/// Durable file operations for the stores that keep files: durable replace, durable delete,
+/// exclusive create.
+///
+/// In debug builds — the ones tests run, where `@testable import` works — a test can make one
+/// step fail as the real system call would (``init(fault:temporaryPrefix:unnamedFiles:)``); only
+/// faults are injected, every other effect is the real file system's. Release builds, the ones
+/// that ship, have no such seam: it is compiled out, and every step is the real call.
 package struct FileSystem: Sendable {
-    /// Returns an `errno` to make `step` fail before the real call is made, or `nil`.
+    #if DEBUG
+    /// For tests only (debug builds): returns an `errno` to make `step` fail before the real
+    /// call is made, or `nil`.
     package var fault: (@Sendable (FileStep) -> Int32?)?
+    #endif
     /// Temporary and rollback files start with this, so a store can recognise (and remove)
     /// the leftovers of a crashed writer of its own, and only those.
     package var temporaryPrefix: String
@@ -114,18 +122,31 @@ package struct FileSystem: Sendable {
     /// system can; tests turn it off to exercise the named temporary file used elsewhere.
     package var unnamedFiles: Bool
 
+    package init(temporaryPrefix: String = ".tmp-", unnamedFiles: Bool = true) {
+        self.temporaryPrefix = temporaryPrefix
+        self.unnamedFiles = unnamedFiles
+    }
+
+    #if DEBUG
+    /// For tests only (debug builds): the real file system, but for the steps `fault` makes
+    /// fail with the `errno` it returns.
     package init(
-        fault: (@Sendable (FileStep) -> Int32?)? = nil, temporaryPrefix: String = ".tmp-", unnamedFiles: Bool = true
+        fault: (@Sendable (FileStep) -> Int32?)?, temporaryPrefix: String = ".tmp-", unnamedFiles: Bool = true
     ) {
         self.fault = fault
         self.temporaryPrefix = temporaryPrefix
         self.unnamedFiles = unnamedFiles
     }
+    #endif
 
     package static let live = FileSystem()
 
-    private func inject(_ step: FileStep, _ call: String) throws(SystemFailure) {
+    /// Throws the test's fault for `step`, if any, as a failure of `call`; nothing in release builds.
+    @inline(__always)
+    func inject(_ step: FileStep, _ call: String) throws(SystemFailure) {
+        #if DEBUG
         if let code = fault?(step) { throw SystemFailure(call: call, errno: code) }
+        #endif
     }
 
     // MARK: Durable operations

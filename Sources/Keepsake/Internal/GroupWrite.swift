@@ -52,11 +52,11 @@ extension FileSystem {
             guard let data = file.data else { continue }
             let temporary = directory + "/" + temporaryName()
             do throws(SystemFailure) {
-                try injectGroup(.create, "open")
+                try inject(.create, "open")
                 let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
                 temporaries[index] = temporary
                 defer { Syscall.close(fd) }
-                try injectGroup(.write, "write")
+                try inject(.write, "write")
                 try Syscall.writeAll(fd, data)
             } catch {
                 fail(index, error)
@@ -67,7 +67,7 @@ extension FileSystem {
         // 2. One flush for all of them.
         if temporaries.contains(where: { $0 != nil }) {
             do throws(SystemFailure) {
-                try injectGroup(.fsync, "syncfs")
+                try inject(.fsync, "syncfs")
                 try Self.flush(directory: directory, temporaries: temporaries.compactMap { $0 })
             } catch {
                 for index in files.indices where temporaries[index] != nil { fail(index, error) }
@@ -83,18 +83,18 @@ extension FileSystem {
             do throws(SystemFailure) {
                 if let temporary = temporaries[index] {
                     do throws(SystemFailure) {
-                        try injectGroup(.link, "link")
+                        try inject(.link, "link")
                         try Syscall.link(target, rollback)
                         rollbacks[index] = rollback
                     } catch  where error.errno == ENOENT {
                         // a new file: nothing to keep
                     }
-                    try injectGroup(.rename, "rename")
+                    try inject(.rename, "rename")
                     try Syscall.rename(temporary, target)
                     temporaries[index] = nil
                 } else {
                     do throws(SystemFailure) {
-                        try injectGroup(.rename, "rename")
+                        try inject(.rename, "rename")
                         try Syscall.rename(target, rollback)
                         rollbacks[index] = rollback
                     } catch  where error.errno == ENOENT {
@@ -112,7 +112,7 @@ extension FileSystem {
         // 4. One directory sync makes every rename durable.
         guard moved.contains(true) else { return failures }
         do throws(SystemFailure) {
-            try injectGroup(.syncDirectory, "fsync")
+            try inject(.syncDirectory, "fsync")
             try Syscall.syncDirectory(directory)
         } catch {
             for (index, file) in files.enumerated() where moved[index] {
@@ -131,10 +131,6 @@ extension FileSystem {
         // device for each file (see `Syscall.unlinkAll`); every record is already new.
         Syscall.unlinkAll(rollbacks.compactMap { $0 })
         return failures
-    }
-
-    private func injectGroup(_ step: FileStep, _ call: String) throws(SystemFailure) {
-        if let code = fault?(step) { throw SystemFailure(call: call, errno: code) }
     }
 
     /// `syncfs(2)` (not in Swift's Glibc module: found at run time), else an fsync per file.

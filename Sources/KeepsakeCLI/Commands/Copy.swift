@@ -4,10 +4,6 @@ import Keepsake
 import KeepsakeSodium
 import KeepsakeStores
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 extension Migrate {
     struct Copy: ParsableCommand {
         static var configuration: CommandConfiguration {
@@ -167,7 +163,7 @@ extension Migrate {
             let report =
                 dryRun
                 ? try transfer.plan(selection, options: options)
-                : try transfer.run(selection, options: options, checkpoint: Self.testPause)
+                : try transfer.run(selection, options: options, checkpoint: TestHooks.copyCheckpoint)
             let code = Self.exitCode(for: report)
             if output.json {
                 printJSON(report.json(dryRun: dryRun, exitCode: code))
@@ -241,19 +237,6 @@ extension Migrate {
                 }
                 return Exit.cannotHold
             }
-        }
-
-        /// A test hook: with `KEEPSAKE_TEST_COPY_PAUSE=STEP` (prepared, written, verified), the
-        /// command prints `paused after STEP` on standard error and waits there: to be killed
-        /// (a test stops the process between two steps with SIGKILL), or, when
-        /// `KEEPSAKE_TEST_COPY_RESUME=PATH` is set, until a file exists at PATH (a test changes
-        /// a store between two steps, then lets the command go on).
-        @Sendable private static func testPause(_ step: StoreTransfer.Step) {
-            let environment = ProcessInfo.processInfo.environment
-            guard let wanted = environment["KEEPSAKE_TEST_COPY_PAUSE"], wanted == step.rawValue else { return }
-            FileHandle.standardError.write(Data("paused after \(step.rawValue)\n".utf8))
-            let resume = environment["KEEPSAKE_TEST_COPY_RESUME"]
-            while resume.map({ access($0, F_OK) != 0 }) ?? true { usleep(20_000) }
         }
     }
 }
