@@ -36,17 +36,24 @@ let package = Package(
                 .product(name: "KeepsakeSodium", package: "Keepsake")
             ]
         ),
-        // The app's own `migrate`: Keepsake's CLI on the Settings chain.
+        // A store of the app's own, in one file: `folder:DIR`, one plain file per record.
+        .target(
+            name: "SettingsFolderStore",
+            dependencies: [.product(name: "Keepsake", package: "Keepsake")]
+        ),
+        // The app's own `migrate`: Keepsake's CLI on the Settings chain, with the folder store.
         .executableTarget(
             name: "settings-migrate",
-            dependencies: ["SettingsModels", .product(name: "KeepsakeCLI", package: "Keepsake")]
+            dependencies: [
+                "SettingsModels", "SettingsFolderStore", .product(name: "KeepsakeCLI", package: "Keepsake")
+            ]
         ),
         .testTarget(
             name: "SettingsModelsTests",
             // The executables are dependencies so that they are built beside the test bundle,
             // where the end-to-end tests run them.
             dependencies: [
-                "SettingsModels", "SettingsTrial", "settings-app", "settings-migrate",
+                "SettingsModels", "SettingsTrial", "SettingsFolderStore", "settings-app", "settings-migrate",
                 .product(name: "Keepsake", package: "Keepsake"),
                 // The private keyring and the reinstall simulator, for the trial tests.
                 .product(name: "KeepsakeTestKeyring", package: "Keepsake"),

@@ -51,20 +51,24 @@ public enum MigrateCommand {
     ///   - appID: The app id this device's identity is derived with (the default of `--app-id`):
     ///     pass the app's own, so that a step the tool runs records the same identity the app
     ///     would. Only steps that ask for a device identity use it.
+    ///   - backends: Store kinds of the app's own, beside the standard `defaults:`, `file:`,
+    ///     `keyring:` (``KeepsakeStores``): every command then takes their URIs too.
     ///   - arguments: The arguments to parse, without the command name; `nil` for the process's
     ///     own (`CommandLine.arguments.dropFirst()`).
     ///   - bootstrapsLogging: Whether to bootstrap `LoggingSystem` (see above).
-    /// - Important: Never returns. When two chains share a name or `commandName` is empty, it
+    /// - Important: Never returns. When two chains share a name, a backend's scheme is taken, or
+    ///   `commandName` is empty, it
     ///   prints why to standard error and exits with status 1 before parsing anything, so no
     ///   store is opened.
     public static func main(
         chains: [AnyModelChain], commandName: String = "migrate", version: String? = nil,
-        appID: String = "org.keepsake.migrate", arguments: [String]? = nil, bootstrapsLogging: Bool = true
+        appID: String = "org.keepsake.migrate", backends: [any StoreBackend] = [], arguments: [String]? = nil,
+        bootstrapsLogging: Bool = true
     ) -> Never {
         do throws(KeepsakeError) {
             CLIConfiguration.current = try CLIConfiguration(
                 chains: chains, commandName: commandName, version: version,
-                appID: appID)
+                appID: appID, backends: backends)
         } catch {
             printError("error: \(error.message)")
             exit(ExitCode.failure.rawValue)

@@ -1,45 +1,65 @@
+import Foundation
 import Keepsake
 import KeepsakeKeyring
 import KeepsakeSodium
 
-/// What opening a store from a `StoreURI` needs besides the URI: the master key of
-/// a `file:` store and the deadline of keyring calls.
-///
-/// Each option applies to one kind of store; ``Keepsake/StoreURI/open(options:)`` refuses a
-/// master key for a store that is not encrypted with it, so a configuration that expects
-/// encryption never silently gets a plain store.
-///
-/// ```swift
-/// let options = StoreOpenOptions(masterKey: .keyFile(path: "/etc/myapp/records.key"))
-/// let store = try StoreURI(parsing: "file:/var/lib/myapp/records").open(options: options)
-/// ```
-public struct StoreOpenOptions: Sendable {
-    /// Where a `file:` store's master key comes from; required for `file:`, refused for others.
-    public var masterKey: MasterKeySource?
+extension StoreBackends {
+    /// The stores Keepsake ships: `defaults:PATH` (``Keepsake/DefaultsBackend``), `file:DIR`
+    /// (``KeepsakeSodium/SodiumFileBackend``), `keyring:SERVICE`
+    /// (``KeepsakeKeyring/KeyringBackend``) and `memory:NAME` (``Keepsake/InMemoryBackend``).
+    /// Add an app's own with ``Keepsake/StoreBackends/adding(_:)``.
+    ///
+    /// ```swift
+    /// let store = try StoreBackends.standard.open(
+    ///     "file:/var/lib/myapp/records", options: StoreOpenOptions(masterKey: .keyFile(path: "/etc/myapp/records.key")))
+    /// ```
+    public static let standard = StoreBackends(
+        unchecked: [DefaultsBackend(), SodiumFileBackend(), KeyringBackend(), InMemoryBackend()])
+}
 
-    /// How long each keyring call may wait for the Secret Service (positive); used by `keyring:`.
-    public var keyringTimeout: Duration
-
-    /// Options for opening a store.
+extension StoreOpenOptions {
+    /// Options for the standard stores: the master key of a `file:` store and the deadline of
+    /// keyring calls.
     ///
     /// - Parameters:
     ///   - masterKey: The master key source of a `file:` store; `nil` for other stores.
     ///   - keyringTimeout: The deadline of each keyring call (`KeyringStore.defaultTimeout`
-    ///     by default).
-    public init(masterKey: MasterKeySource? = nil, keyringTimeout: Duration = KeyringStore.defaultTimeout) {
+    ///     when `nil`).
+    ///   - requireExisting: Whether opening must find an existing store.
+    public init(masterKey: MasterKeySource? = nil, keyringTimeout: Duration? = nil, requireExisting: Bool = false) {
+        self.init(requireExisting: requireExisting)
         self.masterKey = masterKey
         self.keyringTimeout = keyringTimeout
     }
 }
 
 extension StoreURI {
-    /// Opens the store this URI names.
+    /// Parses `text` as a URI of one of the standard stores (``Keepsake/StoreBackends/standard``).
+    ///
+    /// - Throws: What ``Keepsake/StoreURI/init(parsing:backends:environment:)`` throws.
+    /// - Important: Parsing never touches the file system or the keyring.
+    public init(
+        parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(KeepsakeError) {
+        try self.init(parsing: text, backends: .standard, environment: environment)
+    }
+
+    /// Parses `description` like ``init(parsing:environment:)``; `nil` where that throws.
+    public init?(_ description: String) {
+        do throws(KeepsakeError) {
+            try self.init(parsing: description)
+        } catch {
+            return nil
+        }
+    }
+
+    /// Opens the store this URI names with the standard backends.
     ///
     /// One call for every backend, so an app and its `migrate` tool open a store from the same
     /// configured text the same way:
     /// - `defaults:PATH` → a `DefaultsStore` on the suite file (created on its first write);
     /// - `file:DIR` → the existing `SodiumFileStore` in `DIR`, opened with
-    ///   ``StoreOpenOptions/masterKey`` (create one with `SodiumFileStore.create(directory:key:passphraseLimits:lockTimeout:)`);
+    ///   ``Keepsake/StoreOpenOptions/masterKey`` (create one with `SodiumFileStore.create(directory:key:passphraseLimits:lockTimeout:)`);
     /// - `keyring:SERVICE` → `KeyringStore.open(service:timeout:)`, which first checks that
     ///   the keyring can be used now;
     /// - `memory:NAME` → a new, empty `InMemoryStore` named `NAME`.
@@ -54,39 +74,15 @@ extension StoreURI {
     /// - Returns: The open store; its `RecordStore.uri` names the same store as this URI
     ///   (with a relative path made absolute).
     /// - Throws: `KeepsakeError` naming the store: `.invalidArgument` for a `file:` URI without
-    ///   ``StoreOpenOptions/masterKey``, for a master key given for another kind of store, or for
-    ///   a keyring timeout that is not positive; otherwise whatever the backend throws when it
-    ///   opens (`wrongKey`, `.unavailable`, `.corruptStore`, `.locked`, `.timeout`, …).
+    ///   ``Keepsake/StoreOpenOptions/masterKey``, for an option given for a kind of store that
+    ///   does not use it (a master key for a `defaults:` store), or for a keyring timeout that is
+    ///   not positive; otherwise whatever the backend throws when it opens (`wrongKey`,
+    ///   `.unavailable`, `.corruptStore`, `.locked`, `.timeout`, …).
     /// - Important: Opening never creates a store or writes a record, whether it returns or
     ///   throws: a `defaults:` suite file is created by its first write; a `file:` store must
     ///   already exist, and opening it only removes temporary files a crashed writer left; a
     ///   `keyring:` store only asks the Secret Service whether it can be used.
     public func open(options: StoreOpenOptions = StoreOpenOptions()) throws(KeepsakeError) -> any RecordStore {
-        if scheme != .file, options.masterKey != nil {
-            throw KeepsakeError(
-                .invalidArgument, store: description,
-                """
-                a master key applies only to file: stores; a \(scheme): store is not encrypted with \
-                one, so leave StoreOpenOptions.masterKey nil or use a file:DIR store
-                """)
-        }
-        switch scheme {
-        case .defaults:
-            return DefaultsStore(path: location)
-        case .file:
-            guard let key = options.masterKey else {
-                throw KeepsakeError(
-                    .invalidArgument, store: description,
-                    """
-                    a file: store needs its master key: pass StoreOpenOptions(masterKey:) with \
-                    .keyFile(path:), .passphrase(_:origin:), .keyring() or .provider(_:)
-                    """)
-            }
-            return try SodiumFileStore(directory: location, key: key)
-        case .keyring:
-            return try KeyringStore.open(service: location, timeout: options.keyringTimeout)
-        case .memory:
-            return InMemoryStore(name: location)
-        }
+        try StoreBackends.standard.open(self, options: options)
     }
 }

@@ -51,18 +51,11 @@ public struct Migrator: Sendable {
     }
 
     /// Hands every record of the store to `body` in key order, with its position and the
-    /// number of records: what ``RecordStore/allRecords()`` returns. A defaults suite's records
-    /// are handed as slices of the suite's bytes as read once (no copy per record).
+    /// number of records: what ``RecordStore/allRecords()`` returns (a defaults suite's records
+    /// as slices of the suite's bytes as read once, no copy per record).
     private func forEachRecord(
         _ body: (_ offset: Int, _ total: Int, _ key: String, _ result: Result<Data, KeepsakeError>) -> Void
     ) throws(KeepsakeError) {
-        if let defaults = store as? DefaultsStore {
-            let document = try defaults.currentDocument()
-            for (offset, entry) in document.entries.enumerated() {
-                body(offset, document.entries.count, entry.key, .success(document.bytes[entry.range]))
-            }
-            return
-        }
         let entries = try store.allRecords()
         for (offset, entry) in entries.enumerated() { body(offset, entries.count, entry.key, entry.result) }
     }

@@ -176,7 +176,7 @@ public struct StoreTransfer: Sendable {
         _ selection: Selection, options: Options = Options(), checkpoint: (@Sendable (Step) -> Void)? = nil
     ) throws(KeepsakeError) -> TransferReport {
         // A move holds its source's lock from before the first read to after the last removal.
-        let moveLock = options.move ? try Self.lockSource(source.uri, timeout: options.lockTimeout) : nil
+        let moveLock = options.move ? try Self.lockSource(source, timeout: options.lockTimeout) : nil
         defer { moveLock?.unlock() }
         let lastMove = moveLock.flatMap(LastMove.init(lock:))
         var prepared = try prepare(selection, options: options, lastMove: lastMove)
@@ -313,7 +313,7 @@ public struct StoreTransfer: Sendable {
     private func prepare(
         _ selection: Selection, options: Options, lastMove: LastMove? = nil
     ) throws(KeepsakeError) -> [Prepared] {
-        guard !Self.sameStore(source.uri, destination.uri) else {
+        guard source.identity != destination.identity else {
             throw KeepsakeError(
                 .invalidArgument, store: source.uri,
                 """
@@ -436,13 +436,15 @@ public struct StoreTransfer: Sendable {
         return prepared
     }
 
-    /// Takes the lock every move from the store at `uri` holds (see ``run(_:options:checkpoint:)``).
+    /// Takes the lock every move from `store` holds (see ``run(_:options:checkpoint:)``): named by
+    /// the store's ``RecordStore/identity``, so that every path to one store takes one lock.
     ///
     /// - Throws: ``KeepsakeError/Code/lockTimeout`` after `timeout`; the lock directory's or
     ///   file's error when they cannot be made.
-    static func lockSource(_ uri: String, timeout: Duration) throws(KeepsakeError) -> StoreLock {
+    static func lockSource(_ store: any RecordStore, timeout: Duration) throws(KeepsakeError) -> StoreLock {
+        let uri = store.uri
         let directory = try Syscall.userLockDirectory(environment: ProcessInfo.processInfo.environment)
-        let path = directory + "/move-" + Self.identityHash(Self.identity(of: uri)) + ".lock"
+        let path = directory + "/move-" + Self.identityHash(store.identity) + ".lock"
         let lock: StoreLock?
         do throws(SystemFailure) {
             lock = try StoreLock.acquire(path, timeout: timeout)
@@ -460,36 +462,6 @@ public struct StoreTransfer: Sendable {
         return lock
     }
 
-    /// What names the store at `uri` whatever path reaches it: for a `file:` store the device
-    /// and inode of its directory; for a `defaults:` suite, which is replaced by a new file on
-    /// every write, its directory's device and inode and its file name (symbolic links
-    /// resolved); otherwise, and for a location that does not exist yet, the URI itself.
-    static func identity(of uri: String) -> String {
-        let parsed: StoreURI
-        do throws(KeepsakeError) {
-            parsed = try StoreURI(parsing: uri)
-        } catch {
-            return uri  // a store of its own kind: its URI is all there is
-        }
-        switch parsed.scheme {
-        case .file:
-            var info = stat()
-            guard stat(parsed.location, &info) == 0 else { return uri }
-            return "file:\(info.st_dev):\(info.st_ino)"
-        case .defaults:
-            var location = parsed.location
-            if let resolved = realpath(location, nil) {
-                location = String(cString: resolved)
-                free(resolved)
-            }
-            var info = stat()
-            guard stat(FilePath.directory(of: location), &info) == 0 else { return uri }
-            return "defaults:\(info.st_dev):\(info.st_ino)/" + FilePath.lastComponent(of: location)
-        case .keyring, .memory:
-            return uri
-        }
-    }
-
     /// 32 hex digits naming `identity` (two FNV-1a 64-bit hashes): a lock file name that
     /// holds nothing of the store's path or name.
     static func identityHash(_ identity: String) -> String {
@@ -503,25 +475,6 @@ public struct StoreTransfer: Sendable {
             let hex = String(value, radix: 16)
             return String(repeating: "0", count: 16 - hex.count) + hex
         }.joined()
-    }
-
-    /// Whether two store URIs name one store: the same text, or two paths (through a symbolic or
-    /// hard link) to one suite file or store directory.
-    static func sameStore(_ first: String, _ second: String) -> Bool {
-        if first.isExactly(second) { return true }
-        let a: StoreURI, b: StoreURI
-        do throws(KeepsakeError) {
-            a = try StoreURI(parsing: first)
-            b = try StoreURI(parsing: second)
-        } catch {
-            return false  // a store of its own kind (not a URI this library parses): the texts differ
-        }
-        guard a.scheme == b.scheme, a.scheme == .defaults || a.scheme == .file else { return false }
-        var statA = stat(), statB = stat()
-        // A location that does not exist yet cannot be the other, existing one; two that do not
-        // exist hold nothing to transfer.
-        guard stat(a.location, &statA) == 0, stat(b.location, &statB) == 0 else { return false }
-        return statA.st_dev == statB.st_dev && statA.st_ino == statB.st_ino
     }
 
     /// What `store` holds under each of `keys`, in order: an invalid key, or a key the store
@@ -784,25 +737,4 @@ public protocol ValueConstrainedStore: RecordStore {
     /// - Throws: ``KeepsakeError/Code/invalidArgument`` naming this store and `key`, saying what
     ///   the store can hold.
     func checkCanHold(_ value: Data, forKey key: String) throws(KeepsakeError)
-}
-
-extension DefaultsStore: ValueConstrainedStore {
-    /// A defaults suite holds exactly one JSON value per key (text as a JSON string).
-    ///
-    /// - Throws: ``KeepsakeError/Code/invalidArgument`` when `value` is not one JSON value.
-    public func checkCanHold(_ value: Data, forKey key: String) throws(KeepsakeError) {
-        do throws(JSONSyntaxError) {
-            try JSONParser.withParser(value) { parser throws(JSONSyntaxError) in
-                _ = try parser.skipValue()
-                try parser.expectEnd()
-            }
-        } catch {
-            throw KeepsakeError(
-                .invalidArgument, store: uri, key: key,
-                """
-                a defaults suite holds JSON values, and this value is not one JSON value, so it cannot be \
-                copied here as it is; it was left where it is
-                """, cause: error.cause)
-        }
-    }
 }

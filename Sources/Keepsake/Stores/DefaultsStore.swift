@@ -299,7 +299,7 @@ public final class DefaultsStore: RecordStore {
     }
 
     /// A value must be exactly one JSON value: the document is spliced from values' bytes.
-    private static func checkValue(_ value: Data, store: String, key: String) throws(KeepsakeError) {
+    static func checkValue(_ value: Data, store: String, key: String) throws(KeepsakeError) {
         do throws(JSONSyntaxError) {
             try JSONParser.withParser(value) { parser throws(JSONSyntaxError) in
                 _ = try parser.skipValue()

@@ -20,6 +20,16 @@ public protocol RecordStore: Sendable {
     /// What a caller must know about this backend.
     var capabilities: StoreCapabilities { get }
 
+    /// What names this store whichever text or path reaches it: two stores with equal
+    /// identities are one store (a suite reached through a symbolic link, a store directory
+    /// through a hard link). Moves and copies use it to refuse a store onto itself and to let
+    /// moves from one store exclude each other. Default: ``uri``.
+    var identity: String { get }
+
+    /// Where a run's backups of this store's records go unless told otherwise (a suite's
+    /// `<suite>.backups` folder beside it); `nil` when the store has no such place (default).
+    var defaultBackupDirectory: String? { get }
+
     /// The bytes stored under `key`, exactly as stored, or `nil` when nothing is.
     ///
     /// - Throws: ``KeepsakeError`` when the backend cannot answer (never `nil` for that).
@@ -58,6 +68,10 @@ public protocol RecordStore: Sendable {
 }
 
 extension RecordStore {
+    public var identity: String { uri }
+
+    public var defaultBackupDirectory: String? { nil }
+
     public func allData() throws(KeepsakeError) -> [(key: String, data: Data)] {
         var result: [(key: String, data: Data)] = []
         for key in try keys() {

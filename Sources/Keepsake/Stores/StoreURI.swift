@@ -4,70 +4,49 @@ import Foundation
 ///
 /// A store URI is `SCHEME:LOCATION`, the same text every store reports as its
 /// ``RecordStore/uri``, so a URI from a configuration file, a command line or an error message
-/// names the same store everywhere:
+/// names the same store everywhere. Which schemes exist, and what their locations are, is up to
+/// the ``StoreBackends`` it is parsed with; `KeepsakeStores` lists the ones Keepsake ships
+/// (``StoreBackends/standard``: `defaults:PATH`, `file:DIR`, `keyring:SERVICE`, `memory:NAME`).
 ///
-/// | URI | store | location |
-/// | --- | --- | --- |
-/// | `defaults:PATH` | a defaults-style JSON suite file | the file's path |
-/// | `file:DIR` | an encrypted file store (KeepsakeSodium) | the store's directory |
-/// | `keyring:SERVICE` | the desktop keyring (KeepsakeKeyring) | the items' `service` attribute |
-/// | `memory:NAME` | an ``InMemoryStore``, for tests and previews | the store's name |
-///
-/// A path that starts with `~/` (or is `~`) is expanded against `$HOME` when the URI is
-/// parsed; other paths are kept as given (a relative path is taken from the current directory
-/// when the store is opened). A keyring service or memory name is kept exactly as given.
-/// Parsing only checks the text: nothing is opened or touched. To open the store, use
-/// `open(options:)` from the `KeepsakeStores` library, which knows every backend.
+/// A path location that starts with `~/` (or is `~`) is expanded against `$HOME` when the URI
+/// is parsed; other locations are kept as given (a relative path is taken from the current
+/// directory when the store is opened). Parsing only checks the text: nothing is opened or
+/// touched.
 ///
 /// ```swift
-/// let uri = try StoreURI(parsing: "defaults:~/.config/myapp/settings.json")
-/// uri.scheme        // .defaults
+/// let uri = try StoreBackends.standard.parse("defaults:~/.config/myapp/settings.json")
+/// uri.scheme        // "defaults"
 /// uri.location      // "/home/ada/.config/myapp/settings.json"
 /// uri.description   // "defaults:/home/ada/.config/myapp/settings.json"
 /// ```
-public struct StoreURI: Sendable, Hashable, CustomStringConvertible, LosslessStringConvertible {
-    /// The kind of store a URI names: the text before the first colon.
-    public enum Scheme: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-        /// `defaults:PATH`, a defaults-style JSON suite file (``DefaultsStore``).
-        case defaults
-        /// `file:DIR`, an encrypted store directory (`SodiumFileStore` in KeepsakeSodium).
-        case file
-        /// `keyring:SERVICE`, the Secret Service keyring (`KeyringStore` in KeepsakeKeyring).
-        case keyring
-        /// `memory:NAME`, an ``InMemoryStore``; each opening is a new, empty store.
-        case memory
-
-        /// `defaults`, `file`, `keyring`, `memory`.
+public struct StoreURI: Sendable, Hashable, CustomStringConvertible {
+    /// The kind of store a URI names: the text before the first colon. Each backend module
+    /// names its own (`.file` in KeepsakeSodium, `.keyring` in KeepsakeKeyring).
+    public struct Scheme: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+        /// The scheme's text, without the colon.
+        public let rawValue: String
+        /// The scheme `rawValue`.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The scheme `value`.
+        public init(stringLiteral value: String) { rawValue = value }
+        /// The scheme's text.
         public var description: String { rawValue }
-
-        /// What the location of this kind of URI is, for messages: `PATH`, `DIR`, `SERVICE`.
-        var locationName: String {
-            switch self {
-            case .defaults: return "PATH"
-            case .file: return "DIR"
-            case .keyring: return "SERVICE"
-            case .memory: return "NAME"
-            }
-        }
-
-        /// Whether the location is a file system path (and `~/` is expanded).
-        var isPath: Bool { self == .defaults || self == .file }
     }
 
     /// The kind of store.
     public let scheme: Scheme
 
-    /// Where the store is: for `defaults:` and `file:`, a path with a leading `~/` already
-    /// expanded against `$HOME`; for `keyring:`, the service name; for `memory:`, the name.
-    /// Never empty.
+    /// Where the store is: for a path location, the path with a leading `~/` already expanded
+    /// against `$HOME`; otherwise the text after the colon, exactly. Never empty.
     public let location: String
 
-    /// Parses `SCHEME:LOCATION`, expanding a leading `~/` of a path against `environment["HOME"]`.
+    /// Parses `SCHEME:LOCATION` for one of `backends`, expanding a leading `~/` of a path
+    /// location against `environment["HOME"]`.
     ///
     /// - Parameters:
-    ///   - text: The URI: `defaults:PATH`, `file:DIR`, `keyring:SERVICE` or `memory:NAME`.
-    ///     The scheme is matched exactly (lower case); everything after the first colon is the
-    ///     location.
+    ///   - text: The URI. The scheme is matched exactly; everything after the first colon is
+    ///     the location.
+    ///   - backends: The store kinds known (``StoreBackends/standard`` in KeepsakeStores).
     ///   - environment: Where `HOME` is looked up (the process environment by default).
     /// - Throws: ``KeepsakeError/Code/invalidArgument``, with a message that shows what a valid
     ///   URI looks like, when `text` has no colon, names an unknown scheme, has an empty
@@ -75,33 +54,35 @@ public struct StoreURI: Sendable, Hashable, CustomStringConvertible, LosslessStr
     /// - Important: Parsing never touches the file system or the keyring, whether it returns
     ///   or throws.
     public init(
-        parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment
+        parsing text: String, backends: StoreBackends,
+        environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(KeepsakeError) {
         guard let colon = text.firstIndex(of: ":") else {
-            throw KeepsakeError(.invalidArgument, "'\(text)' is not a store URI; \(Self.expected)")
+            throw KeepsakeError(.invalidArgument, "'\(text)' is not a store URI; \(backends.expected)")
         }
         let schemeText = String(text[..<colon])
-        guard let scheme = Scheme(rawValue: schemeText) else {
-            throw KeepsakeError(.invalidArgument, "unknown store kind '\(schemeText)'; \(Self.expected)")
+        guard let backend = backends.backend(for: Scheme(rawValue: schemeText)) else {
+            throw KeepsakeError(.invalidArgument, "unknown store kind '\(schemeText)'; \(backends.expected)")
         }
+        let scheme = backend.scheme
         var location = String(text[text.index(after: colon)...])
         guard !location.isEmpty else {
             throw KeepsakeError(
                 .invalidArgument,
                 """
-                '\(text)' has no location after the colon; write \(scheme):\(scheme.locationName)
+                '\(text)' has no location after the colon; write \(scheme):\(backend.locationName)
                 """)
         }
         guard !location.utf8.contains(0) else {
-            throw KeepsakeError(.invalidArgument, "a store URI must not contain NUL; \(Self.expected)")
+            throw KeepsakeError(.invalidArgument, "a store URI must not contain NUL; \(backends.expected)")
         }
-        if scheme.isPath, location == "~" || location.hasPrefix("~/") {
+        if backend.locationIsPath, location == "~" || location.hasPrefix("~/") {
             guard let home = environment["HOME"], !home.isEmpty else {
                 throw KeepsakeError(
                     .invalidArgument,
                     """
                     '\(text)' starts with '~' but HOME is not set; give the full path, as in \
-                    \(scheme):/path/to/\(scheme == .file ? "store" : "suite.json")
+                    \(scheme):/path/to/\(backend.locationName == "DIR" ? "store" : "suite.json")
                     """)
             }
             // "~" is HOME; "~/x" is HOME + "/x", without doubling a trailing slash of HOME.
@@ -114,17 +95,13 @@ public struct StoreURI: Sendable, Hashable, CustomStringConvertible, LosslessStr
         self.location = location
     }
 
-    /// Parses `description` like ``init(parsing:environment:)``; `nil` where that throws.
-    public init?(_ description: String) {
-        guard let parsed = try? StoreURI(parsing: description) else { return nil }
-        self = parsed
+    /// A URI of `scheme` at `location`, as given (nothing is expanded or checked).
+    public init(scheme: Scheme, location: String) {
+        self.scheme = scheme
+        self.location = location
     }
 
     /// The canonical text, `SCHEME:LOCATION`, with `~/` already expanded: parsing it again
     /// gives an equal URI.
     public var description: String { "\(scheme.rawValue):\(location)" }
-
-    /// The valid forms, for messages.
-    private static let expected =
-        "a store URI is defaults:PATH, file:DIR, keyring:SERVICE or memory:NAME (a PATH or DIR may start with ~/)"
 }

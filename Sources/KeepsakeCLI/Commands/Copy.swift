@@ -98,14 +98,13 @@ extension Migrate {
 
         func validate() throws {
             let (source, destination) = try uris()
-            for (uri, option) in [(source, "--from"), (destination, "--to")] where uri.scheme == .memory {
-                throw ValidationError("\(option): a memory: store lives only inside one process")
+            try StoreLocator.checkPersists(source, option: "--from")
+            try StoreLocator.checkPersists(destination, option: "--to")
+            if fromKey.given && !StoreLocator.takesMasterKey(source) {
+                throw ValidationError("the --from-… key options are for a \(StoreLocator.masterKeyStores) source")
             }
-            if source.scheme != .file && fromKey.given {
-                throw ValidationError("the --from-… key options are for a file: source")
-            }
-            if destination.scheme != .file && toKey.given {
-                throw ValidationError("the --to-… key options are for a file: destination")
+            if toKey.given && !StoreLocator.takesMasterKey(destination) {
+                throw ValidationError("the --to-… key options are for a \(StoreLocator.masterKeyStores) destination")
             }
             if all && !keys.isEmpty { throw ValidationError("--all copies every key; give either --all or KEYs") }
             _ = try StoreOptions.duration(keyringTimeout, option: "--keyring-timeout")
@@ -114,10 +113,19 @@ extension Migrate {
         }
 
         private func uris() throws -> (StoreURI, StoreURI) {
-            func parse(_ text: String, _ option: String) throws -> StoreURI {
-                do { return try StoreURI(parsing: text) } catch { throw usageError("\(option): \(error.message)") }
-            }
-            return (try parse(from, "--from"), try parse(to, "--to"))
+            (try StoreLocator.parse(from, option: "--from"), try StoreLocator.parse(to, option: "--to"))
+        }
+
+        /// What `uri`'s backend takes of its master key (read only when it takes one) and the
+        /// keyring deadline.
+        private func openOptions(
+            for uri: StoreURI, timeout: Duration, masterKey: () throws -> MasterKeySource
+        ) throws -> StoreOpenOptions {
+            var options = StoreOpenOptions()
+            let accepted = CLI.backends.backend(for: uri.scheme)?.acceptedOptions ?? []
+            if accepted.contains(.masterKey) { options.masterKey = try masterKey() }
+            if accepted.contains(.keyringTimeout) { options.keyringTimeout = timeout }
+            return options
         }
 
         private func keyModels() throws -> [String: String] {
@@ -142,16 +150,16 @@ extension Migrate {
         private func perform() throws {
             let (sourceURI, destinationURI) = try uris()
             let timeout = try StoreOptions.duration(keyringTimeout, option: "--keyring-timeout")
-            let source = try sourceURI.open(
-                options: StoreOpenOptions(
-                    masterKey: sourceURI.scheme == .file
-                        ? try fromKey.source(for: sourceURI.description, timeout: timeout) : nil,
-                    keyringTimeout: timeout))
-            let destination = try destinationURI.open(
-                options: StoreOpenOptions(
-                    masterKey: destinationURI.scheme == .file
-                        ? try toKey.source(for: destinationURI.description, timeout: timeout) : nil,
-                    keyringTimeout: timeout))
+            let source = try CLI.backends.open(
+                sourceURI,
+                options: openOptions(
+                    for: sourceURI, timeout: timeout,
+                    masterKey: { try fromKey.source(for: sourceURI.description, timeout: timeout) }))
+            let destination = try CLI.backends.open(
+                destinationURI,
+                options: openOptions(
+                    for: destinationURI, timeout: timeout,
+                    masterKey: { try toKey.source(for: destinationURI.description, timeout: timeout) }))
             let context = DeviceOptions.context(deviceID: deviceID, appID: appID)
             let transfer = StoreTransfer(
                 from: source, to: destination, chains: CLI.chains, context: context,

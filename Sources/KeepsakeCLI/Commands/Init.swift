@@ -24,7 +24,7 @@ extension Migrate {
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
-            guard try storeOptions.parsedURI().scheme == .file else {
+            guard try storeOptions.parsedURI().scheme == SodiumFileBackend().scheme else {
                 throw ValidationError("init creates file: stores; a defaults: suite is created by its first write")
             }
         }

@@ -46,16 +46,16 @@ extension Migrate {
         var newKeyringKey = false
 
         func validate() throws {
-            guard try storeOptions.parsedURI().scheme == .file else {
-                throw ValidationError("rekey works on file: stores")
+            guard StoreLocator.takesMasterKey(try storeOptions.parsedURI()) else {
+                throw ValidationError("rekey works on \(StoreLocator.masterKeyStores) stores")
             }
         }
 
         func run() throws {
             try guarded {
                 let store = try storeOptions.openStore()
-                guard let fileStore = store as? SodiumFileStore else {
-                    throw ValidationError("rekey works on file: stores")
+                guard let fileStore = store as? any MasterKeyedStore else {
+                    throw ValidationError("rekey works on \(StoreLocator.masterKeyStores) stores")
                 }
                 let newSource = try KeySourceOptions.source(
                     keyFile: newKeyFile, passphraseFile: newPassphraseFile, passphraseEnv: newPassphraseEnv,

@@ -134,10 +134,7 @@ extension Migrate {
                     """)
             }
             if let backupDir { return backupDir }
-            if let defaults = store as? DefaultsStore {
-                let suite = ((defaults.path as NSString).lastPathComponent as NSString).deletingPathExtension
-                return (defaults.path as NSString).deletingLastPathComponent + "/\(suite).backups"
-            }
+            if let place = store.defaultBackupDirectory { return place }
             throw ValidationError("this store has no default backup place; pass --backup-dir DIR")
         }
     }

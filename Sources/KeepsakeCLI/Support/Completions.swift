@@ -63,17 +63,21 @@ enum Completions {
         return chains.map { "\(key)=\($0.name)" }.filter { $0.hasPrefix(prefix) }
     }
 
-    /// The keys of the `defaults:` suite that `--store` names among `words`, when it can be
-    /// read; nothing for other stores.
+    /// The keys of the store that `--store` names among `words`, when its backend lists keys
+    /// without options or prompts (``StoreBackend/locationIsPath`` and no accepted options: a
+    /// `defaults:` suite); nothing for other stores.
     static func keyCandidates(words: [String], prefix: String) -> [String] {
         var store: String?
         for (index, word) in words.enumerated() {
             if word == "--store", index + 1 < words.count { store = words[index + 1] }
             if word.hasPrefix("--store=") { store = String(word.dropFirst("--store=".count)) }
         }
-        guard let store, let uri = try? StoreURI(parsing: store), uri.scheme == .defaults else { return [] }
-        // Completion only: a suite that cannot be read offers no keys.
-        guard let keys = try? DefaultsStore(path: uri.location).keys() else { return [] }
+        // Completion only: a store that cannot be parsed, opened or read offers no keys.
+        guard let store, let uri = try? CLI.backends.parse(store),
+            let backend = CLI.backends.backend(for: uri.scheme),
+            backend.locationIsPath, backend.acceptedOptions.isEmpty, backend.persists,
+            let keys = try? CLI.backends.open(uri, options: StoreOpenOptions(requireExisting: true)).keys()
+        else { return [] }
         return keys.filter { $0.hasPrefix(prefix) }.prefix(500).map { $0 }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Keepsake
+import KeepsakeStores
 import Synchronization
 
 /// What this process's command knows: its name, version and model chains, set by
@@ -10,6 +11,8 @@ struct CLIConfiguration: Sendable {
     let version: String?
     /// The app id the default device identity is derived with.
     let appID: String
+    /// The store kinds `--store`, `--from` and `--to` name: the standard ones and the app's own.
+    let backends: StoreBackends
     /// The `--model KEY=NAME` values, taken out of the arguments before parsing.
     var modelOptions: [String] = []
     /// Whether `--json` was given: failures are then also printed as one JSON object on
@@ -24,7 +27,10 @@ struct CLIConfiguration: Sendable {
     ///
     /// - Throws: `.invalidArgument` when `commandName` is empty or two chains share a name
     ///   (the ``Migrator`` cannot tell their records apart).
-    init(chains: [AnyModelChain], commandName: String, version: String?, appID: String) throws(KeepsakeError) {
+    init(
+        chains: [AnyModelChain], commandName: String, version: String?, appID: String,
+        backends: [any StoreBackend] = []
+    ) throws(KeepsakeError) {
         guard !commandName.isEmpty, !commandName.contains(where: \.isWhitespace) else {
             throw KeepsakeError(
                 .invalidArgument,
@@ -43,6 +49,7 @@ struct CLIConfiguration: Sendable {
         self.commandName = commandName
         self.version = version
         self.appID = appID
+        self.backends = try StoreBackends.standard.adding(contentsOf: backends)
     }
 
     /// What the commands see if nothing was configured: the name `migrate` and no chains.
@@ -51,6 +58,7 @@ struct CLIConfiguration: Sendable {
         commandName = "migrate"
         version = nil
         appID = "org.keepsake.migrate"
+        backends = .standard
     }
 
     /// The process-wide configuration. ArgumentParser reads a command's `configuration` as a
@@ -74,6 +82,8 @@ enum CLI {
     static var chains: [AnyModelChain] { CLIConfiguration.current.chains }
     /// The app id the default device identity is derived with.
     static var appID: String { CLIConfiguration.current.appID }
+    /// The store kinds this command knows.
+    static var backends: StoreBackends { CLIConfiguration.current.backends }
     /// The `--model KEY=NAME` values given on the command line.
     static var modelOptions: [String] { CLIConfiguration.current.modelOptions }
     /// Whether output is JSON (`--json`).

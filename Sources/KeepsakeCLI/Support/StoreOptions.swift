@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Keepsake
+import KeepsakeKeyring
 import KeepsakeSodium
 import KeepsakeStores
 
@@ -32,23 +33,19 @@ struct StoreLocator {
     let key: KeySourceOptions
     let keyringTimeout: Double
 
-    static let storeHelp = ArgumentHelp(
-        "The store: defaults:PATH, file:DIR or keyring:SERVICE (a PATH or DIR may start with ~/).",
-        valueName: "uri")
+    static var storeHelp: ArgumentHelp {
+        ArgumentHelp(
+            "The store: \(CLI.backends.forms(persistentOnly: true)) (a path may start with ~/).", valueName: "uri")
+    }
     static let keyringTimeoutHelp = ArgumentHelp(
         "How long a keyring call may take before it fails, in seconds.", valueName: "seconds")
 
     func validate() throws {
         let uri = try parsedURI()
-        if uri.scheme == .memory {
+        try Self.checkPersists(uri, option: "--store")
+        if key.given && !Self.takesMasterKey(uri) {
             throw ValidationError(
-                """
-                a memory: store lives only inside one process; \(CLI.name) works on defaults:PATH, \
-                file:DIR or keyring:SERVICE
-                """)
-        }
-        if uri.scheme != .file && key.given {
-            throw ValidationError("--key-file, --keyring-key and the passphrase options are for file: stores")
+                "--key-file, --keyring-key and the passphrase options are for \(Self.masterKeyStores) stores")
         }
         _ = try StoreOptions.duration(keyringTimeout, option: "--keyring-timeout")
     }
@@ -56,22 +53,67 @@ struct StoreLocator {
     /// `--store`, parsed by the library's ``StoreURI`` (a usage error when it is not a URI).
     /// A leading `~/` in a path is the home directory.
     func parsedURI() throws -> StoreURI {
+        try Self.parse(store, option: "--store")
+    }
+
+    /// `text` parsed as a URI of one of the command's backends (a usage error naming `option`
+    /// when it is not one).
+    static func parse(_ text: String, option: String) throws -> StoreURI {
         do {
-            return try StoreURI(parsing: store)
+            return try CLI.backends.parse(text)
         } catch {
-            throw usageError("--store: \(error.message)")
+            throw usageError("\(option): \(error.message)")
         }
     }
 
-    /// Opens the store through ``StoreURI/open(options:)``, with the master key options for a
-    /// `file:` store and `--keyring-timeout`.
+    /// A usage error when `uri`'s backend keeps nothing after the process ends (`memory:`).
+    static func checkPersists(_ uri: StoreURI, option: String) throws {
+        guard let backend = CLI.backends.backend(for: uri.scheme), !backend.persists else { return }
+        throw ValidationError(
+            """
+            \(option): a \(uri.scheme): store lives only inside one process; \(CLI.name) works on \
+            \(CLI.backends.forms(persistentOnly: true))
+            """)
+    }
+
+    /// Whether `uri`'s backend takes a master key (`file:`).
+    static func takesMasterKey(_ uri: StoreURI) -> Bool {
+        CLI.backends.backend(for: uri.scheme)?.acceptedOptions.contains(.masterKey) == true
+    }
+
+    /// `file:`, or every scheme that takes a master key.
+    static var masterKeyStores: String {
+        CLI.backends.all.filter { $0.acceptedOptions.contains(.masterKey) }.map { "\($0.scheme):" }
+            .joined(separator: ", ")
+    }
+
+    /// The options to open `uri` with: its master key from `key` when its backend takes one,
+    /// the keyring deadline when its backend takes one.
+    static func openOptions(
+        for uri: StoreURI, key: KeySourceOptions, keyringTimeout: Duration?, requireExisting: Bool = false
+    ) throws -> StoreOpenOptions {
+        var options = StoreOpenOptions(requireExisting: requireExisting)
+        let accepted = CLI.backends.backend(for: uri.scheme)?.acceptedOptions ?? []
+        if accepted.contains(.masterKey) {
+            options.masterKey = try key.source(
+                for: uri.description, keyringTimeout: keyringTimeout ?? KeyringStore.defaultTimeout)
+        }
+        if accepted.contains(.keyringTimeout) { options.keyringTimeout = keyringTimeout }
+        return options
+    }
+
+    /// Opens the store with the command's backends, with the master key options when its
+    /// backend takes a master key and `--keyring-timeout`.
     func openStore() throws -> any RecordStore {
+        try open(requireExisting: false)
+    }
+
+    private func open(requireExisting: Bool) throws -> any RecordStore {
         let uri = try parsedURI()
         let timeout = try StoreOptions.duration(keyringTimeout, option: "--keyring-timeout")
-        let options = StoreOpenOptions(
-            masterKey: uri.scheme == .file ? try key.source(for: uri.description, keyringTimeout: timeout) : nil,
-            keyringTimeout: timeout)
-        return try uri.open(options: options)
+        return try CLI.backends.open(
+            uri,
+            options: Self.openOptions(for: uri, key: key, keyringTimeout: timeout, requireExisting: requireExisting))
     }
 
     /// Opens the store, first making sure a `defaults:` suite file exists: reading a suite that
@@ -81,16 +123,17 @@ struct StoreLocator {
     ///
     /// - Throws: `.notFound` naming the store when the suite file does not exist.
     func openExistingStore() throws -> any RecordStore {
-        let store = try openStore()
-        if let defaults = store as? DefaultsStore, !FileManager.default.fileExists(atPath: defaults.path) {
-            throw KeepsakeError(
-                .notFound, store: store.uri,
-                """
-                the suite file does not exist; nothing was read or written (a suite is created by its \
-                first write, such as `\(CLI.name) put`)
-                """)
+        do {
+            return try open(requireExisting: true)
+        } catch let error as KeepsakeError where error.code == .notFound {
+            // The backend says how such a store comes to be; say which command does that here.
+            var located = error
+            if located.message.hasSuffix(")") {
+                located.message.removeLast()
+                located.message += ", such as `\(CLI.name) put`)"
+            }
+            throw located
         }
-        return store
     }
 }
 
@@ -106,18 +149,12 @@ struct FileStoreOptions: ParsableArguments {
     @OptionGroup(title: "Master key of the store (one of)")
     var key: KeySourceOptions
 
-    func parsedURI() throws -> StoreURI {
-        do {
-            return try StoreURI(parsing: store)
-        } catch {
-            throw usageError("--store: \(error.message)")
-        }
-    }
+    func parsedURI() throws -> StoreURI { try StoreLocator.parse(store, option: "--store") }
 
     /// Opens the store with its master key.
     func openStore() throws -> any RecordStore {
         let uri = try parsedURI()
-        return try uri.open(options: StoreOpenOptions(masterKey: try key.source(for: uri.description)))
+        return try CLI.backends.open(uri, options: StoreLocator.openOptions(for: uri, key: key, keyringTimeout: nil))
     }
 }
 

@@ -51,9 +51,12 @@ func builtBinary(_ name: String) -> String {
 
 typealias CommandResult = BuiltExecutable.Result
 
-/// Runs `binary` with `arguments` and `environment` added to this process's, and waits for it.
-func run(_ binary: String, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
-    try BuiltExecutable(path: binary).run(arguments, environment: environment)
+/// Runs `binary` with `arguments`, `stdin` as its input and `environment` added to this
+/// process's, and waits for it.
+func run(
+    _ binary: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]
+) throws -> CommandResult {
+    try BuiltExecutable(path: binary).run(arguments, stdin: stdin, environment: environment)
 }
 
 /// Parses JSON text.

@@ -1,4 +1,8 @@
+import Foundation
 import Keepsake
+import KeepsakeKeyring
+import KeepsakeSodium
+import KeepsakeStores
 import Testing
 
 @Suite("Store URIs")
@@ -103,5 +107,39 @@ struct StoreURITests {
         #expect(Set([a, b]).count == 1)
         #expect(try StoreURI(parsing: "file:/home/ada/s.json") != a)
         #expect(try StoreURI(parsing: "defaults:/home/ada/t.json") != a)
+    }
+
+    /// A store kind of an app's own, for the registry tests.
+    struct FolderBackend: StoreBackend {
+        var scheme: StoreURI.Scheme = "folder"
+        let locationName = "DIR"
+        let summary = "one plain file per record"
+        var locationIsPath: Bool { true }
+        func open(_ uri: StoreURI, options: StoreOpenOptions) throws(KeepsakeError) -> any RecordStore {
+            InMemoryStore(name: uri.location)
+        }
+    }
+
+    @Test("an app's own backend parses and opens beside the standard ones; a taken scheme is refused")
+    func addedBackend() throws {
+        let backends = try StoreBackends.standard.adding(FolderBackend())
+        let store = try backends.open("folder:~/records")
+        #expect(store.uri.hasPrefix("memory:") && store.uri.hasSuffix("/records"))
+        let uri = try backends.parse("folder:~/records", environment: home)
+        #expect(uri.scheme.rawValue == "folder" && uri.location == "/home/ada/records")
+        #expect(try backends.open(uri).uri == "memory:/home/ada/records")
+        #expect(throws: KeepsakeError.self) { try StoreURI(parsing: "folder:x") }
+        let refusal = #expect(throws: KeepsakeError.self) { try backends.parse("sqlite:x") }
+        #expect(refusal?.message.contains("folder:DIR") == true)
+        let taken = #expect(throws: KeepsakeError.self) {
+            try StoreBackends.standard.adding(FolderBackend(scheme: "file"))
+        }
+        #expect(taken?.message == "two store backends share the scheme 'file'")
+        #expect(throws: KeepsakeError.self) { try StoreBackends.standard.adding(FolderBackend(scheme: "1x")) }
+        // An option no backend of that kind takes is refused, naming the kinds that take it.
+        let unused = #expect(throws: KeepsakeError.self) {
+            try backends.open(uri, options: StoreOpenOptions(masterKey: .keyFile(path: "/k")))
+        }
+        #expect(unused?.message.hasPrefix("the option masterKey applies only to file: stores") == true)
     }
 }
