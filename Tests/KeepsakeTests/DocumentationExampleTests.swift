@@ -54,7 +54,7 @@ struct DocumentationExampleTests {
             }
         }
         #expect(pages.count >= 14)
-        #expect(checked >= 18)
+        #expect(checked >= 23)
     }
 
     // Getting started: the async overload.
