@@ -6,8 +6,8 @@ import KeepsakeTestKeyring
 import KeepsakeTrial
 import Testing
 
-/// The README's "Testing your own enforcement" example, verbatim (ReadmeTests checks that it
-/// still is), nested in the keyring suite so that it never runs while another test locks or
+/// The KeepsakeTestKeyring catalog's reinstall example, verbatim (DocumentationExampleTests checks
+/// that it still is), nested in the keyring suite so that it never runs while another test locks or
 /// restarts the keyring.
 extension KeyringTests {
     @Suite(.serialized, .enabled(if: TestKeyring.unavailableReason() == nil,

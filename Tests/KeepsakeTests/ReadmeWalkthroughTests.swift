@@ -5,8 +5,9 @@ import Keepsake
 import KeepsakeTesting
 import Testing
 
-// README.md's "Define your own model", verbatim: ReadmeTests checks that every Swift block of the
-// README appears in a compiled file, and the tests below run it.
+// README.md's "A model of your own, in two versions" and the Define your own model article, verbatim:
+// ReadmeTests and DocumentationExampleTests check that every Swift block of the README and of the
+// DocC catalogs appears in a compiled file, and the tests below run it.
 
 // SettingsV0.swift — released in 1.0. Frozen: never edit a released version.
 public struct SettingsV0: ModelVersion {

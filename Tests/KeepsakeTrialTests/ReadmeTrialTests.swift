@@ -4,10 +4,11 @@ import Foundation
 import KeepsakeTrial
 import Testing
 
-@Suite("README trial section")
+@Suite("The trial example of the documentation")
 struct ReadmeTrialTests {
-    /// The trial example, verbatim from README.md. Compiled here; it runs against the real
-    /// keyring in KeepsakeKeyringTests' scenarios, not in this suite.
+    /// The trial example, verbatim from the Trial enforcement article and the KeepsakeTrial
+    /// catalog. Compiled here; it runs against the real keyring in KeepsakeKeyringTests'
+    /// scenarios, not in this suite.
     func example() throws {
         let trial = try TrialGuard.keyring(service: "com.example.notes", appID: "com.example.notes", length: .days(14))
         switch trial.status() {
@@ -18,12 +19,15 @@ struct ReadmeTrialTests {
         }
     }
 
-    @Test("the README's trial example is the code compiled here")
-    func verbatim() throws {
+    @Test("the documentation's trial example is the code compiled here", arguments: [
+        "Sources/Keepsake/Keepsake.docc/TrialEnforcement.md",
+        "Sources/KeepsakeTrial/KeepsakeTrial.docc/KeepsakeTrial.md",
+    ])
+    func verbatim(page: String) throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let start = try #require(readme.range(of: "```swift\nimport KeepsakeTrial\n\n"))
-        let body = readme[start.upperBound...]
+        let text = try String(contentsOf: root.appendingPathComponent(page), encoding: .utf8)
+        let start = try #require(text.range(of: "```swift\nimport KeepsakeTrial\n\n"))
+        let body = text[start.upperBound...]
         let end = try #require(body.range(of: "```"))
         let snippet = body[..<end.lowerBound].split(separator: "\n").map { "        " + $0 }.joined(separator: "\n")
         let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
