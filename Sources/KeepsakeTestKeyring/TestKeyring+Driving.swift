@@ -106,6 +106,7 @@ extension TestKeyring {
                     .operationFailed,
                     "process \(pid) owns org.freedesktop.secrets on the private bus but is not this keyring's daemon")
             }
+            kill(pid, SIGCONT)  // after suspendDaemon(): a stopped daemon neither answers nor ends
             if provider == .keePassXC, try !isLocked() {
                 // KeePassXC saves a changed database a moment after the change, and always before
                 // it locks it: locked, nothing is lost when it is killed.
@@ -140,6 +141,23 @@ extension TestKeyring {
             throw TestKeyringError(.startFailed, "could not start \(provider.displayName): \(error)")
         }
         try waitUntilReady()
+    }
+
+    /// Stops the provider's daemon with `SIGSTOP`: it keeps owning `org.freedesktop.secrets`,
+    /// messages to it are queued, and no reply ever comes — a hung provider, for testing a
+    /// client's deadlines. ``restartDaemon()`` replaces it with a working one; cleanup kills it.
+    ///
+    /// - Throws: `.operationFailed` when no daemon of this keyring owns the name.
+    /// - Important: When it throws, nothing was stopped.
+    public func suspendDaemon() throws(TestKeyringError) {
+        guard let pid = try secretsOwner(), processBelongsHere(pid) else {
+            throw TestKeyringError(
+                .operationFailed, "no daemon of this keyring owns org.freedesktop.secrets to suspend")
+        }
+        guard kill(pid, SIGSTOP) == 0 else {
+            throw TestKeyringError(
+                .operationFailed, "could not stop the keyring daemon (\(pid)): \(String(cString: strerror(errno)))")
+        }
     }
 
     func processBelongsHere(_ pid: Int32) -> Bool {

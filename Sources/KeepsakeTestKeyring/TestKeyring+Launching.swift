@@ -20,6 +20,31 @@ extension TestKeyring {
         return try launch(tools: tools, ownership: .started, provider: provider)
     }
 
+    /// Starts a new private bus for child processes with no Secret Service on it yet: nothing
+    /// owns `org.freedesktop.secrets`, and nothing can be activated there. This process's
+    /// environment is not changed. ``restartDaemon()`` starts the provider later;
+    /// ``suspendDaemon()`` then makes it a provider that never answers. Stop it with ``stop()``.
+    ///
+    /// For tests of what a client does with a bus but no provider, or a hung one:
+    ///
+    /// ```swift
+    /// let bus = try TestKeyring.startWithoutProvider()
+    /// defer { bus.stop() }
+    /// try bus.restartDaemon()  // a provider…
+    /// try bus.suspendDaemon()  // …that never answers
+    /// // run a child process with DBUS_SESSION_BUS_ADDRESS=bus.busAddress
+    /// ```
+    ///
+    /// - Parameter provider: The provider ``restartDaemon()`` will start.
+    /// - Throws: `.toolsMissing`, `.startFailed` (with the bus's output).
+    /// - Important: When it throws, nothing is left running and the temporary directory is
+    ///   removed.
+    public static func startWithoutProvider(provider: Provider = .gnomeKeyring) throws(TestKeyringError) -> TestKeyring
+    {
+        let tools = try findTools(path: ProcessInfo.processInfo.environment["PATH"], provider: provider)
+        return try launch(tools: tools, ownership: .started, provider: provider, startingProvider: false)
+    }
+
     /// Runs `body` with a new private keyring (``start(provider:)``) and stops it afterwards, whether
     /// `body` returns or throws.
     ///
@@ -54,7 +79,7 @@ extension TestKeyring {
     static let markerName = ".keepsake-test-keyring"
 
     static func launch(
-        tools: Tools, ownership: Ownership, provider: Provider
+        tools: Tools, ownership: Ownership, provider: Provider, startingProvider: Bool = true
     ) throws(TestKeyringError) -> TestKeyring {
         let root = try makeRoot()
         let bus = "unix:path=\(root.path)/bus"
@@ -72,8 +97,10 @@ extension TestKeyring {
             tools: tools, provider: provider, watchdog: watchdog)
         do {
             try keyring.startBus()
-            try keyring.startProvider()
-            try keyring.waitUntilReady()
+            if startingProvider {
+                try keyring.startProvider()
+                try keyring.waitUntilReady()
+            }
             try Data(bus.utf8).write(to: root.appendingPathComponent(markerName))
         } catch let error as TestKeyringError {
             keyring.tearDown()

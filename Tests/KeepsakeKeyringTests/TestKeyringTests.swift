@@ -259,6 +259,34 @@ extension KeyringTests {
             #expect(survivors.isEmpty, "processes of the stopped keyring still run: \(survivors)")
         }
 
+        @Test(
+            "startWithoutProvider() gives a bus nobody serves; restartDaemon() starts the provider, suspendDaemon() hangs it; stop() cleans up"
+        )
+        func busWithoutProvider() throws {
+            let keyring = try TestKeyring.startWithoutProvider()
+            let root = keyring.root.path
+            func secretsOwned() throws -> Bool {
+                try Shell.run(
+                    [
+                        "gdbus", "call", "--address", keyring.busAddress, "--dest", "org.freedesktop.DBus",
+                        "--object-path", "/org/freedesktop/DBus", "--method", "org.freedesktop.DBus.NameHasOwner",
+                        "org.freedesktop.secrets"
+                    ]
+                ).stdout.contains("true")
+            }
+            #expect(try !secretsOwned())
+            #expect(throws: TestKeyringError.self) { try keyring.suspendDaemon() }
+            try keyring.restartDaemon()
+            #expect(try keyring.isLocked() == false)
+            try keyring.suspendDaemon()
+            #expect(try secretsOwned(), "a suspended daemon keeps its name")
+            #expect(throws: TestKeyringError.self) { try keyring.isLocked() }
+            try keyring.restartDaemon()  // a hung daemon is replaced
+            #expect(try keyring.isLocked() == false)
+            keyring.stop()
+            #expect(!FileManager.default.fileExists(atPath: root))
+        }
+
         @Test("a test that fails inside withPrivateKeyring still stops its keyring")
         func stopsOnFailure() throws {
             struct Failure: Error {}
