@@ -22,7 +22,11 @@ import Keepsake
 /// ```
 ///
 /// A version in the chain but not yet in the file is new: the check writes it into the file and
-/// passes, and the developer commits the file with the version. A missing file is written whole.
+/// passes, and the developer commits the file with the version. A missing file is written whole
+/// on a developer's machine, with a note in the report to commit it; where the `CI` environment
+/// variable is set, a missing file fails instead, so that a snapshot nobody committed never
+/// passes unnoticed. ``RecordMode`` says what a check may write, given as `record:` or in the
+/// `KEEPSAKE_RECORD_SNAPSHOTS` environment variable (``RecordMode/variable``).
 ///
 /// - Important: A failure means a released version's stored shape changed, a released version
 ///   left the chain, or two versions could match one record stored without a version. Never
@@ -158,22 +162,37 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
         }
     }
 
-    /// Checks `chain` against the snapshot in `file`, and records what is new in it.
+    /// Checks `chain` against the snapshot in `file`, and records what is new in it as `record`
+    /// allows.
     ///
     /// Each version in the file must still be in the chain, with the same keys, each key as
     /// required or optional as it was, each value of the same JSON type (recursively through
     /// nested objects, arrays and maps) and the same oldest reader; no two versions of the chain
     /// may match one record stored without a version. Versions the file does not have are
-    /// written into it; a missing file is written whole. The file is written only when the
-    /// check passes and its bytes change.
+    /// written into it, and a missing file is written whole, when `record` allows it (see
+    /// ``RecordMode``); otherwise they fail the check. The file is written only when the check
+    /// passes and its bytes change.
     ///
-    /// - Important: A failure means a released version changed. Never edit a released version;
-    ///   add a new one. See ``SchemaSnapshot``.
+    /// ```swift
+    /// try SchemaSnapshot.check(Settings.chain, file: file)                   // the default: see RecordMode
+    /// try SchemaSnapshot.check(Settings.chain, file: file, record: .never)   // write nothing, ever
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - chain: The chain as the code has it now.
+    ///   - file: The committed snapshot file.
+    ///   - record: What the check may write; `nil` (the default) takes
+    ///     ``RecordMode/fromEnvironment(_:)``: `KEEPSAKE_RECORD_SNAPSHOTS` if set, else
+    ///     ``RecordMode/newVersions`` where `CI` is set and ``RecordMode/missing`` elsewhere.
+    /// - Important: A failure means a released version changed, or a snapshot that should have
+    ///   been committed is not. Never edit a released version; add a new one. See ``SchemaSnapshot``.
     /// - Returns: Which versions were checked and which recorded.
-    /// - Throws: ``SchemaSnapshotError`` naming the chain, each version and key that changed;
-    ///   or the error of reading or writing the file.
+    /// - Throws: ``SchemaSnapshotError`` naming the chain, each version and key that changed, or
+    ///   the missing file or versions `record` did not allow writing; or the error of reading or
+    ///   writing the file.
     @discardableResult
-    public static func check(_ chain: AnyModelChain, file: URL) throws -> Report {
+    public static func check(_ chain: AnyModelChain, file: URL, record: RecordMode? = nil) throws -> Report {
+        let record = record ?? RecordMode.fromEnvironment()
         let current = SchemaSnapshot(chain)
         var changes = ChainValidation.indistinguishableBareVersions(chain).map { first, second in
             SchemaSnapshotError.Change(
@@ -190,7 +209,28 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
                 + "only its keys are checked"
         }
         let fileName = file.lastPathComponent
+        if record == .all {
+            guard changes.isEmpty else {
+                throw SchemaSnapshotError(chain: chain.name, file: fileName, changes: changes)
+            }
+            let existed = FileManager.default.fileExists(atPath: file.path)
+            try current.write(to: file)
+            return Report(
+                chain: chain.name, checked: [], recorded: current.versions.map(\.version), createdFile: !existed,
+                notes: unreadableShapes + [
+                    "\(fileName) was rewritten from the chain without checking it (record: all); review its diff before committing"
+                ])
+        }
         guard FileManager.default.fileExists(atPath: file.path) else {
+            if !record.writesMissingFile {
+                changes.append(
+                    .init(
+                        kind: .notRecorded, version: nil, typeName: nil, key: nil,
+                        reason: """
+                            the snapshot file is missing and \(record.reason) does not write one; run the check where \
+                            it may (KEEPSAKE_RECORD_SNAPSHOTS=missing) and commit \(fileName)
+                            """))
+            }
             guard changes.isEmpty else {
                 throw SchemaSnapshotError(chain: chain.name, file: fileName, changes: changes)
             }
@@ -240,10 +280,21 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
                 notes.append("version \(old.version)'s shape can now be read off its Decodable conformance")
             }
         }
-        guard changes.isEmpty else { throw SchemaSnapshotError(chain: chain.name, file: fileName, changes: changes) }
-        notes = unreadableShapes + notes
         let storedVersions = Set(stored.versions.map(\.version))
         let recorded = current.versions.map(\.version).filter { !storedVersions.contains($0) }
+        if !record.writesNewVersions {
+            for version in recorded {
+                changes.append(
+                    .init(
+                        kind: .notRecorded, version: version, typeName: current.typeName(of: version), key: nil,
+                        reason: """
+                            the version is in the chain but not in the snapshot, and \(record.reason) does not write it; \
+                            record it (KEEPSAKE_RECORD_SNAPSHOTS=missing) and commit \(fileName)
+                            """))
+            }
+        }
+        guard changes.isEmpty else { throw SchemaSnapshotError(chain: chain.name, file: fileName, changes: changes) }
+        notes = unreadableShapes + notes
         let updated = try current.encoded()
         if updated != bytes {
             try updated.write(to: file, options: .atomic)
@@ -254,14 +305,16 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
             createdFile: false, notes: notes)
     }
 
-    /// Checks `chain` against the snapshot in `file`, and records what is new in it: see
-    /// `check(_:file:)`.
+    /// Checks `chain` against the snapshot in `file`, and records what is new in it as `record`
+    /// allows: see `check(_:file:record:)`.
     ///
-    /// - Important: A failure means a released version changed. Never edit a released version;
-    ///   add a new one.
+    /// - Important: A failure means a released version changed, or a snapshot that should have
+    ///   been committed is not. Never edit a released version; add a new one.
     @discardableResult
-    public static func check<Latest>(_ chain: ModelChain<Latest>, file: URL) throws -> Report {
-        try check(chain.erased, file: file)
+    public static func check<Latest>(_ chain: ModelChain<Latest>, file: URL, record: RecordMode? = nil) throws
+        -> Report
+    {
+        try check(chain.erased, file: file, record: record)
     }
 
     private func typeName(of version: Int) -> String? {
@@ -348,6 +401,75 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
     }
 }
 
+extension SchemaSnapshot {
+    /// What `check(_:file:record:)` may write into a snapshot file.
+    ///
+    /// A check always compares the released versions the file holds; the mode only says what it
+    /// does with what the file lacks. When no mode is given, ``fromEnvironment(_:)`` chooses:
+    ///
+    /// | environment | mode |
+    /// |---|---|
+    /// | `KEEPSAKE_RECORD_SNAPSHOTS=never`, `new-versions`, `missing` or `all` (`1` is `missing`) | that one |
+    /// | `CI` set (and not `false` or `0`) | ``newVersions``: a missing file fails |
+    /// | otherwise | ``missing``: a missing file is written, with a note to commit it |
+    ///
+    /// ```sh
+    /// KEEPSAKE_RECORD_SNAPSHOTS=missing swift test --filter SchemaSnapshot   # record a new chain's file, even in CI
+    /// KEEPSAKE_RECORD_SNAPSHOTS=never swift test                              # check only; write nothing
+    /// ```
+    public enum RecordMode: String, Sendable, Hashable, CaseIterable {
+        /// Writes nothing: a missing file, or a version of the chain the file does not have,
+        /// fails the check.
+        case never
+        /// Writes versions of the chain the file does not have (new ones) into it; a missing
+        /// file fails the check. The default where the `CI` environment variable is set: a
+        /// snapshot nobody committed never passes there.
+        case newVersions = "new-versions"
+        /// Writes versions the file does not have, and a missing file whole. The default on a
+        /// developer's machine: the report's notes say to commit the file.
+        case missing
+        /// Rewrites the whole file from the chain without comparing it: for re-recording
+        /// versions that never shipped. Review the file's diff before committing it.
+        ///
+        /// - Important: This checks nothing but the chain itself (two versions one bare record
+        ///   could match still fail). Never use it in CI.
+        case all
+
+        /// The environment variable that chooses the mode when `check` is given none:
+        /// `KEEPSAKE_RECORD_SNAPSHOTS`.
+        public static let variable = "KEEPSAKE_RECORD_SNAPSHOTS"
+
+        /// The mode a check uses when it is given none: ``variable``'s value when it names a
+        /// mode (`never`, `new-versions`, `missing`, `all`; `1` or `true` for `missing`), else
+        /// ``newVersions`` where `CI` is set to anything but `false` or `0`, else ``missing``.
+        ///
+        /// - Parameter environment: The environment to read; this process's by default.
+        /// - Important: A value of ``variable`` that names no mode traps: a misspelt mode must not
+        ///   quietly record or quietly not.
+        public static func fromEnvironment(
+            _ environment: [String: String] = ProcessInfo.processInfo.environment
+        ) -> RecordMode {
+            if let value = environment[variable]?.lowercased(), !value.isEmpty {
+                if value == "1" || value == "true" { return .missing }
+                guard let mode = RecordMode(rawValue: value) else {
+                    preconditionFailure(
+                        "\(variable)=\(value) names no record mode; use one of "
+                            + allCases.map(\.rawValue).joined(separator: ", "))
+                }
+                return mode
+            }
+            if let ci = environment["CI"]?.lowercased(), !ci.isEmpty, ci != "false", ci != "0" { return .newVersions }
+            return .missing
+        }
+
+        var writesMissingFile: Bool { self == .missing || self == .all }
+        var writesNewVersions: Bool { self != .never }
+
+        /// How a failure names the mode.
+        var reason: String { "record mode '\(rawValue)'" }
+    }
+}
+
 /// Why `SchemaSnapshot.check(_:file:)` failed: the chain, the snapshot
 /// file, and each version and key that changed.
 ///
@@ -374,6 +496,9 @@ public struct SchemaSnapshotError: Error, Sendable, Hashable, CustomStringConver
             case chainRenamed
             /// The file is not a schema snapshot.
             case unreadable
+            /// The file, or a version of the chain, is missing from the snapshot, and the
+            /// ``SchemaSnapshot/RecordMode`` did not allow writing it.
+            case notRecorded
         }
 
         /// What kind of difference it is.

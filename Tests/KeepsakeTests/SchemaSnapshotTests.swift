@@ -236,9 +236,11 @@ private func contents(_ file: URL) throws -> String {
 }
 
 /// The error `check` throws, or a test failure when it passes.
-private func snapshotFailure(_ chain: AnyModelChain, file: URL) throws -> SchemaSnapshotError {
+private func snapshotFailure(
+    _ chain: AnyModelChain, file: URL, record: SchemaSnapshot.RecordMode = .missing
+) throws -> SchemaSnapshotError {
     do {
-        let report = try SchemaSnapshot.check(chain, file: file)
+        let report = try SchemaSnapshot.check(chain, file: file, record: record)
         Issue.record("the check passed: \(report)")
         throw CancellationError()
     } catch let error as SchemaSnapshotError {
@@ -293,7 +295,7 @@ struct SchemaSnapshotTests {
     @Test("a missing file is written: every version's number, type, oldest reader, keys and shape, exactly")
     func exportsExactJSON() throws {
         let file = try temporarySnapshotFile()
-        let report = try SchemaSnapshot.check(sampleChain, file: file)
+        let report = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
         #expect(report.createdFile)
         #expect(report.checked == [])
         #expect(report.recorded == [0, 1])
@@ -305,9 +307,9 @@ struct SchemaSnapshotTests {
     @Test("checking an unchanged chain again passes, checks every version and leaves the file as it was")
     func unchangedChainPasses() throws {
         let file = try temporarySnapshotFile()
-        _ = try SchemaSnapshot.check(sampleChain, file: file)
+        _ = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
         let before = try FileManager.default.attributesOfItem(atPath: file.path)[.modificationDate] as? Date
-        let report = try SchemaSnapshot.check(sampleChain, file: file)
+        let report = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
         #expect(
             report
                 == SchemaSnapshot.Report(chain: "Sample", checked: [0, 1], recorded: [], createdFile: false, notes: []))
@@ -331,7 +333,7 @@ struct SchemaSnapshotTests {
     @Test("a field added to a released version fails, naming the chain, the version and the key")
     func addedFieldFails() throws {
         let file = try temporarySnapshotFile()
-        _ = try SchemaSnapshot.check(sampleChain, file: file)
+        _ = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
         let error = try snapshotFailure(ModelChain<AddedV1>(name: "Sample", defaultKeys: []).erased, file: file)
         #expect(error.chain == "Sample")
         #expect(
@@ -353,7 +355,7 @@ struct SchemaSnapshotTests {
     @Test("a field removed from a released version fails, naming the key")
     func removedFieldFails() throws {
         let file = try temporarySnapshotFile()
-        _ = try SchemaSnapshot.check(sampleChain, file: file)
+        _ = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
         let error = try snapshotFailure(ModelChain<RemovedV1>(name: "Sample", defaultKeys: []).erased, file: file)
         #expect(
             error.changes == [
@@ -367,7 +369,7 @@ struct SchemaSnapshotTests {
     @Test("a retyped field fails, naming the path to it, nested and in a map")
     func retypedFieldFails() throws {
         let file = try temporarySnapshotFile()
-        _ = try SchemaSnapshot.check(sampleChain, file: file)
+        _ = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
         let error = try snapshotFailure(ModelChain<RetypedV1>(name: "Sample", defaultKeys: []).erased, file: file)
         #expect(error.changes.map(\.key) == ["owner.id", "scores[*]"])
         #expect(
@@ -378,7 +380,7 @@ struct SchemaSnapshotTests {
     @Test("an optional field made required fails")
     func optionalMadeRequiredFails() throws {
         let file = try temporarySnapshotFile()
-        _ = try SchemaSnapshot.check(sampleChain, file: file)
+        _ = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
         let error = try snapshotFailure(ModelChain<RequiredNoteV1>(name: "Sample", defaultKeys: []).erased, file: file)
         #expect(
             error.changes.map(\.description) == ["version 1 (RequiredNoteV1), key 'note': made required (was optional)"]
@@ -400,7 +402,7 @@ struct SchemaSnapshotTests {
     @Test("a version that left the chain fails, naming it")
     func removedVersionFails() throws {
         let file = try temporarySnapshotFile()
-        _ = try SchemaSnapshot.check(sampleChain, file: file)
+        _ = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
         let error = try snapshotFailure(ModelChain<SampleV0>(name: "Sample", defaultKeys: []).erased, file: file)
         #expect(
             error.changes == [
@@ -418,7 +420,7 @@ struct SchemaSnapshotTests {
     @Test("another chain's file fails: a chain's name is in every envelope")
     func renamedChainFails() throws {
         let file = try temporarySnapshotFile()
-        _ = try SchemaSnapshot.check(sampleChain, file: file)
+        _ = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
         let error = try snapshotFailure(ModelChain<SampleV1>(name: "Sampler", defaultKeys: []).erased, file: file)
         #expect(error.changes.map(\.kind) == [.chainRenamed])
         #expect(error.description.contains("chain 'Sampler'"))
@@ -429,16 +431,17 @@ struct SchemaSnapshotTests {
     @Test("a version not yet in the file is new: it is written into the file and the check passes")
     func newVersionIsRecorded() throws {
         let file = try temporarySnapshotFile()
-        let first = try SchemaSnapshot.check(ModelChain<SampleV0>(name: "Sample", defaultKeys: []), file: file)
+        let first = try SchemaSnapshot.check(
+            ModelChain<SampleV0>(name: "Sample", defaultKeys: []), file: file, record: .missing)
         #expect(first.recorded == [0])
-        let report = try SchemaSnapshot.check(sampleChain, file: file)
+        let report = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
         #expect(report.checked == [0])
         #expect(report.recorded == [1])
         #expect(!report.createdFile)
         #expect(report.notes == ["Sample.json was updated; commit it"])
         #expect(try contents(file) == sampleSnapshotJSON)
         // And from then on version 1 is released.
-        #expect(try SchemaSnapshot.check(sampleChain, file: file).checked == [0, 1])
+        #expect(try SchemaSnapshot.check(sampleChain, file: file, record: .missing).checked == [0, 1])
     }
 
     @Test("a renamed version type is not a change to its records: the file is updated and the check passes")
@@ -447,7 +450,7 @@ struct SchemaSnapshotTests {
         var snapshot = SchemaSnapshot(sampleChain)
         snapshot.versions[1].type = "OldSampleV1"
         try snapshot.write(to: file)
-        let report = try SchemaSnapshot.check(sampleChain, file: file)
+        let report = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
         #expect(report.notes == ["version 1 is now SampleV1 (was OldSampleV1)", "Sample.json was updated; commit it"])
         #expect(try contents(file) == sampleSnapshotJSON)
     }
@@ -458,7 +461,7 @@ struct SchemaSnapshotTests {
         var snapshot = SchemaSnapshot(sampleChain)
         snapshot.versions[1].shape?.fields["owner"]?.type = .unknown
         try snapshot.write(to: file)
-        let report = try SchemaSnapshot.check(sampleChain, file: file)
+        let report = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
         #expect(report.checked == [0, 1])
         #expect(report.notes.first == "version 1's shape is read further than when it was recorded")
         #expect(try contents(file) == sampleSnapshotJSON)
@@ -467,7 +470,8 @@ struct SchemaSnapshotTests {
     @Test("a version whose shape cannot be probed is recorded without one, and its declared keys are checked")
     func keysOnlyVersion() throws {
         let file = try temporarySnapshotFile()
-        let report = try SchemaSnapshot.check(ModelChain<OpaqueV0>(name: "Opaque", defaultKeys: []), file: file)
+        let report = try SchemaSnapshot.check(
+            ModelChain<OpaqueV0>(name: "Opaque", defaultKeys: []), file: file, record: .missing)
         #expect(
             report.notes == [
                 "version 0's shape cannot be read off OpaqueV0's Decodable conformance; only its keys are checked",
@@ -478,7 +482,8 @@ struct SchemaSnapshotTests {
             snapshot.versions == [
                 .init(version: 0, type: "OpaqueV0", oldestReader: 0, keys: ["code"], optionalKeys: [], shape: nil)
             ])
-        let again = try SchemaSnapshot.check(ModelChain<OpaqueV0>(name: "Opaque", defaultKeys: []), file: file)
+        let again = try SchemaSnapshot.check(
+            ModelChain<OpaqueV0>(name: "Opaque", defaultKeys: []), file: file, record: .missing)
         #expect(
             again.notes == [
                 "version 0's shape cannot be read off OpaqueV0's Decodable conformance; only its keys are checked"
@@ -486,6 +491,87 @@ struct SchemaSnapshotTests {
         let error = try snapshotFailure(
             ModelChain<OpaqueMoreKeysV0>(name: "Opaque", defaultKeys: []).erased, file: file)
         #expect(error.changes.map(\.description) == ["version 0 (OpaqueMoreKeysV0), key 'note': added (now: optional)"])
+    }
+
+    // MARK: Record modes
+
+    @Test("what the check may write is chosen by KEEPSAKE_RECORD_SNAPSHOTS, then by CI, else a missing file is written")
+    func recordModeFromEnvironment() {
+        typealias Mode = SchemaSnapshot.RecordMode
+        #expect(Mode.fromEnvironment([:]) == .missing)
+        #expect(Mode.fromEnvironment(["CI": "true"]) == .newVersions)
+        #expect(Mode.fromEnvironment(["CI": "1"]) == .newVersions)
+        #expect(Mode.fromEnvironment(["CI": "false"]) == .missing)
+        #expect(Mode.fromEnvironment(["CI": ""]) == .missing)
+        #expect(Mode.fromEnvironment(["CI": "true", "KEEPSAKE_RECORD_SNAPSHOTS": "missing"]) == .missing)
+        #expect(Mode.fromEnvironment(["CI": "true", "KEEPSAKE_RECORD_SNAPSHOTS": "1"]) == .missing)
+        #expect(Mode.fromEnvironment(["KEEPSAKE_RECORD_SNAPSHOTS": "never"]) == .never)
+        #expect(Mode.fromEnvironment(["KEEPSAKE_RECORD_SNAPSHOTS": "new-versions"]) == .newVersions)
+        #expect(Mode.fromEnvironment(["KEEPSAKE_RECORD_SNAPSHOTS": "ALL"]) == .all)
+        #expect(Mode.variable == "KEEPSAKE_RECORD_SNAPSHOTS")
+    }
+
+    @Test(
+        "a missing file fails where it may not be written (never; new-versions, CI's default), naming the file; nothing is written",
+        arguments: [SchemaSnapshot.RecordMode.never, .newVersions])
+    func missingFileFails(_ mode: SchemaSnapshot.RecordMode) throws {
+        let file = try temporarySnapshotFile("missingFileFails-\(mode.rawValue)")
+        let error = try snapshotFailure(sampleChain.erased, file: file, record: mode)
+        #expect(error.changes.map(\.kind) == [.notRecorded])
+        #expect(error.file == "Sample.json")
+        #expect(
+            error.description.contains(
+                "the snapshot file is missing and record mode '\(mode.rawValue)' does not write one"))
+        #expect(error.description.contains("KEEPSAKE_RECORD_SNAPSHOTS=missing"))
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+    }
+
+    @Test("a new version is written by new-versions, and fails under never with the file left as it was")
+    func newVersionUnderEachMode() throws {
+        let file = try temporarySnapshotFile()
+        try SchemaSnapshot.check(ModelChain<SampleV0>(name: "Sample", defaultKeys: []), file: file, record: .missing)
+        let before = try contents(file)
+        let error = try snapshotFailure(sampleChain.erased, file: file, record: .never)
+        #expect(error.changes.map(\.kind) == [.notRecorded])
+        #expect(error.changes.first?.version == 1 && error.changes.first?.typeName == "SampleV1")
+        #expect(try contents(file) == before)
+        let report = try SchemaSnapshot.check(sampleChain, file: file, record: .newVersions)
+        #expect(report.checked == [0] && report.recorded == [1])
+        #expect(try contents(file) == sampleSnapshotJSON)
+        // Nothing left to write: never passes now.
+        #expect(try SchemaSnapshot.check(sampleChain, file: file, record: .never).checked == [0, 1])
+    }
+
+    @Test("all rewrites the file from the chain without comparing, and says to review it")
+    func recordAllRewrites() throws {
+        let file = try temporarySnapshotFile()
+        try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
+        // A released version 1 edited: a plain check fails, a re-recording replaces it.
+        let edited = ModelChain<AddedV1>(name: "Sample", defaultKeys: []).erased
+        _ = try snapshotFailure(edited, file: file)
+        let report = try SchemaSnapshot.check(edited, file: file, record: .all)
+        #expect(report.checked == [] && report.recorded == [0, 1] && !report.createdFile)
+        #expect(report.notes.last?.contains("review its diff before committing") == true)
+        #expect(try Data(contentsOf: file) == SchemaSnapshot(edited).encoded())
+    }
+
+    @Test(
+        "every committed snapshot exists and passes writing nothing, as CI checks them",
+        arguments: ["Person", "TrialInfo"])
+    func committedSnapshotsWithoutRecording(_ name: String) throws {
+        let chain = try #require(SampleModels.all.first { $0.name == name })
+        let report = try SchemaSnapshot.check(
+            chain, file: schemasURL.appendingPathComponent(name + ".json"), record: .never)
+        #expect(report.checked == Array(0...chain.latestVersion))
+    }
+
+    @Test("the README walkthrough's and the example app's committed snapshots exist")
+    func otherCommittedSnapshots() throws {
+        let root = schemasURL.deletingLastPathComponent().deletingLastPathComponent()
+        let readme = root.appendingPathComponent("Tests/KeepsakeTests/Fixtures/Schemas/Settings.json")
+        #expect(try SchemaSnapshot.check(Settings.chain, file: readme, record: .never).checked == [0, 1])
+        let example = root.appendingPathComponent("Examples/SettingsApp/Schemas/Settings.json")
+        #expect(try JSONDecoder().decode(SchemaSnapshot.self, from: Data(contentsOf: example)).chain == "Settings")
     }
 
     // MARK: Ambiguous chains
