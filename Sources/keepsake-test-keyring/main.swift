@@ -8,6 +8,7 @@ import Glibc
 // keepsake-test-keyring: runs a command inside a private, throwaway keyring — never the user's.
 //
 //   keepsake-test-keyring [--provider PROVIDER] [--] COMMAND [ARGUMENT…]
+//   keepsake-test-keyring [--provider PROVIDER] --check
 //   keepsake-test-keyring -- swift test
 //   keepsake-test-keyring --provider keepassxc -- swift test --filter KeyringTests
 //
@@ -28,14 +29,19 @@ import Glibc
 //   apt-get install -y --no-install-recommends dbus gnome-keyring libglib2.0-bin
 //   (KeePassXC: keepassxc; KWallet: libkf5wallet-bin libqca-qt5-2-plugins)
 //
+// --check starts nothing: it says whether PROVIDER could be started here (exit 0), or prints why
+// not, with the Debian packages to install (exit 1).
+//
 // Exit status: COMMAND's (128 + N when signal N ended it); 125 when the private keyring could
 // not be started (COMMAND did not run); 127 when COMMAND was not found; 2 for a usage error.
 
 let usage = """
     usage: keepsake-test-keyring [--provider gnome-keyring|keepassxc|kwallet] [--] COMMAND [ARGUMENT…]
+           keepsake-test-keyring [--provider gnome-keyring|keepassxc|kwallet] --check
     Runs COMMAND inside a private D-Bus session with a throwaway Secret Service provider
     (gnome-keyring unless --provider or KEEPSAKE_TEST_KEYRING_PROVIDER says otherwise), never the
     user's keyring, then cleans up and exits with COMMAND's status (125: the keyring did not start).
+    --check starts nothing: exit 0 when the provider could start here, else 1 with the reason.
     """
 
 func fail(_ message: String, status: Int32) -> Never {
@@ -54,21 +60,30 @@ if arguments.first == "--provider" {
     providerName = arguments[1]
     arguments.removeFirst(2)
 }
+let provider: TestKeyring.Provider
+if providerName.isEmpty {
+    provider = .gnomeKeyring
+} else if let named = TestKeyring.Provider(name: providerName) {
+    provider = named
+} else {
+    let names = TestKeyring.Provider.allCases.map(\.rawValue).joined(separator: ", ")
+    fail("unknown provider \(providerName) (one of \(names))", status: 2)
+}
+if arguments == ["--check"] {
+    // The runner starts a bus of its own: only the tools matter, not a session bus around it.
+    var environment = ProcessInfo.processInfo.environment
+    for name in ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", TestKeyring.Variable.inside] { environment[name] = nil }
+    environment[TestKeyring.Variable.provider] = provider.rawValue
+    guard let reason = TestKeyring.unavailableReason(environment: environment) else { exit(0) }
+    print(reason)
+    exit(1)
+}
 if arguments.first == "--" { arguments.removeFirst() }
 guard let command = arguments.first else { fail("no command given\n\(usage)", status: 2) }
 if command.hasPrefix("-") { fail("unknown option \(command)\n\(usage)", status: 2) }
 
 let keyring: TestKeyring
 do {
-    let provider: TestKeyring.Provider
-    if providerName.isEmpty {
-        provider = .gnomeKeyring
-    } else if let named = TestKeyring.Provider(name: providerName) {
-        provider = named
-    } else {
-        let names = TestKeyring.Provider.allCases.map(\.rawValue).joined(separator: ", ")
-        fail("unknown provider \(providerName) (one of \(names))", status: 2)
-    }
     keyring = try TestKeyring.start(provider: provider)
 } catch {
     fail(error.message, status: 125)
