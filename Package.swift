@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "KeepsakeTrial", targets: ["KeepsakeTrial"]),
         .library(name: "KeepsakeStores", targets: ["KeepsakeStores"]),
         .library(name: "KeepsakeCLI", targets: ["KeepsakeCLI"]),
+        .library(name: "KeepsakePostgres", targets: ["KeepsakePostgres"]),
         .executable(name: "migrate", targets: ["migrate"]),
         .executable(name: "keepsake-test-keyring", targets: ["keepsake-test-keyring"])
     ],
@@ -23,7 +24,9 @@ let package = Package(
         // `swift package generate-documentation` (scripts/docs): builds the DocC catalogs.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // Logging: a logger per module (migrations, write-backs, conflicts, waits; never a secret).
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.0")
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        // The PostgreSQL store (KeepsakePostgres only): the wire protocol and a connection pool.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0")
     ],
     targets: [
         // The engine: versioned models and chains, the one record pipeline, the Vault front door,
@@ -61,6 +64,16 @@ let package = Package(
         .executableTarget(name: "keepsake-test-keyring", dependencies: ["KeepsakeTestKeyring"]),
         // Opening any store from its URI (defaults:, file:, keyring:, memory:), for apps and the CLI.
         .target(name: "KeepsakeStores", dependencies: ["Keepsake", "KeepsakeSodium", "KeepsakeKeyring"]),
+        // The PostgreSQL store (DESIGN.md §19): one table, compare-and-swap on a row version,
+        // optional sealing with the file store's libsodium primitives. The only module that
+        // builds postgres-nio.
+        .target(
+            name: "KeepsakePostgres",
+            dependencies: [
+                "Keepsake", "KeepsakeSodium", "CSodium",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log")
+            ]),
         // The operator CLI as a library: every `migrate` command, for any app's chains. Parsing
         // and printing only. Migrations: the trial command reads the TrialInfo chain.
         .target(
@@ -72,7 +85,8 @@ let package = Package(
             ]
         ),
         // The stock `migrate`: KeepsakeCLI on the sample chains.
-        .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Keepsake", "Migrations"]),
+        // KeepsakePostgres: `--store postgresql://…` (registered in its main).
+        .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Keepsake", "Migrations", "KeepsakePostgres"]),
         // Test-only: KeepsakeCLI on a chain of its own (Note), run by MigrateCLITests; on the sample
         // chains, the stock commands with the pause points of `copy` (debug builds only), for the
         // tests that stop a copy between two steps. Not a product.
@@ -141,6 +155,20 @@ let package = Package(
             name: "KeepsakeStoresTests",
             dependencies: ["KeepsakeStores", "Keepsake", "KeepsakeSodium"]
         ),
+        // Test-only: one process saving and updating records through a Vault on a PostgreSQL store,
+        // run M at once beside `migrate run` processes by KeepsakePostgresTests. Not a product.
+        .executableTarget(
+            name: "keepsake-postgres-writer", dependencies: ["KeepsakePostgres", "Keepsake", "Migrations"],
+            path: "Tests/KeepsakePostgresTests/Writer"),
+        // Needs a PostgreSQL server: run inside scripts/postgres (scripts/test does), skipped with the
+        // reason when KEEPSAKE_TEST_POSTGRES_URI is unset.
+        .testTarget(
+            name: "KeepsakePostgresTests",
+            dependencies: [
+                "KeepsakePostgres", "Keepsake", "KeepsakeSodium", "KeepsakeTesting", "Migrations", "migrate",
+                "keepsake-postgres-writer"
+            ],
+            exclude: ["Writer"]),
         .testTarget(
             name: "MigrateCLITests",
             // The binaries are run as child processes: the stock one, one on a custom chain, and

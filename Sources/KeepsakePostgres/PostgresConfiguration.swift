@@ -1,0 +1,171 @@
+import Foundation
+import Keepsake
+
+/// Where a ``PostgresStore`` is and how it connects: a server, a database, a table, the
+/// credentials and TLS, the deadline of each call.
+///
+/// Usually parsed from a libpq connection URI:
+///
+/// ```swift
+/// let configuration = try PostgresConfiguration(
+///     parsing: "postgresql://app@db.internal:5432/myapp?table=app_records&sslmode=verify-full")
+/// let store = try PostgresStore(configuration: configuration)
+/// ```
+///
+/// A password never appears in ``uri`` or in any message. It comes from the `PGPASSWORD`
+/// environment variable or a passfile (`PGPASSFILE`, else `~/.pgpass`), as for `psql`; a URI
+/// that holds one is refused.
+public struct PostgresConfiguration: Sendable, CustomStringConvertible {
+    /// How the client reaches the server.
+    public enum Endpoint: Sendable, Hashable {
+        /// TCP to `host` on `port`.
+        case tcp(host: String, port: Int)
+        /// The Unix socket `<directory>/.s.PGSQL.<port>`.
+        case unixSocket(directory: String, port: Int)
+    }
+
+    /// TLS as libpq's `sslmode` names it. A Unix socket never uses TLS.
+    public enum TLSMode: String, Sendable, CaseIterable {
+        /// Plain TCP.
+        case disable
+        /// TLS if the server offers it (as `prefer`).
+        case allow
+        /// TLS if the server offers it, without checking its certificate (libpq's default).
+        case prefer
+        /// TLS required; the certificate is not checked.
+        case require
+        /// TLS required; the certificate must chain to a trusted root; the host name is not checked.
+        case verifyCA = "verify-ca"
+        /// TLS required; the certificate must chain to a trusted root and name the host.
+        case verifyFull = "verify-full"
+    }
+
+    /// The default table name, `keepsake_records`.
+    public static let defaultTable = "keepsake_records"
+    /// The default deadline of each call: 30 seconds.
+    public static let defaultTimeout: Duration = .seconds(30)
+
+    /// Where the server is.
+    public var endpoint: Endpoint
+    /// The role to log in as.
+    public var user: String
+    /// The database.
+    public var database: String
+    /// The table holding the records: a name, or `schema.name`.
+    public var table: String
+    /// The password, if one is needed; never printed.
+    public var password: String?
+    /// TLS over TCP.
+    public var tlsMode: TLSMode
+    /// A PEM file of trusted root certificates for `verify-ca` and `verify-full` (libpq's
+    /// `sslrootcert`); the system's roots when `nil`.
+    public var rootCertificatePath: String?
+    /// The deadline of each call: the server cancels a statement that runs longer
+    /// (`statement_timeout`), and the caller gets ``Keepsake/KeepsakeError/Code/timeout``.
+    public var timeout: Duration
+    /// How long connecting may take.
+    public var connectTimeout: Duration
+    /// The most connections the store's pool opens.
+    public var maximumConnections: Int
+    /// The `application_name` the server shows for the connections.
+    public var applicationName: String
+
+    /// A configuration from its parts.
+    ///
+    /// - Parameters:
+    ///   - endpoint: Where the server is.
+    ///   - user: The role to log in as.
+    ///   - database: The database (the user's name when `nil`).
+    ///   - table: The table (``defaultTable`` when `nil`).
+    ///   - password: The password, if one is needed.
+    ///   - tlsMode: TLS over TCP (`prefer` by default, as libpq).
+    /// - Throws: ``Keepsake/KeepsakeError/Code/invalidArgument`` for a table name that is not
+    ///   `name` or `schema.name` (letters, digits, `_`, at most 63 bytes each, not starting with
+    ///   a digit), or an empty user.
+    public init(
+        endpoint: Endpoint, user: String, database: String? = nil, table: String? = nil, password: String? = nil,
+        tlsMode: TLSMode = .prefer
+    ) throws(KeepsakeError) {
+        self.endpoint = endpoint
+        self.user = user
+        self.database = database ?? user
+        self.table = table ?? Self.defaultTable
+        self.password = password
+        self.tlsMode = tlsMode
+        self.rootCertificatePath = nil
+        self.timeout = Self.defaultTimeout
+        self.connectTimeout = .seconds(10)
+        self.maximumConnections = 8
+        self.applicationName = "keepsake"
+        guard !user.isEmpty else {
+            throw KeepsakeError(.invalidArgument, store: uri, "a PostgreSQL store needs a user name")
+        }
+        try Self.checkTable(self.table, uri: uri)
+    }
+
+    /// The store as a URI, without any password: `postgresql://app@db:5432/myapp?table=app_records`.
+    public var uri: String {
+        var text = "postgresql://\(Self.escape(user))@"
+        switch endpoint {
+        case let .tcp(host, port):
+            let shown = host.contains(":") ? "[\(host)]" : Self.escape(host)
+            text += "\(shown):\(port)/\(Self.escape(database))?table=\(table)"
+        case let .unixSocket(directory, port):
+            text += ":\(port)/\(Self.escape(database))?host=\(Self.escape(directory))&table=\(table)"
+        }
+        return text
+    }
+
+    /// ``uri``.
+    public var description: String { uri }
+
+    /// The table name, quoted for SQL: `"app_records"` or `"app"."records"`.
+    var quotedTable: String {
+        table.split(separator: ".").map { "\"\($0)\"" }.joined(separator: ".")
+    }
+
+    /// What names this store whichever URI reaches it.
+    var identity: String {
+        switch endpoint {
+        case let .tcp(host, port): return "postgresql://\(host.lowercased()):\(port)/\(database)/\(table)"
+        case let .unixSocket(directory, port): return "postgresql://\(directory):\(port)/\(database)/\(table)"
+        }
+    }
+
+    static func checkTable(_ table: String, uri: String) throws(KeepsakeError) {
+        let parts = table.split(separator: ".", omittingEmptySubsequences: false)
+        let valid =
+            (1...2).contains(parts.count)
+            && parts.allSatisfy { part in
+                guard let first = part.utf8.first, part.utf8.count <= 63,
+                    !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first)
+                else { return false }
+                return part.utf8.allSatisfy { byte in
+                    (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                        || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                        || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_")
+                }
+            }
+        guard valid else {
+            throw KeepsakeError(
+                .invalidArgument, store: uri,
+                """
+                '\(Self.printable(table))' is not a table name Keepsake uses: give name or schema.name, each \
+                letters, digits and _ (not starting with a digit, at most 63 bytes)
+                """)
+        }
+    }
+
+    static func escape(_ text: String) -> String {
+        text.addingPercentEncoding(
+            withAllowedCharacters: .urlUserAllowed.subtracting(CharacterSet(charactersIn: ":@/?&=%"))) ?? text
+    }
+
+    /// `text` with control characters escaped, for messages.
+    static func printable(_ text: String) -> String {
+        String(
+            text.unicodeScalars.map { scalar in
+                scalar.properties.generalCategory == .control ? "\\u{\(String(scalar.value, radix: 16))}" : "\(scalar)"
+            }.joined())
+    }
+}

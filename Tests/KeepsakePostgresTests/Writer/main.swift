@@ -1,0 +1,75 @@
+import Foundation
+import Keepsake
+import KeepsakePostgres
+import Migrations
+
+// keepsake-postgres-writer: one app instance of the many-instances test (DESIGN.md §17, §19).
+//
+//   keepsake-postgres-writer --store URI --process P --tasks T --operations K --shared S
+//
+// T tasks, each K operations through Vault's async API on the Person chain: even operations
+// save a record of its own ("own-P-t-i", alias "P-t-i"); odd ones update one of S shared
+// records ("shared-0" … "shared-(S-1)", seeded as old versions), appending the token "P-t-i" to
+// its alias. Each operation that reported success is printed as one line: `save KEY TOKEN` or
+// `update KEY TOKEN`; a failure as `failed KEY CODE`. Exit 0 when it ran, 2 for a usage error,
+// 1 when the store did not open.
+
+func option(_ name: String) -> String {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: "--" + name), index + 1 < arguments.count else {
+        FileHandle.standardError.write(Data("keepsake-postgres-writer: --\(name) is required\n".utf8))
+        exit(2)
+    }
+    return arguments[index + 1]
+}
+
+let storeURI = option("store")
+let process = option("process")
+guard let tasks = Int(option("tasks")), let operations = Int(option("operations")), let shared = Int(option("shared"))
+else { exit(2) }
+
+let vault: Vault
+do {
+    let configuration = try PostgresConfiguration(parsing: storeURI)
+    vault = Vault(store: try PostgresStore(configuration: configuration))
+} catch {
+    FileHandle.standardError.write(Data("keepsake-postgres-writer: \(error)\n".utf8))
+    exit(1)
+}
+
+let lines = await withTaskGroup(of: [String].self) { group in
+    for task in 0..<tasks {
+        group.addTask {
+            var lines: [String] = []
+            for index in 0..<operations {
+                let token = "\(process)-\(task)-\(index)"
+                if index % 2 == 0 {
+                    let key = "own-\(token)"
+                    do {
+                        try await vault.save(
+                            PersonV3(alias: token, email: "\(token)@example.com"), in: Person.chain, forKey: key)
+                        lines.append("save \(key) \(token)")
+                    } catch {
+                        lines.append("failed \(key) \((error as? KeepsakeError)?.code.rawValue ?? "other")")
+                    }
+                } else {
+                    let key = "shared-\((index / 2 + task) % shared)"
+                    do {
+                        try await vault.update(Person.chain, forKey: key) { current in
+                            let base = current ?? PersonV3(alias: "", email: "shared@example.com")
+                            return PersonV3(alias: base.alias + "," + token, email: base.email)
+                        }
+                        lines.append("update \(key) \(token)")
+                    } catch {
+                        lines.append("failed \(key) \((error as? KeepsakeError)?.code.rawValue ?? "other")")
+                    }
+                }
+            }
+            return lines
+        }
+    }
+    var all: [String] = []
+    for await lines in group { all += lines }
+    return all
+}
+print(lines.joined(separator: "\n"))
