@@ -79,3 +79,21 @@ extension DefaultsStore: ValueConstrainedStore {
         }
     }
 }
+
+extension DefaultsStore: ObservableStore {
+    /// Hints from an inotify watch on the suite's directory: `.any` whenever the suite file is
+    /// replaced, written or removed (by any process). The directory is created (0700) if it
+    /// does not exist yet, so that the suite's first write is seen.
+    ///
+    /// - Throws: ``KeepsakeError`` when the directory cannot be made or watched.
+    public func changes() throws(KeepsakeError) -> StoreChanges {
+        let directory = FilePath.directory(of: path)
+        do throws(SystemFailure) {
+            try Syscall.makeDirectories(directory)
+        } catch {
+            throw error.error(store: uri, "cannot create the suite's directory \(directory) to watch it")
+        }
+        let name = FilePath.lastComponent(of: path)
+        return try .watching(directory, store: uri) { $0 == name }
+    }
+}

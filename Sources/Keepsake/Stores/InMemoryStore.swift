@@ -9,6 +9,8 @@ public final class InMemoryStore: RecordStore {
     public var capabilities: StoreCapabilities { [] }
     /// Keys are exact strings: compared by their UTF-8 bytes.
     private let storage: Mutex<[ExactString: Data]>
+    /// The streams of ``changes()`` being consumed, told of every applied write.
+    private let watchers = Mutex<[UUID: StoreChanges.Continuation]>([:])
 
     /// - Parameters:
     ///   - name: Shown in errors as `memory:<name>`.
@@ -33,13 +35,35 @@ public final class InMemoryStore: RecordStore {
 
     public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
         for write in writes { try validateKey(write.key) }
-        return storage.withLock { contents in
+        let results = storage.withLock { contents in
             writes.map { write in
                 let key = ExactString(write.key)
-                guard write.expects(contents[key]) else { return .conflict }
+                guard write.expects(contents[key]) else { return StoreWriteResult.conflict }
                 contents[key] = write.value
                 return .applied
             }
         }
+        let changed = zip(writes, results).filter { $0.1 == .applied }.map(\.0.key)
+        if !changed.isEmpty {
+            for watcher in watchers.withLock({ Array($0.values) }) {
+                for key in changed { watcher.yield(.key(key)) }
+            }
+        }
+        return results
+    }
+}
+
+extension InMemoryStore: ObservableStore {
+    /// A hint for every key a ``commit(_:)`` of this store (or of any code holding it) changes.
+    public func changes() throws(KeepsakeError) -> StoreChanges {
+        let (stream, continuation) = StoreChanges.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        let id = UUID()
+        watchers.withLock { $0[id] = continuation }
+        WatchCount.opened()
+        continuation.onTermination = { [weak self] _ in
+            self?.watchers.withLock { $0[id] = nil }
+            WatchCount.closed()
+        }
+        return stream
     }
 }

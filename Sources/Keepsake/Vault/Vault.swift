@@ -337,7 +337,7 @@ public struct Vault: Sendable {
         return chain.outcome(of: try store.data(forKey: key), context: context).located(store: store.uri, key: key)
     }
 
-    private func resolve<Latest>(_ key: String?, _ chain: ModelChain<Latest>) throws(KeepsakeError) -> String {
+    func resolve<Latest>(_ key: String?, _ chain: ModelChain<Latest>) throws(KeepsakeError) -> String {
         guard let key = key ?? chain.defaultKeys.first else {
             throw KeepsakeError(
                 .invalidArgument, store: store.uri,

@@ -1,0 +1,121 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An inotify watch on one directory, read on a thread of its own: every entry written,
+/// renamed into or out of, or removed from the directory is reported by name (an atomic
+/// replace is seen as `IN_MOVED_TO` on the directory: the old file's inode is gone, so a watch
+/// on the file itself would miss it). A queue overflow reports `nil`: anything may have changed.
+package final class DirectoryWatch: Sendable {
+    private let inotify: Int32
+    /// A pipe's write end, written to wake the reading thread when the watch is stopped.
+    private let wake: Int32
+
+    /// Watches `directory` (which must exist) and calls `report` on the watch's thread with
+    /// each changed entry's name, or `nil` after an overflow, until ``stop()``.
+    package init(_ directory: String, report: @escaping @Sendable (String?) -> Void) throws(SystemFailure) {
+        let inotify = inotify_init1(Int32(IN_CLOEXEC))
+        guard inotify >= 0 else { throw SystemFailure(call: "inotify_init1", errno: errno) }
+        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE)
+        guard inotify_add_watch(inotify, directory, mask) >= 0 else {
+            let failure = SystemFailure(call: "inotify_add_watch", errno: errno)
+            close(inotify)
+            throw failure
+        }
+        var pipe: [Int32] = [-1, -1]
+        guard Glibc.pipe(&pipe) == 0 else {
+            let failure = SystemFailure(call: "pipe", errno: errno)
+            close(inotify)
+            throw failure
+        }
+        for end in pipe { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        let (wakeRead, wakeWrite) = (pipe[0], pipe[1])
+        self.inotify = inotify
+        self.wake = wakeWrite
+        WatchCount.opened()
+        let thread = Thread {
+            Self.read(inotify: inotify, wake: wakeRead, report: report)
+            close(inotify)
+            close(wakeRead)
+            close(wakeWrite)
+            WatchCount.closed()
+        }
+        thread.name = "keepsake.watch"
+        thread.start()
+    }
+
+    /// Stops the watch: its thread ends and closes its descriptors.
+    package func stop() {
+        var one: UInt8 = 1
+        _ = write(wake, &one, 1)
+    }
+
+    private static func read(inotify: Int32, wake: Int32, report: @Sendable (String?) -> Void) {
+        let size = 64 * 1024
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+        defer { buffer.deallocate() }
+        var descriptors = [
+            pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
+        ]
+        while true {
+            let ready = poll(&descriptors, 2, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            if descriptors[1].revents != 0 { return }
+            guard descriptors[0].revents & Int16(POLLIN) != 0 else {
+                if descriptors[0].revents != 0 { return }  // error or hang-up
+                continue
+            }
+            let count = Glibc.read(inotify, buffer, size)
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                return
+            }
+            var offset = 0
+            // Each event: a fixed header, then `len` bytes of NUL-padded name.
+            let header = MemoryLayout<inotify_event>.size
+            while offset + header <= count {
+                let event = buffer.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                let nameLength = Int(event.len)
+                guard offset + header + nameLength <= count else { break }
+                if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                    report(nil)
+                } else if nameLength > 0 {
+                    let bytes = UnsafeRawBufferPointer(start: buffer + offset + header, count: nameLength)
+                    let name = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+                    report(name)
+                }
+                offset += header + nameLength
+            }
+        }
+    }
+}
+
+extension AsyncStream where Element == StoreChange {
+    /// Hints from an inotify watch on `directory`: `.any` for every changed entry whose name
+    /// `isRelevant` accepts, and after an overflow. The watch stops when the stream's consumer
+    /// does.
+    package static func watching(
+        _ directory: String, store: String, relevant isRelevant: @escaping @Sendable (String) -> Bool
+    ) throws(KeepsakeError) -> StoreChanges {
+        let (stream, continuation) = StoreChanges.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let watch: DirectoryWatch
+        do throws(SystemFailure) {
+            watch = try DirectoryWatch(directory) { name in
+                guard let name else {
+                    continuation.yield(.any)
+                    return
+                }
+                if isRelevant(name) { continuation.yield(.any) }
+            }
+        } catch {
+            throw error.error(store: store, "cannot watch the directory \(directory) for changes")
+        }
+        continuation.onTermination = { _ in watch.stop() }
+        return stream
+    }
+}

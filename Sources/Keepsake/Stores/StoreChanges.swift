@@ -1,0 +1,44 @@
+import Foundation
+import Synchronization
+
+/// A hint that what a store holds may have changed. Hints are never trusted as values: an
+/// observer reads the record again and compares before it reports anything.
+public enum StoreChange: Sendable, Hashable {
+    /// The record under this key may have changed (been written or removed).
+    case key(String)
+    /// Any record may have changed: the backend cannot tell which (a suite file replaced, a
+    /// watch queue that overflowed).
+    case any
+    /// The store became locked (a keyring collection): its records cannot be read now, which
+    /// is not the same as their being removed.
+    case locked
+    /// The store can be read again after being locked or unreachable.
+    case unlocked
+}
+
+/// A stream of ``StoreChange`` hints, for as long as it is consumed. Ending the consumer (or
+/// cancelling its task) releases what the watch holds: file descriptors, D-Bus match rules,
+/// listening connections.
+public typealias StoreChanges = AsyncStream<StoreChange>
+
+/// A store that can tell when its records change, whoever changes them: this process, another
+/// process, another instance. What ``Vault/updates(for:)`` uses; a store that is not one is
+/// polled.
+public protocol ObservableStore: RecordStore {
+    /// Starts watching and returns the hints, from now on; the watch ends when the stream's
+    /// consumer stops.
+    ///
+    /// - Throws: ``KeepsakeError`` naming the store when the watch cannot be set up (no inotify
+    ///   instance left, no session bus).
+    func changes() throws(KeepsakeError) -> StoreChanges
+}
+
+/// Counts the watches that are open in this process, so that tests can check that cancelling
+/// releases every one.
+package enum WatchCount {
+    private static let count = Mutex(0)
+    /// Watches open now.
+    package static var open: Int { count.withLock { $0 } }
+    package static func opened() { count.withLock { $0 += 1 } }
+    package static func closed() { count.withLock { $0 -= 1 } }
+}
