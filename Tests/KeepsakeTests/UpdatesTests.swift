@@ -1,0 +1,124 @@
+import Foundation
+import Keepsake
+import Migrations
+import Synchronization
+import Testing
+
+private struct CountV0: ModelVersion, Equatable {
+    static let version = 0
+    var count: Int
+}
+
+private let countChain = ModelChain<CountV0>(name: "Count", defaultKeys: ["count"])
+
+extension RecordKeys {
+    fileprivate static let count = RecordKey(chain: countChain)
+}
+
+/// Collects the elements of `updates` until `done` says so or `limit` passes, then stops
+/// consuming (which ends the watch).
+private func collect<Latest>(
+    _ updates: AsyncStream<RecordUpdate<Latest>>, limit: Duration = .seconds(10),
+    until done: @escaping @Sendable ([RecordUpdate<Latest>]) -> Bool
+) async -> [RecordUpdate<Latest>] {
+    let seen = Mutex<[RecordUpdate<Latest>]>([])
+    let consumer = Task {
+        for await update in updates {
+            let enough = seen.withLock { seen in
+                seen.append(update)
+                return done(seen)
+            }
+            if enough { return }
+        }
+    }
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline, !consumer.isCancelled {
+        if seen.withLock({ done($0) }) { break }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    consumer.cancel()
+    _ = await consumer.value
+    return seen.withLock { $0 }
+}
+
+/// A short description of an update, for comparisons: `3`, `absent`, `unreadable:corruptRecord`.
+private func describe(_ update: RecordUpdate<CountV0>) -> String {
+    switch update {
+    case let .record(record): return String(record.value.count)
+    case .absent: return "absent"
+    case let .unreadable(error): return "unreadable:\(error.code)"
+    case let .locked(error): return "locked:\(error.code)"
+    case let .failed(error): return "failed:\(error.code)"
+    }
+}
+
+@Suite("Vault.updates(for:): the current value, then every change, by any writer", .serialized)
+struct UpdatesTests {
+    private func stores() throws -> [any RecordStore] {
+        [InMemoryStore(), DefaultsStore(path: try temporaryDirectory() + "/sub/suite.json")]
+    }
+
+    @Test(
+        "absent first; each change once; the same value coalesced; removal is absent; a bad record is its own element")
+    func sequence() async throws {
+        for store in try stores() {
+            let vault = Vault(store: store)
+            let watcher = Vault(store: store)
+            let expected = ["absent", "1", "2", "absent", "unreadable:corruptRecord", "3"]
+            let observed = Task {
+                await collect(watcher.updates(for: .count)) { $0.count == expected.count }.map(describe)
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            try await vault.save(CountV0(count: 1), for: .count)
+            try await Task.sleep(for: .milliseconds(100))
+            try await vault.save(CountV0(count: 1), for: .count)  // the same value: nothing new
+            try await Task.sleep(for: .milliseconds(100))
+            try await vault.save(CountV0(count: 2), for: .count)
+            try await Task.sleep(for: .milliseconds(100))
+            try await vault.remove(.count)
+            try await Task.sleep(for: .milliseconds(100))
+            try store.setData(Data(#"{"count":"x"}"#.utf8), forKey: "count")
+            try await Task.sleep(for: .milliseconds(100))
+            try store.setData(Data(#"{"count":3}"#.utf8), forKey: "count")  // bare V0, read and migrated
+            #expect(await observed.value == expected, "\(store.uri)")
+            // An observation never writes back: the bare record is as it was written.
+            #expect(try store.data(forKey: "count") == Data(#"{"count":3}"#.utf8))
+        }
+    }
+
+    @Test("a burst of 1,000 writes: the final value comes last, and never an older value after a newer one")
+    func burst() async throws {
+        for store in try stores() {
+            let vault = Vault(store: store)
+            let observed = Task {
+                await collect(vault.updates(for: .count), limit: .seconds(60)) { $0.last?.value?.count == 1_000 }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            for count in 1...1_000 { try store.setData(Data(#"{"count":\#(count)}"#.utf8), forKey: "count") }
+            let counts = await observed.value.compactMap(\.value?.count)
+            #expect(counts.last == 1_000, "\(store.uri): \(counts.suffix(5))")
+            #expect(zip(counts, counts.dropFirst()).allSatisfy { $0 < $1 }, "\(store.uri): out of order")
+        }
+    }
+
+    @Test("a change to another key yields nothing; cancelling releases every watch")
+    func otherKeysAndCancellation() async throws {
+        // Earlier tests' watches close as their threads end.
+        for _ in 0..<100 where WatchCount.open != 0 { try await Task.sleep(for: .milliseconds(20)) }
+        let before = WatchCount.open
+        for store in try stores() {
+            let vault = Vault(store: store)
+            let observed = Task {
+                await collect(vault.updates(for: .count), limit: .seconds(2)) { _ in false }.map(describe)
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            try store.setData(Data("1".utf8), forKey: "other")
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(WatchCount.open > before, "\(store.uri): a watch is open while observed")
+            #expect(await observed.value == ["absent"], "\(store.uri)")
+        }
+        // The consumers have stopped: their watches close, their threads end.
+        for _ in 0..<50 where WatchCount.open != before { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(WatchCount.open == before)
+    }
+}
