@@ -21,7 +21,7 @@ extension StoreOpenOptions {
 }
 
 /// The `file:DIR` backend: opens the existing ``SodiumFileStore`` in `DIR` with
-/// ``Keepsake/StoreOpenOptions/masterKey`` (create one with
+/// `StoreOpenOptions.masterKey` (create one with
 /// ``SodiumFileStore/create(directory:key:passphraseLimits:lockTimeout:)``).
 public struct SodiumFileBackend: StoreBackend {
     /// A backend for `file:` URIs.
@@ -35,7 +35,7 @@ public struct SodiumFileBackend: StoreBackend {
 
     /// The store in the URI's directory, opened with its master key.
     ///
-    /// - Throws: ``Keepsake/KeepsakeError/Code/invalidArgument`` without a master key; what
+    /// - Throws: `KeepsakeError.Code.invalidArgument` without a master key; what
     ///   ``SodiumFileStore/init(directory:key:lockTimeout:)`` throws (a wrong key, a missing
     ///   or damaged store).
     /// - Important: Opening only removes temporary files a crashed writer left; it creates no

@@ -5,7 +5,7 @@ extension SodiumFileStore: ObservableStore {
     /// written, replaced or removed (by any process). Record files are named by a keyed hash of
     /// their key, so the hint does not say which key; an observer reads its key again.
     ///
-    /// - Throws: ``Keepsake/KeepsakeError`` when the directory cannot be watched.
+    /// - Throws: `KeepsakeError` when the directory cannot be watched.
     public func changes() throws(KeepsakeError) -> StoreChanges {
         try .watching(directory, store: uri) { Self.isRecordFileName($0) }
     }

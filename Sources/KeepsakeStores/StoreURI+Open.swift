@@ -4,10 +4,10 @@ import KeepsakeKeyring
 import KeepsakeSodium
 
 extension StoreBackends {
-    /// The stores Keepsake ships: `defaults:PATH` (``Keepsake/DefaultsBackend``), `file:DIR`
-    /// (``KeepsakeSodium/SodiumFileBackend``), `keyring:SERVICE`
-    /// (``KeepsakeKeyring/KeyringBackend``) and `memory:NAME` (``Keepsake/InMemoryBackend``).
-    /// Add an app's own with ``Keepsake/StoreBackends/adding(_:)``.
+    /// The stores Keepsake ships: `defaults:PATH` (`DefaultsBackend`), `file:DIR`
+    /// (`SodiumFileBackend`), `keyring:SERVICE`
+    /// (`KeyringBackend`) and `memory:NAME` (`InMemoryBackend`).
+    /// Add an app's own with `StoreBackends.adding(_:)`.
     ///
     /// ```swift
     /// let store = try StoreBackends.standard.open(
@@ -36,7 +36,7 @@ extension StoreOpenOptions {
 extension StoreURI {
     /// Parses `text` as a URI of one of the standard stores (``Keepsake/StoreBackends/standard``).
     ///
-    /// - Throws: What ``Keepsake/StoreURI/init(parsing:backends:environment:)`` throws.
+    /// - Throws: What `StoreURI.init(parsing:backends:environment:)` throws.
     /// - Important: Parsing never touches the file system or the keyring.
     public init(
         parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment
@@ -59,7 +59,7 @@ extension StoreURI {
     /// configured text the same way:
     /// - `defaults:PATH` → a `DefaultsStore` on the suite file (created on its first write);
     /// - `file:DIR` → the existing `SodiumFileStore` in `DIR`, opened with
-    ///   ``Keepsake/StoreOpenOptions/masterKey`` (create one with `SodiumFileStore.create(directory:key:passphraseLimits:lockTimeout:)`);
+    ///   `StoreOpenOptions.masterKey` (create one with `SodiumFileStore.create(directory:key:passphraseLimits:lockTimeout:)`);
     /// - `keyring:SERVICE` → `KeyringStore.open(service:timeout:)`, which first checks that
     ///   the keyring can be used now;
     /// - `memory:NAME` → a new, empty `InMemoryStore` named `NAME`.
@@ -74,7 +74,7 @@ extension StoreURI {
     /// - Returns: The open store; its `RecordStore.uri` names the same store as this URI
     ///   (with a relative path made absolute).
     /// - Throws: `KeepsakeError` naming the store: `.invalidArgument` for a `file:` URI without
-    ///   ``Keepsake/StoreOpenOptions/masterKey``, for an option given for a kind of store that
+    ///   `StoreOpenOptions.masterKey`, for an option given for a kind of store that
     ///   does not use it (a master key for a `defaults:` store), or for a keyring timeout that is
     ///   not positive; otherwise whatever the backend throws when it opens (`wrongKey`,
     ///   `.unavailable`, `.corruptStore`, `.locked`, `.timeout`, …).

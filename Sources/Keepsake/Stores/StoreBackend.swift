@@ -111,7 +111,7 @@ public struct StoreOpenOptions: Sendable {
 
 /// The store kinds a program knows, by scheme: what parses a URI and opens its store.
 ///
-/// `KeepsakeStores` provides ``StoreBackends/standard`` (`defaults:`, `file:`, `keyring:`,
+/// `KeepsakeStores` provides `StoreBackends.standard` (`defaults:`, `file:`, `keyring:`,
 /// `memory:`); an app adds its own with ``adding(_:)``, and passes the list to its `migrate`
 /// (`MigrateCommand.main(chains:backends:)`).
 public struct StoreBackends: Sendable {

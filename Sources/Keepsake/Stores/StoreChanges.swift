@@ -22,7 +22,7 @@ public enum StoreChange: Sendable, Hashable {
 public typealias StoreChanges = AsyncStream<StoreChange>
 
 /// A store that can tell when its records change, whoever changes them: this process, another
-/// process, another instance. What ``Vault/updates(for:)`` uses; a store that is not one is
+/// process, another instance. What `Vault.updates(for:)` uses; a store that is not one is
 /// polled.
 public protocol ObservableStore: RecordStore {
     /// Starts watching and returns the hints, from now on; the watch ends when the stream's

@@ -6,7 +6,7 @@ import Foundation
 /// ``RecordStore/uri``, so a URI from a configuration file, a command line or an error message
 /// names the same store everywhere. Which schemes exist, and what their locations are, is up to
 /// the ``StoreBackends`` it is parsed with; `KeepsakeStores` lists the ones Keepsake ships
-/// (``StoreBackends/standard``: `defaults:PATH`, `file:DIR`, `keyring:SERVICE`, `memory:NAME`).
+/// (`StoreBackends.standard`: `defaults:PATH`, `file:DIR`, `keyring:SERVICE`, `memory:NAME`).
 ///
 /// A path location that starts with `~/` (or is `~`) is expanded against `$HOME` when the URI
 /// is parsed; other locations are kept as given (a relative path is taken from the current
@@ -46,7 +46,7 @@ public struct StoreURI: Sendable, Hashable, CustomStringConvertible {
     /// - Parameters:
     ///   - text: The URI. The scheme is matched exactly; everything after the first colon is
     ///     the location.
-    ///   - backends: The store kinds known (``StoreBackends/standard`` in KeepsakeStores).
+    ///   - backends: The store kinds known (`StoreBackends.standard` in KeepsakeStores).
     ///   - environment: Where `HOME` is looked up (the process environment by default).
     /// - Throws: ``KeepsakeError/Code/invalidArgument``, with a message that shows what a valid
     ///   URI looks like, when `text` has no colon, names an unknown scheme, has an empty

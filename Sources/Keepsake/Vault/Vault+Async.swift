@@ -27,7 +27,7 @@ extension Vault {
         try await Blocking.run { () throws(KeepsakeError) in try self.save(value, for: key) }
     }
 
-    /// The synchronous ``update(_:attempts:_:)``, without blocking the cooperative thread pool.
+    /// The synchronous `update(_:attempts:_:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, this update wrote nothing.
     @discardableResult
@@ -38,7 +38,7 @@ extension Vault {
         try await Blocking.run { () throws(KeepsakeError) in try self.update(key, attempts: attempts, change) }
     }
 
-    /// The synchronous ``update(_:forKey:attempts:_:)``, without blocking the cooperative thread
+    /// The synchronous `update(_:forKey:attempts:_:)`, without blocking the cooperative thread
     /// pool.
     ///
     /// - Important: If this throws, this update wrote nothing.

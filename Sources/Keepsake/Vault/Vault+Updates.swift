@@ -41,7 +41,7 @@ public enum RecordUpdate<Latest: ModelVersion>: Sendable {
 
 extension Vault {
     /// How often a store that cannot report its changes (it is not an ``ObservableStore``) is
-    /// read again by ``updates(for:)``: every second.
+    /// read again by `updates(for:)`: every second.
     public static let updatesPollInterval: Duration = .seconds(1)
 
     /// The record under `key` now, then each change to it, by any writer — a task of this
@@ -75,7 +75,7 @@ extension Vault {
     }
 
     /// The record of `chain` under `key` (the chain's first default key when `nil`) now, then
-    /// each change to it. See ``updates(for:)``, for typed keys. A key the store cannot hold
+    /// each change to it. See `updates(for:)`, for typed keys. A key the store cannot hold
     /// gives one ``RecordUpdate/failed(_:)`` element and ends the sequence.
     public func updates<Latest>(
         of chain: ModelChain<Latest>, forKey key: String? = nil

@@ -93,7 +93,7 @@ public struct Vault: Sendable {
     /// A save is for a value the app built: it replaces whatever another writer stored, and it
     /// does not fail because another writer (a task, another process) wrote the key between
     /// this save's read and its write — it reads again and writes again. To change a stored
-    /// value without losing another writer's change to it, use ``update(_:attempts:_:)``.
+    /// value without losing another writer's change to it, use `update(_:attempts:_:)`.
     ///
     /// Over a record of a newer release that declared this release's readers compatible
     /// (``RecordOutcome/newerReadable(_:)``), the save keeps that record's version and every key
@@ -140,8 +140,8 @@ public struct Vault: Sendable {
     /// - Throws: ``KeepsakeError/Code/notFound`` when nothing is stored and the key has no
     ///   default; ``KeepsakeError/Code/conflict`` when every attempt lost a race with another
     ///   writer; ``KeepsakeError/Code/updateFailed`` when `change` threw (its error is
-    ///   ``KeepsakeError/underlying``); what ``load(_:)`` throws for a record it cannot read;
-    ///   what ``save(_:for:)`` throws; the store's own errors.
+    ///   ``KeepsakeError/underlying``); what `load(_:)` throws for a record it cannot read;
+    ///   what `save(_:for:)` throws; the store's own errors.
     /// - Important: If this throws, this update wrote nothing: the stored bytes are as another
     ///   writer left them.
     @discardableResult
@@ -166,9 +166,9 @@ public struct Vault: Sendable {
     /// Reads the record of `chain` under `key` (the chain's first default key when `nil`),
     /// migrated in memory, or `nil` when nothing is stored; stores what `change` returns — only
     /// if nothing was written to the key in between, else it reads again and runs `change`
-    /// again, up to `attempts` times. See ``update(_:attempts:_:)``, for typed keys.
+    /// again, up to `attempts` times. See `update(_:attempts:_:)`, for typed keys.
     ///
-    /// - Throws: What ``update(_:attempts:_:)`` throws.
+    /// - Throws: What `update(_:attempts:_:)` throws.
     /// - Important: If this throws, this update wrote nothing.
     @discardableResult
     public func update<Latest>(
@@ -183,10 +183,10 @@ public struct Vault: Sendable {
         }
     }
 
-    /// How many times ``update(_:attempts:_:)`` tries by default: 16.
+    /// How many times `update(_:attempts:_:)` tries by default: 16.
     public static let defaultUpdateAttempts = 16
 
-    /// How many writes in a row a ``save(_:for:)`` may lose to other writers before it throws
+    /// How many writes in a row a `save(_:for:)` may lose to other writers before it throws
     /// ``KeepsakeError/Code/conflict``: 100. Each lost race is another writer's successful
     /// write, and the save waits a little longer (at random) after each.
     public static let saveAttempts = 100
@@ -289,9 +289,9 @@ public struct Vault: Sendable {
     }
 
     /// Stores `value` under `key` (the chain's first default key when `nil`): last writer wins.
-    /// See ``save(_:for:)``, for typed keys.
+    /// See `save(_:for:)`, for typed keys.
     ///
-    /// - Throws: What ``save(_:for:)`` throws.
+    /// - Throws: What `save(_:for:)` throws.
     /// - Important: If this throws, this save wrote nothing.
     public func save<Latest>(
         _ value: Latest, in chain: ModelChain<Latest>, forKey key: String? = nil
