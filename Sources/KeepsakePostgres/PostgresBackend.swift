@@ -9,9 +9,27 @@ extension StoreURI.Scheme {
     public static let postgres: Self = "postgres"
 }
 
+extension StoreOpenOptions.Option {
+    /// The master key that seals a PostgreSQL store's values (``StoreOpenOptions/sealingKey``).
+    public static let sealingKey = StoreOpenOptions.Option("sealingKey")
+}
+
+extension StoreOpenOptions {
+    /// The master key that seals a `postgresql:` store's values; `nil` (the default) stores
+    /// them as given, unless the URI names a key (`sealkey_file=PATH`, `sealkey_env=VAR`).
+    ///
+    /// Sealing is optional for this store, while `masterKey` is required by `file:` stores
+    /// (and so by the `migrate` options that set it): hence an option of its own.
+    public var sealingKey: MasterKeySource? {
+        get { self[.sealingKey, as: MasterKeySource.self] }
+        set { self[.sealingKey, as: MasterKeySource.self] = newValue }
+    }
+}
+
 /// The `postgresql:` (and `postgres:`) backend: opens a ``PostgresStore`` from a libpq
 /// connection URI (``PostgresConfiguration/init(parsing:environment:)``), sealed when
-/// ``Keepsake/StoreOpenOptions/masterKey`` is given.
+/// ``Keepsake/StoreOpenOptions/sealingKey`` is given or the URI names a key
+/// (`sealkey_file=PATH`: a 32-byte key file; `sealkey_env=VAR`: ``EnvironmentMasterKey``).
 ///
 /// Register it beside the standard stores, as the stock `migrate` does:
 ///
@@ -35,7 +53,7 @@ public struct PostgresBackend: StoreBackend {
 
     public var locationName: String { "//USER@HOST:PORT/DATABASE?table=NAME" }
     public var summary: String { "a PostgreSQL table shared by many instances, one row per record" }
-    public var acceptedOptions: Set<StoreOpenOptions.Option> { [.masterKey] }
+    public var acceptedOptions: Set<StoreOpenOptions.Option> { [.sealingKey] }
 
     /// The store the URI names, after checking that the server answers.
     ///
@@ -46,6 +64,7 @@ public struct PostgresBackend: StoreBackend {
         let configuration = try PostgresConfiguration(
             location: uri.location, environment: ProcessInfo.processInfo.environment)
         return try PostgresStore(
-            configuration: configuration, masterKey: options.masterKey, requireExisting: options.requireExisting)
+            configuration: configuration, masterKey: options.sealingKey ?? configuration.sealingKey,
+            requireExisting: options.requireExisting)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import KeepsakeSodium
 
 extension PostgresConfiguration {
     /// Parses a libpq connection URI: `postgresql://[user@][host][:port][/database][?param=value&…]`
@@ -36,7 +37,7 @@ extension PostgresConfiguration {
 
     /// Parses the location of a URI: what follows `postgresql:`.
     init(location: String, environment: [String: String]) throws(KeepsakeError) {
-        let shown = "postgresql:" + Self.printable(location)
+        let shown = "postgresql:" + Self.printable(Self.redactingPassword(location))
         func invalid(_ message: String) -> KeepsakeError {
             KeepsakeError(
                 .invalidArgument, store: shown,
@@ -91,6 +92,8 @@ extension PostgresConfiguration {
         var timeout: String?
         var applicationName: String?
         var passfile: String?
+        var sealKeyFile: String?
+        var sealKeyVariable: String?
         var seen = Set<String>()
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             guard let equals = pair.firstIndex(of: "=") else { throw invalid("the parameter '\(pair)' has no value") }
@@ -105,6 +108,8 @@ extension PostgresConfiguration {
             case "timeout": timeout = value
             case "application_name": applicationName = value
             case "passfile": passfile = value
+            case "sealkey_file": sealKeyFile = value
+            case "sealkey_env": sealKeyVariable = value
             case "host": host = value
             case "port": port = value
             case "user": user = value
@@ -115,7 +120,8 @@ extension PostgresConfiguration {
                 throw invalid(
                     """
                     unknown parameter '\(Self.printable(name))' (known: table, sslmode, sslrootcert, \
-                    connect_timeout, timeout, application_name, passfile, host, port, user, dbname)
+                    connect_timeout, timeout, application_name, passfile, sealkey_file, sealkey_env, host, port, user, \
+                    dbname)
                     """)
             }
         }
@@ -170,6 +176,13 @@ extension PostgresConfiguration {
             self.timeout = .milliseconds(Int64((seconds * 1000).rounded(.up)))
         }
         if let applicationName { self.applicationName = applicationName }
+        switch (sealKeyFile, sealKeyVariable) {
+        case (nil, nil): break
+        case let (path?, nil): sealingKey = .keyFile(path: path)
+        case let (nil, variable?):
+            sealingKey = .provider(EnvironmentMasterKey(variable: variable, environment: environment))
+        case (.some, .some): throw invalid("give sealkey_file or sealkey_env, not both")
+        }
         password = try Self.password(
             environment: environment, passfile: passfile, endpoint: endpoint, database: databaseName, user: userName,
             uri: uri)
@@ -183,6 +196,17 @@ extension PostgresConfiguration {
         }
         guard !decoded.utf8.contains(0) else { throw invalid("the \(what) contains NUL") }
         return decoded
+    }
+
+    /// `location` with the password of its user information, if any, replaced by `***`.
+    static func redactingPassword(_ location: String) -> String {
+        guard location.hasPrefix("//") else { return location }
+        let authorityEnd = location.dropFirst(2).firstIndex { $0 == "/" || $0 == "?" } ?? location.endIndex
+        let authority = location[location.index(location.startIndex, offsetBy: 2)..<authorityEnd]
+        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else {
+            return location
+        }
+        return "//" + authority[..<colon] + ":***" + authority[at...] + location[authorityEnd...]
     }
 
     private static func loginName() -> String? {

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import KeepsakeSodium
 
 /// Where a ``PostgresStore`` is and how it connects: a server, a database, a table, the
 /// credentials and TLS, the deadline of each call.
@@ -69,6 +70,9 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     public var maximumConnections: Int
     /// The `application_name` the server shows for the connections.
     public var applicationName: String
+    /// The master key the URI names (`sealkey_file=PATH` or `sealkey_env=VAR`), if any:
+    /// where the key is, never the key.
+    public var sealingKey: MasterKeySource?
 
     /// A configuration from its parts.
     ///
@@ -97,6 +101,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         self.connectTimeout = .seconds(10)
         self.maximumConnections = 8
         self.applicationName = "keepsake"
+        self.sealingKey = nil
         guard !user.isEmpty else {
             throw KeepsakeError(.invalidArgument, store: uri, "a PostgreSQL store needs a user name")
         }

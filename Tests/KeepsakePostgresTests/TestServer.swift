@@ -1,6 +1,7 @@
 import Foundation
 import Keepsake
 import KeepsakePostgres
+import KeepsakeTesting
 import Testing
 
 /// The throwaway cluster scripts/postgres started, if any: its URI is in
@@ -24,4 +25,65 @@ enum TestServer {
         let configuration = try PostgresConfiguration(parsing: uniqueURI(prefix: prefix))
         return try PostgresStore(configuration: configuration, masterKey: masterKey.source)
     }
+}
+
+/// psql and table helpers on the test database.
+enum SQL {
+    /// The test database's URI without Keepsake's own parameters, as psql takes it.
+    static var psqlURI: String { TestServer.uri ?? "" }
+
+    /// Runs `sql` through psql; its unaligned, tuples-only output.
+    @discardableResult
+    static func run(_ sql: String) throws -> String {
+        let result = try BuiltExecutable(path: "/usr/bin/psql").run(
+            ["-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", psqlURI, "-c", sql])
+        guard result.status == 0 else { throw TestFailure("psql failed: \(result.stderr)") }
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Creates `table` as Keepsake does and fills it with `count` Person V0 envelopes,
+    /// `p1` … `pN`, written by psql.
+    static func seedOldPeople(table: String, count: Int, prefix: String = "p") throws {
+        try run(
+            """
+            CREATE TABLE \(table) (key text PRIMARY KEY, record bytea NOT NULL, version int8 NOT NULL,
+                updated_at timestamptz NOT NULL DEFAULT now());
+            INSERT INTO \(table) (key, record, version)
+            SELECT '\(prefix)' || i,
+                convert_to(format('{"data":{"age":"%s","name":"n%s"},"schema":"Person","version":0}', i, i), 'UTF8'), 1
+            FROM generate_series(1, \(count)) AS i;
+            """)
+    }
+
+    /// How many records of `table` are Person V3 envelopes, and how many rows there are.
+    static func countMigrated(table: String) throws -> (migrated: Int, rows: Int) {
+        let text = try run(
+            """
+            SELECT count(*) FILTER (WHERE convert_from(record, 'UTF8') LIKE '%"schema":"Person","version":3}'),
+                count(*) FROM \(table)
+            """)
+        let parts = text.split(separator: "|").compactMap { Int($0) }
+        guard parts.count == 2 else { throw TestFailure("unexpected psql output: \(text)") }
+        return (parts[0], parts[1])
+    }
+}
+
+/// A test failure with a message.
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The built `migrate` (with the PostgreSQL backends) and the Vault writer.
+let migrateBinary = BuiltExecutable(named: "migrate", overriddenBy: "MIGRATE_BINARY")
+let writerBinary = BuiltExecutable(named: "keepsake-postgres-writer")
+
+/// A new table name for one test.
+func newTable(_ prefix: String) -> String {
+    "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())"
+}
+
+/// The store URI of `table` in the test database.
+func storeURI(table: String) -> String {
+    (TestServer.uri ?? "") + "&table=" + table
 }

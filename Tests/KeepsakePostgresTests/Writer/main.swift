@@ -9,7 +9,7 @@ import Migrations
 //
 // T tasks, each K operations through Vault's async API on the Person chain: even operations
 // save a record of its own ("own-P-t-i", alias "P-t-i"); odd ones update one of S shared
-// records ("shared-0" … "shared-(S-1)", seeded as old versions), appending the token "P-t-i" to
+// records ("shared-1" … "shared-S", seeded as old versions), appending the token "P-t-i" to
 // its alias. Each operation that reported success is printed as one line: `save KEY TOKEN` or
 // `update KEY TOKEN`; a failure as `failed KEY CODE`. Exit 0 when it ran, 2 for a usage error,
 // 1 when the store did not open.
@@ -53,7 +53,7 @@ let lines = await withTaskGroup(of: [String].self) { group in
                         lines.append("failed \(key) \((error as? KeepsakeError)?.code.rawValue ?? "other")")
                     }
                 } else {
-                    let key = "shared-\((index / 2 + task) % shared)"
+                    let key = "shared-\((index / 2 + task) % shared + 1)"
                     do {
                         try await vault.update(Person.chain, forKey: key) { current in
                             let base = current ?? PersonV3(alias: "", email: "shared@example.com")
