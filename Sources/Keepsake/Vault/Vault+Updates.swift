@@ -26,7 +26,9 @@ public enum RecordUpdate<Latest: ModelVersion>: Sendable {
         switch self {
         case let .record(record):
             do {
-                return "r" + String(decoding: try CanonicalJSON.encode(record.value), as: UTF8.self)
+                // The stored version counts: a migration written back is a change an observer sees.
+                return "r\(record.storedVersion):"
+                    + String(decoding: try CanonicalJSON.encode(record.value), as: UTF8.self)
             } catch {
                 // A value that cannot be encoded is never taken for the one before it.
                 return "r?\(UUID())"
@@ -58,8 +60,10 @@ extension Vault {
     ///   Secret Service signal, a commit of an in-memory store) is only a hint, and the record
     ///   is read again and compared first, so an element is never older than the one before it,
     ///   and the last one is what the store holds.
-    /// - Successive identical values are reported once: a write-back of the same value, a
-    ///   signal for another key, a rewrite with the same bytes yield nothing.
+    /// - Successive identical values are reported once: a signal for another key, a rewrite
+    ///   of the same value at the same stored version, yield nothing. A migration written back
+    ///   (the same value, now at the latest version) is reported, with its new
+    ///   ``DecodedRecord/storedVersion``.
     /// - A record is decoded and migrated in memory; nothing is ever written back.
     /// - A record that cannot be read, a locked store and a store that cannot be reached are
     ///   elements of their own (``RecordUpdate/unreadable(_:)``, ``RecordUpdate/locked(_:)``,
