@@ -105,36 +105,42 @@ package enum FileStep: String, CaseIterable, Sendable {
 /// exclusive create.
 ///
 /// In debug builds — the ones tests run, where `@testable import` works — a test can make one
-/// step fail as the real system call would (``init(fault:temporaryPrefix:unnamedFiles:)``); only
-/// faults are injected, every other effect is the real file system's. Release builds, the ones
-/// that ship, have no such seam: it is compiled out, and every step is the real call.
+/// step fail as the real system call would, and turn unnamed files off
+/// (``init(fault:temporaryPrefix:unnamedFiles:)``); only faults are injected, every other effect
+/// is the real file system's. Release builds, the ones that ship, have neither seam: both are
+/// compiled out, and every step is the real call.
 package struct FileSystem: Sendable {
-    #if DEBUG
-    /// For tests only (debug builds): returns an `errno` to make `step` fail before the real
-    /// call is made, or `nil`.
-    package var fault: (@Sendable (FileStep) -> Int32?)?
-    #endif
     /// Temporary and rollback files start with this, so a store can recognise (and remove)
     /// the leftovers of a crashed writer of its own, and only those.
     package var temporaryPrefix: String
 
-    /// Whether ``createExclusively(_:with:)`` may write an unnamed file (`O_TMPFILE`) when the
-    /// system can; tests turn it off to exercise the named temporary file used elsewhere.
-    package var unnamedFiles: Bool
+    #if DEBUG
+    /// For tests only (debug builds): returns an `errno` to make `step` fail before the real
+    /// call is made, or `nil`.
+    package var fault: (@Sendable (FileStep) -> Int32?)?
 
-    package init(temporaryPrefix: String = ".tmp-", unnamedFiles: Bool = true) {
+    /// For tests only (debug builds): whether ``createExclusively(_:with:)`` may write an unnamed
+    /// file (`O_TMPFILE`) when the system can; tests turn it off to exercise the named temporary
+    /// file used elsewhere. Release builds always may.
+    package var unnamedFiles: Bool
+    #endif
+
+    package init(temporaryPrefix: String = ".tmp-") {
         self.temporaryPrefix = temporaryPrefix
-        self.unnamedFiles = unnamedFiles
+        #if DEBUG
+        self.fault = nil
+        self.unnamedFiles = true
+        #endif
     }
 
     #if DEBUG
     /// For tests only (debug builds): the real file system, but for the steps `fault` makes
-    /// fail with the `errno` it returns.
+    /// fail with the `errno` it returns, and without unnamed files unless `unnamedFiles`.
     package init(
         fault: (@Sendable (FileStep) -> Int32?)?, temporaryPrefix: String = ".tmp-", unnamedFiles: Bool = true
     ) {
-        self.fault = fault
         self.temporaryPrefix = temporaryPrefix
+        self.fault = fault
         self.unnamedFiles = unnamedFiles
     }
     #endif
@@ -267,7 +273,10 @@ package struct FileSystem: Sendable {
     /// A new unnamed 0600 file in `directory` (`O_TMPFILE`), or `nil` when this system cannot
     /// make one that ``Syscall/linkUnnamed(_:to:)`` can name (then a named temporary is used).
     private func openUnnamed(in directory: String) throws(SystemFailure) -> Int32? {
-        guard unnamedFiles, Syscall.canLinkUnnamedFiles else { return nil }
+        #if DEBUG
+        guard unnamedFiles else { return nil }
+        #endif
+        guard Syscall.canLinkUnnamedFiles else { return nil }
         let fd: Int32
         do throws(SystemFailure) {
             fd = try Syscall.open(directory, O_WRONLY | Syscall.temporaryFileFlag, 0o600)
