@@ -1,5 +1,4 @@
 // swift-tools-version:6.0
-import Foundation
 import PackageDescription
 
 let package = Package(
@@ -184,28 +183,5 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-// libFuzzer targets (Fuzz/, run by scripts/fuzz), declared only when KEEPSAKE_FUZZ is set so that
-// ordinary builds and tests never see them. Build them with the sanitizers:
-//   KEEPSAKE_FUZZ=1 swift build --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address \
-//     --product fuzz-record
-if ProcessInfo.processInfo.environment["KEEPSAKE_FUZZ"] != nil {
-    package.targets += [
-        // The driver hand-over, scratch directories and whole-file reads every target shares.
-        .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
-        // Arbitrary bytes through the record pipeline of the sample chains.
-        .executableTarget(
-            name: "fuzz-record", dependencies: ["FuzzSupport", "Keepsake", "Migrations"],
-            path: "Fuzz/FuzzRecord"),
-        // Arbitrary bytes as a defaults suite file: read, one write, re-read.
-        .executableTarget(name: "fuzz-defaults", dependencies: ["FuzzSupport", "Keepsake"], path: "Fuzz/FuzzDefaults"),
-        // Arbitrary bytes as an encrypted store's header, record files and record plaintexts.
-        .executableTarget(
-            name: "fuzz-sodium", dependencies: ["FuzzSupport", "Keepsake", "KeepsakeSodium"],
-            path: "Fuzz/FuzzSodium")
-    ]
-    package.products += [
-        .executable(name: "fuzz-record", targets: ["fuzz-record"]),
-        .executable(name: "fuzz-defaults", targets: ["fuzz-defaults"]),
-        .executable(name: "fuzz-sodium", targets: ["fuzz-sodium"])
-    ]
-}
+// The libFuzzer targets are a package of their own, Fuzz/Package.swift (built and run by
+// scripts/fuzz with the sanitizers): nothing here changes with the environment.
