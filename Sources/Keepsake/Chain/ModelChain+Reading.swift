@@ -1,8 +1,9 @@
 import Foundation
 
-// The one pipeline from stored bytes to a ``RecordOutcome``: parse once, detect the stored
-// version on the parsed tree (the record forms README.md lists), decode once into that version, run the steps, and —
-// only when a write follows — encode and verify the latest envelope.
+// The one pipeline from stored bytes to a ``RecordOutcome``: parse once (`ParsedRecord`, which
+// tells the stored forms apart), detect the stored version on the parsed tree, decode once into
+// that version, run the steps, and — only when a write follows — encode and verify the latest
+// envelope (`ModelChain+Writing.swift`).
 
 extension ModelChain {
     /// Reads stored bytes and migrates them in memory to `Latest`: the pipeline every reader of
@@ -79,44 +80,6 @@ extension ModelChain {
     }
 }
 
-/// A stored record parsed once, before it is matched to a chain.
-struct ParsedRecord: Sendable {
-    /// The record's top-level value, after unwrapping a JSON string that held JSON.
-    let root: JSONValue
-    /// Whether the stored value was a JSON string holding the record (UserDefaults-era apps).
-    let stringWrapped: Bool
-
-    /// Parses stored bytes. A JSON string is unwrapped once and its text parsed as the record.
-    static func parse(_ bytes: Data) throws(KeepsakeError) -> ParsedRecord {
-        let value: JSONValue
-        do throws(JSONSyntaxError) {
-            value = try JSONParser.parse(bytes)
-        } catch {
-            throw KeepsakeError(.corruptRecord, "the stored bytes are not valid JSON", cause: error.cause)
-        }
-        if case let .string(text) = value {
-            do throws(JSONSyntaxError) {
-                return ParsedRecord(root: try JSONParser.parse(text), stringWrapped: true)
-            } catch {
-                throw KeepsakeError(
-                    .corruptRecord, "the stored value is a JSON string that does not hold JSON",
-                    cause: error.cause)
-            }
-        }
-        return ParsedRecord(root: value, stringWrapped: false)
-    }
-
-    /// The envelope's `schema`, if the record is an envelope: `schema`, `version` and `data`,
-    /// and `oldestReader` when the writer declared older readers compatible.
-    var envelopeSchema: String? {
-        guard case let .object(object) = root,
-            object.count == 3 || (object.count == 4 && object["oldestReader"] != nil),
-            case let .string(schema)? = object["schema"], object["version"] != nil, object["data"] != nil
-        else { return nil }
-        return schema
-    }
-}
-
 /// The version a record was detected as, and the object holding its fields.
 struct DetectedRecord: Sendable {
     let version: Int
@@ -131,32 +94,30 @@ struct DetectedRecord: Sendable {
 }
 
 extension ModelChain {
-    /// Finds the stored version of `record`, in the order the forms are tried: an envelope; an object with an
-    /// integer `version`; or a bare object that exactly one version reads completely.
+    /// Finds the stored version of `record`, by its stored form (``ParsedRecord/layout(for:)``):
+    /// an envelope's version; an inline integer `version`; or, for a bare object, the one
+    /// version that reads it completely.
     func detect(_ record: ParsedRecord) throws(KeepsakeError) -> DetectedRecord {
-        guard case let .object(object) = record.root else {
-            throw KeepsakeError(
-                .unrecognisedRecord,
-                "expected a JSON object for a \(name) record but found \(record.root.kindName)")
-        }
-        if record.envelopeSchema != nil {
+        switch try record.layout(for: name) {
+        case let .envelope(object):
             return try detectEnvelope(object, stringWrapped: record.stringWrapped)
-        }
-        if let versionValue = object["version"] {
-            let version = try integerVersion(versionValue, where: "top-level \"version\"")
+        case let .inlineVersion(object, versionValue):
+            let version = try versionValue.recordVersion(at: "top-level \"\(StoredEnvelope.versionKey)\"")
             let detected = DetectedRecord(
                 version: version, form: .inlineVersion, stringWrapped: record.stringWrapped,
                 fields: record.root)
             guard version <= latestVersion else { return detected }
             let entry = try entry(forVersion: version)
             if let keys = entry.keys {
-                let readsVersion = keys.required.contains("version") || keys.optional.contains("version")
-                let fieldKeys = readsVersion ? object.keys : object.keys.filter { !$0.isExactly("version") }
+                let key = StoredEnvelope.versionKey
+                let readsVersion = keys.required.contains(key) || keys.optional.contains(key)
+                let fieldKeys = readsVersion ? object.keys : object.keys.filter { !$0.isExactly(key) }
                 try checkKeys(fieldKeys, of: entry, keys: keys)
             }
             return detected
+        case let .bare(object):
+            return try detectBare(object, record: record)
         }
-        return try detectBare(object, record: record)
     }
 
     /// A bare record is the version whose key set it matches exactly; a version whose keys are
@@ -208,41 +169,18 @@ extension ModelChain {
     }
 
     private func detectEnvelope(_ object: JSONObject, stringWrapped: Bool) throws(KeepsakeError) -> DetectedRecord {
-        guard case let .string(schema)? = object["schema"], schema.isExactly(name) else {
-            let found: String
-            if case let .string(schema)? = object["schema"] { found = "'\(schema)'" } else { found = "none" }
-            throw KeepsakeError(.schemaMismatch, "the envelope's schema is \(found), expected '\(name)'")
-        }
-        let version = try integerVersion(object["version"] ?? .null, where: "the envelope's \"version\"")
-        var oldestReader: Int?
-        if let value = object["oldestReader"] {
-            let reader = try integerVersion(value, where: "the envelope's \"oldestReader\"")
-            guard (0...version).contains(reader) else {
-                throw KeepsakeError(
-                    .corruptRecord,
-                    "the envelope's oldestReader \(reader) is not between 0 and its version \(version)")
-            }
-            oldestReader = reader
-        }
+        let (version, oldestReader) = try StoredEnvelope.version(of: object, expecting: name)
         guard version <= latestVersion else {
-            guard case .object? = object["data"] else {
-                throw KeepsakeError(
-                    .corruptRecord,
-                    "the envelope's \"data\" is \((object["data"] ?? .null).kindName), expected an object")
-            }
             return DetectedRecord(
                 version: version, form: .envelope, stringWrapped: stringWrapped,
-                fields: object["data"] ?? .null, oldestReader: oldestReader)
+                fields: .object(try StoredEnvelope.fields(of: object)), oldestReader: oldestReader)
         }
         let entry = try entry(forVersion: version)
-        guard case let .object(fields)? = object["data"] else {
-            throw KeepsakeError(
-                .corruptRecord, "the envelope's \"data\" is \((object["data"] ?? .null).kindName), expected an object")
-        }
+        let fields = try StoredEnvelope.fields(of: object)
         if let keys = entry.keys, !keys.matches(fields.members.lazy.map(\.key)) {
             try checkKeys(fields.keys, of: entry, keys: keys)
         }
-        if let inner = fields["version"], case let .number(text) = inner, Int(text) != version {
+        if let inner = fields[StoredEnvelope.versionKey], case let .number(text) = inner, Int(text) != version {
             throw KeepsakeError(
                 .corruptRecord,
                 "the envelope says version \(version) but its data says version \(text)")
@@ -250,13 +188,6 @@ extension ModelChain {
         return DetectedRecord(
             version: version, form: .envelope, stringWrapped: stringWrapped, fields: .object(fields),
             oldestReader: oldestReader)
-    }
-
-    private func integerVersion(_ value: JSONValue, where place: String) throws(KeepsakeError) -> Int {
-        guard case let .number(text) = value, let version = Int(text) else {
-            throw KeepsakeError(.corruptRecord, "\(place) is \(value.kindName), expected an integer")
-        }
-        return version
     }
 
     func newerError(_ version: Int) -> KeepsakeError {
@@ -383,8 +314,9 @@ extension ModelChain {
         }
         // A version whose keys were not known ahead: the decode tells which keys it read.
         if let read = decoded.readKeys, case let .object(object) = detected.fields {
+            let inline = detected.form == .inlineVersion
             let unknown = object.keys.filter {
-                !read.contains(ExactString($0)) && !(detected.form == .inlineVersion && $0.isExactly("version"))
+                !read.contains(ExactString($0)) && !(inline && $0.isExactly(StoredEnvelope.versionKey))
             }
             if !unknown.isEmpty { throw fieldsMismatch(entry, missing: [], unknown: unknown.sorted()) }
         }

@@ -80,7 +80,8 @@ extension ModelChain {
         let merged: JSONObject
         do throws(RecordMerge.Refusal) {
             merged = try RecordMerge.object(
-                own: own, newer: newer, known: topKnown, fields: shape?.fields, path: "data")
+                own: own, newer: newer, known: topKnown, fields: shape?.fields,
+                path: EnvelopeMember.data.rawValue)
         } catch {
             throw KeepsakeError(
                 .mergeRefused,
@@ -91,13 +92,7 @@ extension ModelChain {
                 """)
         }
         var bytes = Data()
-        let envelope = JSONObject(members: [
-            ("data", .object(merged)),
-            ("oldestReader", .number(String(oldestReader))),
-            ("schema", .string(name)),
-            ("version", .number(String(version)))
-        ])
-        JSONValue.object(envelope).write(to: &bytes)
+        Envelope(schema: name, version: version, oldestReader: oldestReader, data: merged).json.write(to: &bytes)
         // Verify: the merged record reads back, compatibly, as exactly `value`.
         let readBack: Data?
         let expected: Data?
@@ -310,6 +305,7 @@ enum VersionClaim {
     private static func objectVersion(_ bytes: [UInt8], _ index: inout Int) -> Double? {
         guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return nil }
         index += 1
+        let versionKey = Array(StoredEnvelope.versionKey.utf8)
         var highest: Double?
         while true {
             skipSpace(bytes, &index)
@@ -319,7 +315,7 @@ enum VersionClaim {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return highest }
             index += 1
             skipSpace(bytes, &index)
-            if key == Array("version".utf8) {
+            if key == versionKey {
                 let start = index
                 while index < bytes.count, isNumberByte(bytes[index]) { index += 1 }
                 if let number = Double(String(decoding: bytes[start..<index], as: UTF8.self)), number.isFinite {

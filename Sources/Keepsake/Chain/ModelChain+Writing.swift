@@ -3,8 +3,9 @@ import Foundation
 // How a chain's latest version is written: one envelope, keys sorted, verified to read back.
 
 extension ModelChain {
-    /// The envelope bytes Keepsake stores for `value`: `{"data":…,"schema":…,"version":…}`,
-    /// keys sorted, dates ISO 8601 — verified to decode back and re-encode to the same bytes.
+    /// The envelope bytes Keepsake stores for `value` (an ``Envelope``: the model's fields under
+    /// its name and version), keys sorted, dates ISO 8601 — verified to decode back and
+    /// re-encode to the same bytes.
     ///
     /// Dates are written losslessly: with milliseconds, or with as many more fraction digits as
     /// the date needs to read back equal (`2025-03-01T09:30:00.2501234Z`). A date that cannot be
@@ -54,24 +55,5 @@ extension ModelChain {
                 .encodingFailed, "\(name) version \(latestVersion) could not be encoded",
                 cause: encodingCause(error), underlying: error)
         }
-    }
-}
-
-/// What Keepsake writes: `{"data": …, "schema": …, "version": …}` (keys sorted), with
-/// `"oldestReader"` when the version declares older readers compatible.
-struct Envelope<Model: Encodable>: Encodable {
-    let schema: String
-    let version: Int
-    let oldestReader: Int?
-    let data: Model
-
-    enum CodingKeys: String, CodingKey { case schema, version, oldestReader, data }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(schema, forKey: .schema)
-        try container.encode(version, forKey: .version)
-        try container.encodeIfPresent(oldestReader, forKey: .oldestReader)
-        try container.encode(data, forKey: .data)
     }
 }

@@ -144,7 +144,7 @@ public struct StoredKeys: Sendable, Hashable, CustomStringConvertible {
     /// Whether some object without a `"version"` key would match both `self` and `other`.
     public func overlaps(_ other: StoredKeys) -> Bool {
         let needed = required.union(other.required)
-        return !needed.contains("version") && needed.isSubset(of: all.intersection(other.all))
+        return !needed.contains(StoredEnvelope.versionKey) && needed.isSubset(of: all.intersection(other.all))
     }
 
     public var description: String {

@@ -18,16 +18,22 @@ enum CanonicalJSON {
         }
     }
 
-    /// The bytes of ``Envelope`` holding `data`, as ``encode(_:)`` writes them, with the
-    /// envelope's own members set directly rather than through a keyed container.
+    /// The bytes of the ``Envelope`` of these members holding `data`, as ``encode(_:)`` writes
+    /// them, with the envelope's own members set directly, in the order
+    /// ``EnvelopeMember/forEachWritten(oldestReader:_:)`` gives, rather than through a keyed
+    /// container.
     static func encodeEnvelope<T: Encodable>(schema: String, version: Int, oldestReader: Int?, data: T) throws -> Data {
         do {
             let root = CanonicalEncoder(parent: nil, key: nil)
             let object = CanonicalObject()
-            object.set("data", try root.wrap(data, key: CanonicalKey(stringValue: "data")))
-            if let oldestReader { object.set("oldestReader", .number(String(oldestReader))) }
-            object.set("schema", .string(schema))
-            object.set("version", .number(String(version)))
+            try EnvelopeMember.forEachWritten(oldestReader: oldestReader != nil) { member in
+                switch member {
+                case .data: object.set(member.rawValue, try root.wrap(data, key: member))
+                case .oldestReader: if let oldestReader { object.set(member.rawValue, .number(String(oldestReader))) }
+                case .schema: object.set(member.rawValue, .string(schema))
+                case .version: object.set(member.rawValue, .number(String(version)))
+                }
+            }
             if root.needsFoundation { throw CanonicalEncoderUnsupported() }
             var out: [UInt8] = []
             out.reserveCapacity(128)
