@@ -1,11 +1,28 @@
 import ArgumentParser
 import Foundation
+import Keepsake
 
 /// The root command. Its name, version and the chains its subcommands use come from
-/// ``CLIConfiguration/current``, set by ``MigrateCommand/main(chains:commandName:version:arguments:)``.
+/// ``CLIConfiguration/current``, bound by ``MigrateCommand`` around the parse and the run.
 struct Migrate: ParsableCommand {
     static var configuration: CommandConfiguration {
-        ConfigurationCache.configuration(of: Self.self) { configuration(name: CLI.name) }
+        cachedConfiguration { configuration(name: CLI.name) }
+    }
+
+    /// The stores the command takes, one backend a row: its form, then what it is, wrapped to
+    /// ``Exit/helpWidth`` (the width the man page keeps too).
+    private static var storeForms: String {
+        CLI.backends.all.filter(\.persists).map { backend in
+            let form = "\(backend.scheme):\(backend.locationName)"
+            let indent = String(repeating: " ", count: 19)
+            var lines = wrap(backend.summary, width: Exit.helpWidth - 19).map { indent + $0 }
+            if form.count <= 15, !lines.isEmpty {
+                lines[0] = "  " + form.padding(toLength: 17, withPad: " ", startingAt: 0) + lines[0].dropFirst(19)
+            } else {
+                lines.insert("  " + form, at: 0)
+            }
+            return lines.joined(separator: "\n")
+        }.joined(separator: "\n")
     }
 
     private static func configuration(name: String) -> CommandConfiguration {
@@ -14,15 +31,9 @@ struct Migrate: ParsableCommand {
             abstract: "Inspect and migrate the versioned records of a Keepsake store.",
             discussion: """
                 Every command but models and doctor takes --store URI:
-                  defaults:PATH    a defaults-style JSON suite file (created by its first
-                                   write; a PATH may start with ~/)
-                  file:DIR         an encrypted store (libsodium), created by
-                                   `\(name) init`; its master key comes from --key-file,
-                                   --passphrase-file, --passphrase-env, --ask-passphrase
-                                   or --keyring-key
-                  keyring:SERVICE  the desktop keyring (Secret Service, through libsecret):
-                                   one item per record, attributes service=SERVICE and
-                                   username=KEY
+                \(Self.storeForms)
+
+                A store that takes a master key (\(StoreArgument.masterKeyStores)) gets it from --master-key SOURCE: file:PATH (a key file), passphrase-file:PATH, passphrase-env:VAR, ask (a prompt) or keyring; `\(name) init` creates an encrypted store. A PATH or DIR may start with ~/.
 
                 Records are matched to a model by the envelope's schema, else by --model KEY=NAME, else by the model's default keys (see `\(name) models`); other keys are unmanaged and never touched.
 
@@ -30,6 +41,7 @@ struct Migrate: ParsableCommand {
 
                 EXIT CODES
                 \(Exit.helpText())
+
                 When records are both unreadable and newer, 65 wins.
                 """,
             version: CLIConfiguration.current.version ?? "",

@@ -28,8 +28,9 @@ public enum MigrateCommand {
     /// Parses the command line, runs the command it names on `chains`, and exits the process
     /// with the command's exit code (0 on success; see `--help` for the others).
     ///
-    /// Call it once, from the executable's entry point: it sets the process-wide configuration
-    /// the commands read, then parses and runs, like `ParsableCommand.main`. With `--json`,
+    /// Call it once, from the executable's entry point: it parses and runs like
+    /// `ParsableCommand.main`, with the chains, name, version, app id and backends bound (as a
+    /// task-local value) around the parse and the run. With `--json`,
     /// every outcome — failures included — is one JSON value on standard output (the shapes are
     /// in the repository's docs/CLI.md).
     ///
@@ -52,7 +53,7 @@ public enum MigrateCommand {
     ///     pass the app's own, so that a step the tool runs records the same identity the app
     ///     would. Only steps that ask for a device identity use it.
     ///   - backends: Store kinds of the app's own, beside the standard `defaults:`, `file:`,
-    ///     `keyring:` (``KeepsakeStores``): every command then takes their URIs too.
+    ///     `keyring:` (`KeepsakeStores`): every command then takes their URIs too.
     ///   - arguments: The arguments to parse, without the command name; `nil` for the process's
     ///     own (`CommandLine.arguments.dropFirst()`).
     ///   - bootstrapsLogging: Whether to bootstrap `LoggingSystem` (see above).
@@ -65,24 +66,39 @@ public enum MigrateCommand {
         appID: String = "org.keepsake.migrate", backends: [any StoreBackend] = [], arguments: [String]? = nil,
         bootstrapsLogging: Bool = true
     ) -> Never {
+        main(
+            chains: chains, commandName: commandName, version: version, appID: appID, backends: backends,
+            arguments: arguments, bootstrapsLogging: bootstrapsLogging, copyCheckpoint: nil)
+    }
+
+    /// ``main(chains:commandName:version:appID:backends:arguments:bootstrapsLogging:)``, with the
+    /// test executable's `copy` checkpoint (see ``TestHooks``).
+    static func main(
+        chains: [AnyModelChain], commandName: String, version: String?, appID: String,
+        backends: [any StoreBackend], arguments: [String]?, bootstrapsLogging: Bool,
+        copyCheckpoint: (@Sendable (StoreTransfer.Step) -> Void)?
+    ) -> Never {
+        let configuration: CLIConfiguration
         do throws(KeepsakeError) {
-            CLIConfiguration.current = try CLIConfiguration(
+            configuration = try CLIConfiguration(
                 chains: chains, commandName: commandName, version: version,
-                appID: appID, backends: backends)
+                appID: appID, backends: backends, copyCheckpoint: copyCheckpoint)
         } catch {
             printError("error: \(error.message)")
             exit(ExitCode.failure.rawValue)
         }
+        let given = arguments ?? Array(CommandLine.arguments.dropFirst())
         if arguments == nil, let position = firstNonUTF8Argument() {
             // Swift's `CommandLine.arguments` replaces bytes that are not UTF-8 with U+FFFD: a
             // path given that way would silently name another file.
-            CLIConfiguration.current.json = CommandLine.arguments.contains("--json")
             exit(
-                Failure.usage(
-                    "argument \(position) is not valid UTF-8; \(CLI.name) takes paths and keys as UTF-8 text only",
-                    path: []))
+                CLIConfiguration.$current.withValue(Failure.context(configuration, arguments: given)) {
+                    Failure.usage(
+                        "argument \(position) is not valid UTF-8; \(commandName) takes paths and keys as UTF-8 text only",
+                        command: Migrate.self)
+                })
         }
-        exit(execute(arguments ?? Array(CommandLine.arguments.dropFirst()), bootstrapsLogging: bootstrapsLogging))
+        exit(execute(given, configuration: configuration, bootstrapsLogging: bootstrapsLogging))
     }
 
     /// The 1-based position of the first process argument whose bytes are not UTF-8, if any.
@@ -94,41 +110,42 @@ public enum MigrateCommand {
         return nil
     }
 
-    /// Runs the command `arguments` name and returns its exit status; help, `--version` and
-    /// completion requests are answered by ArgumentParser, which exits.
-    static func execute(_ arguments: [String], bootstrapsLogging: Bool = true) -> Int32 {
-        let options = arguments.prefix { $0 != "--" }
-        CLIConfiguration.current.json = options.contains("--json")
-        CLIConfiguration.current.quiet = options.contains("--quiet")
-        CLIConfiguration.current.storeArgument = storeArgument(in: Array(options))
-        let tree = CommandTree.root
-        if arguments == ["--generate-manual"] {
-            // Not an ArgumentParser option: answered here, and left out of --help (like
-            // --generate-completion-script, it is for installers).
-            FileHandle.standardOutput.write(Data(Manual.render().utf8))
-            return 0
+    /// Parses `arguments` and runs the command they name with `configuration` bound, and returns
+    /// its exit status; help, `--version` and completion requests are answered by
+    /// ArgumentParser, which exits.
+    static func execute(
+        _ arguments: [String], configuration: CLIConfiguration, bootstrapsLogging: Bool = true
+    ) -> Int32 {
+        CLIConfiguration.$current.withValue(configuration) {
+            let command: any ParsableCommand
+            do {
+                command = try Migrate.parseAsRoot(arguments)
+            } catch {
+                if Migrate.exitCode(for: error) == .success { Migrate.exit(withError: error) }
+                return CLIConfiguration.$current.withValue(Failure.context(configuration, arguments: arguments)) {
+                    Failure.parseError(error, arguments: arguments)
+                }
+            }
+            var running = Failure.context(configuration, arguments: arguments)
+            // Help asked for as `help COMMAND` is a command of ArgumentParser's, without these.
+            let output = (command as? any OutputCommand)?.output
+            running.json = output?.json ?? false
+            running.quiet = output?.quiet ?? false
+            return CLIConfiguration.$current.withValue(running) {
+                if bootstrapsLogging {
+                    CLILogHandler.bootstrap(
+                        level: CLILogHandler.level(
+                            verbose: output?.verbose ?? false, quiet: running.quiet,
+                            environment: ProcessInfo.processInfo.environment))
+                }
+                return run(command)
+            }
         }
-        if let problem = Preflight.check(arguments, tree: tree) {
-            return Failure.usage(problem.message, path: problem.path)
-        }
-        // `--model KEY=NAME` may be given thousands of times; ArgumentParser's parsing grows with
-        // the square of the arguments, so they are taken out here, in one linear pass, and
-        // `StoreOptions` reads them from the configuration (`--model` stays in the help).
-        let (models, rest) = ModelOptions.extract(from: arguments)
-        CLIConfiguration.current.modelOptions = models
-        var command: any ParsableCommand
-        do {
-            command = try Migrate.parseAsRoot(rest)
-        } catch {
-            if Migrate.exitCode(for: error) == .success { Migrate.exit(withError: error) }
-            return Failure.usage(Migrate.message(for: error), path: Preflight.path(of: rest, tree: tree))
-        }
-        if bootstrapsLogging {
-            CLILogHandler.bootstrap(
-                level: CLILogHandler.level(
-                    verbose: options.contains("--verbose"), quiet: CLI.quiet,
-                    environment: ProcessInfo.processInfo.environment))
-        }
+    }
+
+    /// Runs a parsed command and returns its exit status.
+    private static func run(_ command: any ParsableCommand) -> Int32 {
+        var command = command
         do {
             try command.run()
             return 0
@@ -137,21 +154,11 @@ public enum MigrateCommand {
         } catch let code as ExitCode {
             return code.rawValue
         } catch let error as ValidationError {
-            return Failure.usage(error.message, path: Preflight.path(of: rest, tree: tree))
+            return Failure.usage(error.message, command: type(of: command))
         } catch {
-            // Help asked for as `help COMMAND` or `--help` is answered by a command that throws.
+            // Help asked for as `help COMMAND` is answered by a command that throws.
             if Migrate.exitCode(for: error) == .success { Migrate.exit(withError: error) }
             return Failure.unexpected(error)
         }
-    }
-
-    /// The value of the last `--store` in `options`, as typed.
-    private static func storeArgument(in options: [String]) -> String? {
-        var value: String?
-        for (index, option) in options.enumerated() {
-            if option == "--store", index + 1 < options.count { value = options[index + 1] }
-            if option.hasPrefix("--store=") { value = String(option.dropFirst("--store=".count)) }
-        }
-        return value
     }
 }

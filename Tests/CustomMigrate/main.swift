@@ -55,19 +55,19 @@ if ownLogging {
 // `paused after STEP` on standard error and waits there — to be killed (a test stops the process
 // between two steps with SIGKILL), or, when CUSTOM_MIGRATE_COPY_RESUME=PATH is set, until a file
 // exists at PATH (a test changes a store between two steps, then lets the command go on).
-// Debug builds only, as the hook they go through (`MigrateCommand.copyCheckpoint`).
+// Debug builds only, as the `MigrateCommand.main` that takes the checkpoint.
+let chains =
+    none ? [] : samples ? SampleModels.all : duplicate ? [Note.chain.erased, Note.chain.erased] : [Note.chain.erased]
+// With the sample chains it stands in for the stock `migrate`, under its name.
+let commandName = samples ? "migrate" : "custom-migrate"
 #if DEBUG
 if let pause = environment["CUSTOM_MIGRATE_COPY_PAUSE"] {
     let resume = environment["CUSTOM_MIGRATE_COPY_RESUME"]
-    MigrateCommand.copyCheckpoint = { step in
+    MigrateCommand.main(chains: chains, commandName: commandName, bootstrapsLogging: !ownLogging) { step in
         guard step.rawValue == pause else { return }
         FileHandle.standardError.write(Data("paused after \(step.rawValue)\n".utf8))
         while resume.map({ !FileManager.default.fileExists(atPath: $0) }) ?? true { usleep(20_000) }
     }
 }
 #endif
-let chains =
-    none ? [] : samples ? SampleModels.all : duplicate ? [Note.chain.erased, Note.chain.erased] : [Note.chain.erased]
-// With the sample chains it stands in for the stock `migrate`, under its name.
-MigrateCommand.main(
-    chains: chains, commandName: samples ? "migrate" : "custom-migrate", bootstrapsLogging: !ownLogging)
+MigrateCommand.main(chains: chains, commandName: commandName, bootstrapsLogging: !ownLogging)

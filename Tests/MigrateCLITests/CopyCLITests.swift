@@ -118,7 +118,8 @@ struct CopyCLITests {
         #expect(noKey.status == 64)
         #expect(
             noKey.stderr.contains(
-                "--to-key-file PATH, --to-passphrase-file PATH, --to-passphrase-env VAR or --to-keyring-key"))
+                "needs its master key: give --to-master-key file:PATH, passphrase-file:PATH, passphrase-env:VAR, ask or keyring"
+            ), "\(noKey.stderr)")
         let same = try copy(["--from", suite.store, "--to", suite.store, "theme"])
         #expect(same.status == 64)
         #expect(same.stderr.contains("the same store"))

@@ -298,17 +298,37 @@ struct HostileInputCLITests {
         #expect(try migrate(["status", "--store", store, "--key-file", keyPath]).status == 0)
     }
 
-    @Test("8,000 --model options are all applied (parsed in one pass), and --model elsewhere is a usage error")
+    @Test(
+        "1,000 --model options are all applied, 8,000 in a --models file too; more --model options are a usage error, and --model elsewhere too"
+    )
     func manyModelOptions() throws {
         let suite = try Suite(#"{"k7999":{"name":"Ada","age":"36"},"other":{"name":"Bea","age":"1"}}"#)
-        let options = (0..<8000).flatMap { ["--model", "k\($0)=Person"] } + ["--model=other=Person"]
+        let options = (0..<999).flatMap { ["--model", "k\($0)=Person"] } + ["--model=other=Person"]
+        let bounded = try suite.run("status", ["--json"] + options + ["--model", "k1=Person"])
+        #expect(bounded.status == 64, "1,001 --model options")
+        #expect(
+            bounded.stderr.hasPrefix(
+                "error: 1001 --model options are more than 1000; put them in a file, one KEY=NAME a line, and give --models FILE"
+            ), "\(bounded.stderr)")
         let status = try suite.run("status", ["--json"] + options)
         #expect(status.status == 0, "\(status.stderr)")
-        let reports = try decodeRecords(status.stdout)
+        #expect(try decodeRecords(status.stdout).map { $0["state"] as? String } == ["unmanaged", "outdated"])
+
+        let file = suite.directory + "/models"
+        try Data(((0..<8000).map { "k\($0)=Person" }.joined(separator: "\n") + "\n").utf8)
+            .write(to: URL(fileURLWithPath: file))
+        let mapped = try suite.run("status", ["--json", "--models", file, "--model=other=Person"])
+        #expect(mapped.status == 0, "\(mapped.stderr)")
+        let reports = try decodeRecords(mapped.stdout)
         #expect(reports.map { $0["schema"] as? String } == ["Person", "Person"])
         #expect(reports.map { $0["state"] as? String } == ["outdated", "outdated"])
+        try Data("k1=Person\nbroken\n".utf8).write(to: URL(fileURLWithPath: file))
+        let broken = try suite.run("status", ["--models", file])
+        #expect(broken.status == 64)
+        #expect(broken.stderr.hasPrefix("error: --models \(file) takes KEY=NAME (got 'broken')"), "\(broken.stderr)")
+
         let models = try migrate(["models", "--model", "a=Person"])
         #expect(models.status == 64, "\(models.stderr)")
-        #expect(models.stderr.contains("error: migrate models has no option --model"))
+        #expect(models.stderr.hasPrefix("error: Unknown option '--model'"))
     }
 }

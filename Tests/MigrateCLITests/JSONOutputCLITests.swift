@@ -182,7 +182,8 @@ struct JSONOutputCLITests {
         #expect(usage.status == 64)
         let usageError = try decode(FailureOutput.self, usage.stdout).error
         #expect(usageError.code == "usage" && usageError.exitCode == 64)
-        #expect(usageError.message.contains("did you mean --store?"))
+        #expect(usageError.message == "Unknown option '--stor'. Did you mean '--store'?")
+        #expect(usageError.hint == "see 'migrate status --help'")
         #expect(usageError.store == suite.store)
 
         let parse = try migrate(["run", "--json", "--store", suite.store, "--backup-dir", "/tmp"])

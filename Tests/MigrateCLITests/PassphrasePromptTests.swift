@@ -72,7 +72,7 @@ struct PassphrasePromptTests {
             Array(repeating: UInt8(ascii: "p"), count: length),
             ["init", "--store", "file:\(directory)/store", "--ask-passphrase"])
         #expect(result.status != 0)
-        #expect(result.screen.contains("--passphrase-file"), "\(result.screen)")
+        #expect(result.screen.contains("--master-key passphrase-file:PATH"), "\(result.screen)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/store/keepsake.header"), "a store was made")
     }
 

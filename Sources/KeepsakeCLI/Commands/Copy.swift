@@ -5,9 +5,9 @@ import KeepsakeSodium
 import KeepsakeStores
 
 extension Migrate {
-    struct Copy: ParsableCommand {
+    struct Copy: OutputCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) {
+            cachedConfiguration {
                 CommandConfiguration(
                     abstract: "Copy or move records from one store to another, verified before anything is removed.",
                     usage:
@@ -15,7 +15,7 @@ extension Migrate {
                     discussion: """
                         Copies the named keys, or with no KEY every managed record (--all: every key, plain values too), from --from to --to. Each record is read, migrated to its latest version with --migrate, written, then read back and compared. Only when every record matched does --move remove them from the source. If a write or a read-back fails, the destination gets back exactly what it held before and the source is not touched. A key the destination already holds is refused unless --overwrite; one that holds exactly the same bytes is not, so a move that was interrupted can simply be run again. Plain values are copied as their bytes where the destination can hold them: a defaults: suite holds JSON values, the keyring UTF-8 text; another value is refused before anything is written.
 
-                        Each side takes its own master key options: --from-key-file, --from-passphrase-file, --from-passphrase-env or --from-keyring-key for a file: source, and the same with --to- for a file: destination.
+                        Each side takes its own master key: --from-master-key SOURCE for a file: source, --to-master-key SOURCE for a file: destination (SOURCE: file:PATH, passphrase-file:PATH, passphrase-env:VAR, ask or keyring).
 
                         Moves from one store take turns: a --move holds a lock on its source (shared by every Keepsake process of this user) from its first read to its last removal, so two moves from one store never both copy a record. A second move waits for the first (up to --lock-timeout seconds; then exit 75, nothing copied) and then moves what the source still holds. If another writer removes a record from the source after it was copied, the record is reported moved, with a note that the destination holds it; if another writer changes it, it is reported inBoth, naming both stores.
 
@@ -30,19 +30,11 @@ extension Migrate {
             }
         }
 
-        @Option(
-            name: .long,
-            help: ArgumentHelp(
-                "The store to copy from: defaults:PATH, file:DIR or keyring:SERVICE.",
-                valueName: "uri"), completion: Completions.store)
-        var from: String
+        @OptionGroup(title: "Source")
+        var source: StoreLocationOptions<CopySource>
 
-        @Option(
-            name: .long,
-            help: ArgumentHelp(
-                "The store to copy to: defaults:PATH, file:DIR or keyring:SERVICE.",
-                valueName: "uri"), completion: Completions.store)
-        var to: String
+        @OptionGroup(title: "Destination")
+        var destination: StoreLocationOptions<CopyDestination>
 
         @Argument(help: ArgumentHelp("The keys to copy (default: every managed record).", valueName: "key"))
         var keys: [String] = []
@@ -62,17 +54,7 @@ extension Migrate {
         @Flag(name: .long, help: "Check everything and show what would be done; write nothing.")
         var dryRun = false
 
-        @OptionGroup(title: "Master key of a file: source (one of)")
-        var fromKey: FromKeyOptions
-
-        @OptionGroup(title: "Master key of a file: destination (one of)")
-        var toKey: ToKeyOptions
-
-        @Option(
-            name: .long,
-            help: ArgumentHelp(
-                "How long a keyring call may take before it fails, in seconds.", valueName: "seconds"))
-        var keyringTimeout: Double = 5
+        @OptionGroup var keyring: KeyringTimeoutOptions
 
         @Option(
             name: .long,
@@ -81,66 +63,13 @@ extension Migrate {
                 valueName: "seconds"))
         var lockTimeout: Double = 60
 
-        @Option(
-            name: .long,
-            help: ArgumentHelp(
-                "Treat KEY as a record of model NAME (repeatable; see `\(CLI.name) models`).",
-                valueName: "key=name"), completion: Completions.model)
-        var model: [String] = []
-
-        @Option(name: .long, help: DeviceOptions.deviceIDHelp)
-        var deviceID: String?
-
-        @Option(name: .long, help: DeviceOptions.appIDHelp)
-        var appID: String?
-
+        @OptionGroup var models: ModelMappingOptions
+        @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
-            let (source, destination) = try uris()
-            try StoreLocator.checkPersists(source, option: "--from")
-            try StoreLocator.checkPersists(destination, option: "--to")
-            if fromKey.given && !StoreLocator.takesMasterKey(source) {
-                throw ValidationError("the --from-… key options are for a \(StoreLocator.masterKeyStores) source")
-            }
-            if toKey.given && !StoreLocator.takesMasterKey(destination) {
-                throw ValidationError("the --to-… key options are for a \(StoreLocator.masterKeyStores) destination")
-            }
             if all && !keys.isEmpty { throw ValidationError("--all copies every key; give either --all or KEYs") }
-            _ = try StoreOptions.duration(keyringTimeout, option: "--keyring-timeout")
-            _ = try StoreOptions.duration(lockTimeout, option: "--lock-timeout")
-            _ = try keyModels()
-        }
-
-        private func uris() throws -> (StoreURI, StoreURI) {
-            (try StoreLocator.parse(from, option: "--from"), try StoreLocator.parse(to, option: "--to"))
-        }
-
-        /// What `uri`'s backend takes of its master key (read only when it takes one) and the
-        /// keyring deadline.
-        private func openOptions(
-            for uri: StoreURI, timeout: Duration, masterKey: () throws -> MasterKeySource
-        ) throws -> StoreOpenOptions {
-            var options = StoreOpenOptions()
-            let accepted = CLI.backends.backend(for: uri.scheme)?.acceptedOptions ?? []
-            if accepted.contains(.masterKey) { options.masterKey = try masterKey() }
-            if accepted.contains(.keyringTimeout) { options.keyringTimeout = timeout }
-            return options
-        }
-
-        private func keyModels() throws -> [String: String] {
-            var result: [String: String] = [:]
-            for pair in model + CLI.modelOptions {
-                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-                guard parts.count == 2, !parts[0].isEmpty else {
-                    throw usageError("--model takes KEY=NAME (got '\(pair)')")
-                }
-                guard CLI.chains.contains(where: { $0.name == parts[1] }) else {
-                    throw usageError("unknown model '\(parts[1])' in --model; see `\(CLI.name) models`")
-                }
-                result[parts[0]] = parts[1]
-            }
-            return result
+            _ = try timeoutDuration(lockTimeout, option: "--lock-timeout")
         }
 
         func run() throws {
@@ -148,30 +77,18 @@ extension Migrate {
         }
 
         private func perform() throws {
-            let (sourceURI, destinationURI) = try uris()
-            let timeout = try StoreOptions.duration(keyringTimeout, option: "--keyring-timeout")
-            let source = try CLI.backends.open(
-                sourceURI,
-                options: openOptions(
-                    for: sourceURI, timeout: timeout,
-                    masterKey: { try fromKey.source(for: sourceURI.description, timeout: timeout) }))
-            let destination = try CLI.backends.open(
-                destinationURI,
-                options: openOptions(
-                    for: destinationURI, timeout: timeout,
-                    masterKey: { try toKey.source(for: destinationURI.description, timeout: timeout) }))
-            let context = DeviceOptions.context(deviceID: deviceID, appID: appID)
+            let timeout = try keyring.timeout()
             let transfer = StoreTransfer(
-                from: source, to: destination, chains: CLI.chains, context: context,
-                keyModels: try keyModels())
+                from: try source.open(keyringTimeout: timeout), to: try destination.open(keyringTimeout: timeout),
+                chains: CLI.chains, context: device.context(), keyModels: try models.keyModels())
             let selection: StoreTransfer.Selection = keys.isEmpty ? (all ? .all : .managed) : .keys(keys)
             let options = StoreTransfer.Options(
                 move: move, migrate: migrate, overwrite: overwrite,
-                lockTimeout: try StoreOptions.duration(lockTimeout, option: "--lock-timeout"))
+                lockTimeout: try timeoutDuration(lockTimeout, option: "--lock-timeout"))
             let report =
                 dryRun
                 ? try transfer.plan(selection, options: options)
-                : try transfer.run(selection, options: options, checkpoint: TestHooks.copyCheckpoint)
+                : try transfer.run(selection, options: options, checkpoint: CLIConfiguration.current.copyCheckpoint)
             let code = Self.exitCode(for: report)
             if output.json {
                 printJSON(report.json(dryRun: dryRun, exitCode: code))
@@ -246,59 +163,6 @@ extension Migrate {
                 return Exit.cannotHold
             }
         }
-    }
-}
-
-/// `--from-key-file` and the other master key options of a `file:` source.
-struct FromKeyOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The source's 32-byte key file.", valueName: "path"))
-    var fromKeyFile: String?
-
-    @Option(name: .long, help: ArgumentHelp("A file holding the source's passphrase.", valueName: "path"))
-    var fromPassphraseFile: String?
-
-    @Option(
-        name: .long, help: ArgumentHelp("An environment variable holding the source's passphrase.", valueName: "var"))
-    var fromPassphraseEnv: String?
-
-    @Flag(name: .long, help: "The source's master key is kept in the keyring.")
-    var fromKeyringKey = false
-
-    var given: Bool { fromKeyFile != nil || fromPassphraseFile != nil || fromPassphraseEnv != nil || fromKeyringKey }
-
-    func source(for store: String, timeout: Duration) throws -> MasterKeySource {
-        try KeySourceOptions.source(
-            keyFile: fromKeyFile, passphraseFile: fromPassphraseFile,
-            passphraseEnv: fromPassphraseEnv, ask: false, keyring: fromKeyringKey,
-            prefix: "from-", askOption: nil, store: store, keyringTimeout: timeout)
-    }
-}
-
-/// `--to-key-file` and the other master key options of a `file:` destination.
-struct ToKeyOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The destination's 32-byte key file.", valueName: "path"))
-    var toKeyFile: String?
-
-    @Option(name: .long, help: ArgumentHelp("A file holding the destination's passphrase.", valueName: "path"))
-    var toPassphraseFile: String?
-
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "An environment variable holding the destination's passphrase.",
-            valueName: "var"))
-    var toPassphraseEnv: String?
-
-    @Flag(name: .long, help: "The destination's master key is kept in the keyring.")
-    var toKeyringKey = false
-
-    var given: Bool { toKeyFile != nil || toPassphraseFile != nil || toPassphraseEnv != nil || toKeyringKey }
-
-    func source(for store: String, timeout: Duration) throws -> MasterKeySource {
-        try KeySourceOptions.source(
-            keyFile: toKeyFile, passphraseFile: toPassphraseFile,
-            passphraseEnv: toPassphraseEnv, ask: false, keyring: toKeyringKey,
-            prefix: "to-", askOption: nil, store: store, keyringTimeout: timeout)
     }
 }
 

@@ -3,16 +3,17 @@ import Foundation
 import Keepsake
 
 extension Migrate {
-    struct Delete: ParsableCommand {
+    struct Delete: StoreCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) {
+            cachedConfiguration {
                 CommandConfiguration(
                     abstract: "Remove the value under a key.",
                     usage: "\(CLI.name) delete <key> --store <uri> [<options>]")
             }
         }
 
-        @OptionGroup var storeOptions: StoreAccessOptions
+        @OptionGroup var store: StoreLocationOptions<TheStore>
+        @OptionGroup var keyring: KeyringTimeoutOptions
         @OptionGroup var output: OutputOptions
 
         @Argument(help: "The record's key.", completion: Completions.key)
@@ -20,7 +21,7 @@ extension Migrate {
 
         func run() throws {
             try guarded {
-                let store = try storeOptions.openExistingStore()
+                let store = try openExistingStore()
                 let existing = try requireData(store, key)
                 let results = try store.commit([StoreWrite(key: key, value: nil, expectation: .unchanged(existing))])
                 if results != [.applied] {

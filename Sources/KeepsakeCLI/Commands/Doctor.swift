@@ -5,9 +5,9 @@ import KeepsakeKeyring
 import KeepsakeSodium
 
 extension Migrate {
-    struct Doctor: ParsableCommand {
+    struct Doctor: OutputCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) {
+            cachedConfiguration {
                 CommandConfiguration(
                     abstract: "Report, for each kind of store, whether it can be used here and why not.",
                     usage: "\(CLI.name) doctor [--keyring-timeout <seconds>] [--json]",
@@ -66,7 +66,7 @@ extension Migrate {
             if keyringTimeout != nil && deprecatedTimeout != nil {
                 throw ValidationError("--timeout is the old name of --keyring-timeout; give only --keyring-timeout")
             }
-            _ = try StoreOptions.duration(timeout, option: timeoutOption)
+            _ = try timeoutDuration(timeout, option: timeoutOption)
         }
 
         func run() throws {
@@ -75,7 +75,7 @@ extension Migrate {
             }
             let sandbox = Sandbox.current
             let keyring = KeyringStore.diagnose(
-                timeout: try StoreOptions.duration(timeout, option: timeoutOption),
+                timeout: try timeoutDuration(timeout, option: timeoutOption),
                 sandbox: sandbox)
             let checks = [
                 Check(

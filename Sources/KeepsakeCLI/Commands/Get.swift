@@ -3,9 +3,9 @@ import Foundation
 import Keepsake
 
 extension Migrate {
-    struct Get: ParsableCommand {
+    struct Get: StoreCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) {
+            cachedConfiguration {
                 CommandConfiguration(
                     abstract: "Print a record's bytes exactly as stored, without migrating them.",
                     usage: "\(CLI.name) get <key> --store <uri> [<options>]",
@@ -15,7 +15,8 @@ extension Migrate {
             }
         }
 
-        @OptionGroup var storeOptions: StoreAccessOptions
+        @OptionGroup var store: StoreLocationOptions<TheStore>
+        @OptionGroup var keyring: KeyringTimeoutOptions
         @OptionGroup var output: OutputOptions
 
         @Argument(help: "The record's key.", completion: Completions.key)
@@ -23,7 +24,7 @@ extension Migrate {
 
         func run() throws {
             try guarded {
-                let store = try storeOptions.openExistingStore()
+                let store = try openExistingStore()
                 let bytes = try requireData(store, key)
                 if output.json {
                     let text = String(validating: bytes, as: UTF8.self)

@@ -2,9 +2,9 @@ import ArgumentParser
 import Keepsake
 
 extension Migrate {
-    struct Models: ParsableCommand {
+    struct Models: OutputCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) {
+            cachedConfiguration {
                 CommandConfiguration(
                     abstract: "List the models this command knows, with their versions and default keys.",
                     usage: "\(CLI.name) models [--json]",

@@ -2,9 +2,9 @@ import ArgumentParser
 import Keepsake
 
 extension Migrate {
-    struct Plan: ParsableCommand {
+    struct Plan: MigratorCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) {
+            cachedConfiguration {
                 CommandConfiguration(
                     abstract: "Show what `run` would do to each record, step by step; nothing is written.",
                     usage: "\(CLI.name) plan --store <uri> [<options>]",
@@ -14,12 +14,15 @@ extension Migrate {
             }
         }
 
-        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var store: StoreLocationOptions<TheStore>
+        @OptionGroup var keyring: KeyringTimeoutOptions
+        @OptionGroup var models: ModelMappingOptions
+        @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
 
         func run() throws {
             try guarded {
-                let migrator = try storeOptions.migrator()
+                let migrator = try migrator()
                 let reports = try migrator.plan()
                 try finish(reports, store: migrator.store.uri, json: output.json) {
                     say("Plan for \(migrator.store.uri) (nothing is written)")

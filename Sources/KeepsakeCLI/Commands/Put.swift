@@ -3,9 +3,9 @@ import Foundation
 import Keepsake
 
 extension Migrate {
-    struct Put: ParsableCommand {
+    struct Put: StoreCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) {
+            cachedConfiguration {
                 CommandConfiguration(
                     abstract: "Store standard input under a key, exactly as given (to seed or restore records).",
                     usage: "\(CLI.name) put <key> --store <uri> [--string | --from-backup <path>]",
@@ -21,7 +21,8 @@ extension Migrate {
             }
         }
 
-        @OptionGroup var storeOptions: StoreAccessOptions
+        @OptionGroup var store: StoreLocationOptions<TheStore>
+        @OptionGroup var keyring: KeyringTimeoutOptions
         @OptionGroup var output: OutputOptions
 
         @Argument(help: "The record's key.", completion: Completions.key)
@@ -46,7 +47,7 @@ extension Migrate {
             try guarded {
                 // A backup is read before the store is opened: one that does not hold the key writes nothing.
                 let original = try fromBackup.map { path in try BackupDirectory.original(forKey: key, at: path) }
-                let store = try storeOptions.openStore()
+                let store = try openStore()
                 var bytes = original?.bytes ?? FileHandle.standardInput.readDataToEndOfFile()
                 if original != nil {
                     // Stored exactly as backed up.

@@ -4,63 +4,48 @@ import Keepsake
 import KeepsakeSodium
 
 extension Migrate {
-    struct Rekey: ParsableCommand {
+    struct Rekey: OutputCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) {
+            cachedConfiguration {
                 CommandConfiguration(
                     abstract: "Change the master key (or passphrase) of an encrypted file: store.",
-                    usage: "\(CLI.name) rekey --store file:<dir> <key option> <new key option>",
+                    usage: "\(CLI.name) rekey --store <uri> --master-key <old> --new-master-key <new>",
                     discussion: """
                         Only the store's header is rewritten, in one atomic replace: if interrupted, the store opens with the old key or the new one, and every record is intact.
 
                         Examples:
-                          \(CLI.name) rekey --store file:DIR --key-file OLD.key --new-key-file NEW.key
-                          \(CLI.name) rekey --store file:DIR --passphrase-env OLD_PW \\
-                            --new-passphrase-env NEW_PW
-                          \(CLI.name) rekey --store file:DIR --key-file OLD.key --new-keyring-key
-                          \(CLI.name) rekey --store file:DIR --keyring-key --new-key-file NEW.key
+                          \(CLI.name) rekey --store file:DIR --master-key file:OLD.key \\
+                            --new-master-key file:NEW.key
+                          \(CLI.name) rekey --store file:DIR --master-key passphrase-env:OLD_PW \\
+                            --new-master-key passphrase-env:NEW_PW
+                          \(CLI.name) rekey --store file:DIR --master-key file:OLD.key \\
+                            --new-master-key keyring
+                          \(CLI.name) rekey --store file:DIR --master-key keyring \\
+                            --new-master-key file:NEW.key
                         Rekeying away from the keyring leaves the keyring's item as it is.
                         """)
             }
         }
 
-        @OptionGroup var storeOptions: FileStoreOptions
+        @OptionGroup var storeOptions: StoreLocationOptions<TheStore>
         @OptionGroup var output: OutputOptions
 
-        @Option(name: .long, help: ArgumentHelp("The new key file (created 0600 if absent).", valueName: "path"))
-        var newKeyFile: String?
-
-        @Option(name: .long, help: ArgumentHelp("A file holding the new passphrase.", valueName: "path"))
-        var newPassphraseFile: String?
-
-        @Option(
-            name: .long, help: ArgumentHelp("An environment variable holding the new passphrase.", valueName: "var"))
-        var newPassphraseEnv: String?
-
-        @Flag(name: .long, help: "Ask for the new passphrase on the terminal, without echo.")
-        var askNewPassphrase = false
-
-        @Flag(
-            name: .long,
-            help: "Keep the new master key in the keyring (a new random key, unless it holds one for this store).")
-        var newKeyringKey = false
+        @OptionGroup(title: "New master key")
+        var newKey: KeyOptions<NewKey>
 
         func validate() throws {
-            guard StoreLocator.takesMasterKey(try storeOptions.parsedURI()) else {
-                throw ValidationError("rekey works on \(StoreLocator.masterKeyStores) stores")
+            guard storeOptions.store.takesMasterKey else {
+                throw ValidationError("rekey works on \(StoreArgument.masterKeyStores) stores")
             }
         }
 
         func run() throws {
             try guarded {
-                let store = try storeOptions.openStore()
+                let store = try storeOptions.open(keyringTimeout: nil)
                 guard let fileStore = store as? any MasterKeyedStore else {
-                    throw ValidationError("rekey works on \(StoreLocator.masterKeyStores) stores")
+                    throw ValidationError("rekey works on \(StoreArgument.masterKeyStores) stores")
                 }
-                let newSource = try KeySourceOptions.source(
-                    keyFile: newKeyFile, passphraseFile: newPassphraseFile, passphraseEnv: newPassphraseEnv,
-                    ask: askNewPassphrase, keyring: newKeyringKey, prefix: "new-", askOption: "ask-new-passphrase",
-                    store: fileStore.uri)
+                let newSource = try newKey.source(for: fileStore.uri)
                 try fileStore.changeMasterKey(to: newSource)
                 let generation = try fileStore.keyGeneration()
                 if output.json {

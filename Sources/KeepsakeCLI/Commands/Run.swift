@@ -3,9 +3,9 @@ import Foundation
 import Keepsake
 
 extension Migrate {
-    struct Run: ParsableCommand {
+    struct Run: MigratorCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) {
+            cachedConfiguration {
                 CommandConfiguration(
                     abstract: "Migrate every outdated record to its latest version and write it back.",
                     usage: "\(CLI.name) run --store <uri> [--dry-run] [--backup] [<options>]",
@@ -21,7 +21,10 @@ extension Migrate {
             }
         }
 
-        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var store: StoreLocationOptions<TheStore>
+        @OptionGroup var keyring: KeyringTimeoutOptions
+        @OptionGroup var models: ModelMappingOptions
+        @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
 
         @Flag(name: .long, help: "Show what would be migrated; write nothing.")
@@ -46,7 +49,7 @@ extension Migrate {
         }
 
         private func perform() throws {
-            let migrator = try storeOptions.migrator()
+            let migrator = try migrator()
             if dryRun {
                 let reports = try migrator.plan()
                 try finish(

@@ -3,16 +3,19 @@ import Foundation
 import Keepsake
 
 extension Migrate {
-    struct Show: ParsableCommand {
+    struct Show: MigratorCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) {
+            cachedConfiguration {
                 CommandConfiguration(
                     abstract: "Print a record migrated in memory to its latest version; nothing is written.",
                     usage: "\(CLI.name) show <key> --store <uri> [<options>]")
             }
         }
 
-        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var store: StoreLocationOptions<TheStore>
+        @OptionGroup var keyring: KeyringTimeoutOptions
+        @OptionGroup var models: ModelMappingOptions
+        @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
 
         @Argument(help: "The record's key.", completion: Completions.key)
@@ -20,7 +23,7 @@ extension Migrate {
 
         func run() throws {
             try guarded {
-                let migrator = try storeOptions.migrator()
+                let migrator = try migrator()
                 guard let (report, latest) = try migrator.preview(key: key) else {
                     throw KeepsakeError(.notFound, store: migrator.store.uri, key: key, "no record under this key")
                 }

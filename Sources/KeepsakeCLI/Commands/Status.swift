@@ -2,9 +2,9 @@ import ArgumentParser
 import Keepsake
 
 extension Migrate {
-    struct Status: ParsableCommand {
+    struct Status: MigratorCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) {
+            cachedConfiguration {
                 CommandConfiguration(
                     abstract: "Show each key of the store with its model, stored and latest version, and state.",
                     usage: "\(CLI.name) status --store <uri> [<options>]",
@@ -16,12 +16,15 @@ extension Migrate {
             }
         }
 
-        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var store: StoreLocationOptions<TheStore>
+        @OptionGroup var keyring: KeyringTimeoutOptions
+        @OptionGroup var models: ModelMappingOptions
+        @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
 
         func run() throws {
             try guarded {
-                let migrator = try storeOptions.migrator()
+                let migrator = try migrator()
                 let reports = try migrator.plan()
                 try finish(reports, store: migrator.store.uri, json: output.json) {
                     say("Store \(migrator.store.uri)")

@@ -6,7 +6,7 @@ import KeepsakeTrial
 extension Migrate {
     struct Trial: ParsableCommand {
         static var configuration: CommandConfiguration {
-            ConfigurationCache.configuration(of: Self.self) {
+            cachedConfiguration {
                 CommandConfiguration(
                     abstract: "Report or start the trial period kept in a store.",
                     discussion: """
@@ -68,17 +68,17 @@ struct TrialOptions: ParsableArguments {
     /// Runs `body` on the guard; a store that cannot be opened (locked, unavailable, a wrong
     /// key) is the trial's `unknown` state, with the cause.
     func evaluate(
-        _ storeOptions: StoreAccessOptions, _ device: DeviceOptions, _ body: (TrialGuard) -> TrialStatus
+        _ command: some StoreCommand, _ device: DeviceOptions, _ body: (TrialGuard) -> TrialStatus
     ) throws -> TrialStatus {
         do {
-            return body(try makeGuard(storeOptions, device))
+            return body(try makeGuard(command, device))
         } catch let error as KeepsakeError {
             return .unknown(error)
         }
     }
 
-    func makeGuard(_ storeOptions: StoreAccessOptions, _ device: DeviceOptions) throws -> TrialGuard {
-        let store = try storeOptions.openStore()
+    func makeGuard(_ command: some StoreCommand, _ device: DeviceOptions) throws -> TrialGuard {
+        let store = try command.openStore()
         let context = device.context()
         let fixed = try now.map(parsedNow)
         return TrialGuard(
@@ -130,39 +130,41 @@ func report(_ status: TrialStatus, json: Bool) throws {
     if code != .success { throw code }
 }
 
-struct TrialStatusCommand: ParsableCommand {
+struct TrialStatusCommand: StoreCommand {
     static var configuration: CommandConfiguration {
-        ConfigurationCache.configuration(of: Self.self) {
+        cachedConfiguration {
             CommandConfiguration(
                 commandName: "status", abstract: "Report the trial's state; never starts it.",
                 usage: "\(CLI.name) trial status --store <uri> [<options>]")
         }
     }
-    @OptionGroup var storeOptions: StoreAccessOptions
+    @OptionGroup var store: StoreLocationOptions<TheStore>
+    @OptionGroup var keyring: KeyringTimeoutOptions
     @OptionGroup var device: DeviceOptions
     @OptionGroup var trial: TrialOptions
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        try guarded { try report(trial.evaluate(storeOptions, device) { $0.status() }, json: output.json) }
+        try guarded { try report(trial.evaluate(self, device) { $0.status() }, json: output.json) }
     }
 }
 
-struct TrialStartCommand: ParsableCommand {
+struct TrialStartCommand: StoreCommand {
     static var configuration: CommandConfiguration {
-        ConfigurationCache.configuration(of: Self.self) {
+        cachedConfiguration {
             CommandConfiguration(
                 commandName: "start",
                 abstract: "Start the trial if, and only if, no trial record exists; report its state.",
                 usage: "\(CLI.name) trial start --store <uri> [<options>]")
         }
     }
-    @OptionGroup var storeOptions: StoreAccessOptions
+    @OptionGroup var store: StoreLocationOptions<TheStore>
+    @OptionGroup var keyring: KeyringTimeoutOptions
     @OptionGroup var device: DeviceOptions
     @OptionGroup var trial: TrialOptions
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        try guarded { try report(trial.evaluate(storeOptions, device) { $0.start() }, json: output.json) }
+        try guarded { try report(trial.evaluate(self, device) { $0.start() }, json: output.json) }
     }
 }

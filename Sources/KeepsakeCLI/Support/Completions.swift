@@ -7,8 +7,8 @@ import Keepsake
 /// keys of a `defaults:` suite named by `--store` (read from the file, never from an encrypted
 /// store or the keyring, which could prompt).
 enum Completions {
-    /// The schemes `--store` takes.
-    static let schemes = ["defaults:", "file:", "keyring:"]
+    /// The schemes `--store` takes: those of the command's backends whose stores persist.
+    static var schemes: [String] { CLI.backends.all.filter(\.persists).map { "\($0.scheme):" } }
 
     static var store: CompletionKind {
         .custom { _, _, prefix in storeCandidates(prefix) }
@@ -22,14 +22,14 @@ enum Completions {
         .custom { words, _, prefix in keyCandidates(words: words, prefix: prefix) }
     }
 
-    /// `defaults:`, `file:`, `keyring:`; after a path scheme, the entries of the directory typed
+    /// The schemes (`defaults:`, `file:`, `keyring:`); after the scheme of a path, the entries of the directory typed
     /// so far (directories with a trailing `/`).
     static func storeCandidates(_ prefix: String) -> [String] {
         guard let colon = prefix.firstIndex(of: ":") else {
             return schemes.filter { $0.hasPrefix(prefix) }
         }
         let scheme = String(prefix[...colon])
-        guard scheme == "defaults:" || scheme == "file:" else { return [] }
+        guard CLI.backends.all.contains(where: { "\($0.scheme):" == scheme && $0.locationIsPath }) else { return [] }
         let typed = String(prefix[prefix.index(after: colon)...])
         var expanded = typed
         let home = ProcessInfo.processInfo.environment["HOME"] ?? ""

@@ -3,8 +3,14 @@ import Keepsake
 import KeepsakeStores
 import Synchronization
 
-/// What this process's command knows: its name, version and model chains, set by
-/// ``MigrateCommand/main(chains:commandName:version:arguments:)`` before parsing.
+/// What one run of the command knows: its name, version, model chains, app id and store
+/// backends, and — once the command line is parsed — how it prints.
+///
+/// ``MigrateCommand/main(chains:commandName:version:appID:backends:arguments:bootstrapsLogging:)``
+/// binds it with ``current`` around parsing and running. ArgumentParser reads a command's
+/// `configuration` (its name, its help) statically, with no way to pass a value in: a task-local
+/// value reaches it there while staying scoped to the run, where a process-wide variable would
+/// be global mutable state.
 struct CLIConfiguration: Sendable {
     let chains: [AnyModelChain]
     let commandName: String
@@ -13,23 +19,25 @@ struct CLIConfiguration: Sendable {
     let appID: String
     /// The store kinds `--store`, `--from` and `--to` name: the standard ones and the app's own.
     let backends: StoreBackends
-    /// The `--model KEY=NAME` values, taken out of the arguments before parsing.
-    var modelOptions: [String] = []
+    /// What `copy` calls after each step of its transfer (tests only; see ``TestHooks``).
+    let copyCheckpoint: (@Sendable (StoreTransfer.Step) -> Void)?
+    /// Each command's `CommandConfiguration`, built once per run (see ``commandConfiguration(of:_:)``).
+    private let commandConfigurations = CommandConfigurations()
     /// Whether `--json` was given: failures are then also printed as one JSON object on
-    /// standard output, even those found before the command is parsed.
+    /// standard output.
     var json = false
     /// Whether `--quiet` was given: no progress, hints or warnings on standard error.
     var quiet = false
-    /// The `--store` argument as given, for failures that happen before it is parsed.
+    /// The store argument as given (`--store`, else `--from`), for failures that name no store.
     var storeArgument: String?
 
     /// A checked configuration.
     ///
     /// - Throws: `.invalidArgument` when `commandName` is empty or two chains share a name
-    ///   (the ``Migrator`` cannot tell their records apart).
+    ///   (the ``Migrator`` cannot tell their records apart), or a backend's scheme is taken.
     init(
         chains: [AnyModelChain], commandName: String, version: String?, appID: String,
-        backends: [any StoreBackend] = []
+        backends: [any StoreBackend] = [], copyCheckpoint: (@Sendable (StoreTransfer.Step) -> Void)? = nil
     ) throws(KeepsakeError) {
         guard !commandName.isEmpty, !commandName.contains(where: \.isWhitespace) else {
             throw KeepsakeError(
@@ -50,31 +58,54 @@ struct CLIConfiguration: Sendable {
         self.version = version
         self.appID = appID
         self.backends = try StoreBackends.standard.adding(contentsOf: backends)
+        self.copyCheckpoint = copyCheckpoint
     }
 
-    /// What the commands see if nothing was configured: the name `migrate` and no chains.
+    /// What the commands see when nothing is bound: the name `migrate`, no chains, the
+    /// standard backends.
     private init() {
         chains = []
         commandName = "migrate"
         version = nil
         appID = "org.keepsake.migrate"
         backends = .standard
+        copyCheckpoint = nil
     }
 
-    /// The process-wide configuration. ArgumentParser reads a command's `configuration` as a
-    /// static property, with no way to pass a value in, so the chains and the name must be
-    /// reachable statically. It is written once, before parsing, and only read afterwards; a
-    /// `Mutex` rather than `nonisolated(unsafe)` lets the compiler check that instead of
-    /// taking it on trust, at the cost of an uncontended lock per read.
-    private static let storage = Mutex(CLIConfiguration())
+    /// The configuration of the run on this task; the stock `migrate` with no chains outside one.
+    @TaskLocal static var current = CLIConfiguration()
 
-    static var current: CLIConfiguration {
-        get { storage.withLock { $0 } }
-        set { storage.withLock { $0 = newValue } }
+    /// The configuration of the command `type`, built by `build` the first time this run asks.
+    /// ArgumentParser reads a command's `configuration` many times while parsing; ours are
+    /// computed (they name the configured command), and building them anew each time made every
+    /// run several times slower.
+    func commandConfiguration(
+        of type: any ParsableCommand.Type, _ build: () -> CommandConfiguration
+    ) -> CommandConfiguration {
+        commandConfigurations.value(for: type, build)
     }
 }
 
-/// Shorthands for the configured values, for help texts and messages.
+/// The command configurations one run has built, by command type.
+private final class CommandConfigurations: Sendable {
+    private let storage = Mutex<[ObjectIdentifier: CommandConfiguration]>([:])
+
+    func value(for type: any ParsableCommand.Type, _ build: () -> CommandConfiguration) -> CommandConfiguration {
+        if let cached = storage.withLock({ $0[ObjectIdentifier(type)] }) { return cached }
+        let built = build()
+        storage.withLock { $0[ObjectIdentifier(type)] = built }
+        return built
+    }
+}
+
+extension ParsableCommand {
+    /// This command's configuration, built by `build` once per run.
+    static func cachedConfiguration(_ build: () -> CommandConfiguration) -> CommandConfiguration {
+        CLIConfiguration.current.commandConfiguration(of: Self.self, build)
+    }
+}
+
+/// Shorthands for the values of the run, for help texts and messages.
 enum CLI {
     /// The command's name: `migrate`, or the app's.
     static var name: String { CLIConfiguration.current.commandName }
@@ -84,57 +115,8 @@ enum CLI {
     static var appID: String { CLIConfiguration.current.appID }
     /// The store kinds this command knows.
     static var backends: StoreBackends { CLIConfiguration.current.backends }
-    /// The `--model KEY=NAME` values given on the command line.
-    static var modelOptions: [String] { CLIConfiguration.current.modelOptions }
     /// Whether output is JSON (`--json`).
     static var json: Bool { CLIConfiguration.current.json }
     /// Whether `--quiet` was given.
     static var quiet: Bool { CLIConfiguration.current.quiet }
-}
-
-/// `--model KEY=NAME` and `--model=KEY=NAME`, taken out of a command line in one pass.
-enum ModelOptions {
-    /// The values of every `--model` before a `--`, and the other arguments in their order. A
-    /// `--model` with no value after it is left in place, for the parser to report.
-    static func extract(from arguments: [String]) -> (models: [String], rest: [String]) {
-        var models: [String] = []
-        var rest: [String] = []
-        rest.reserveCapacity(arguments.count)
-        var index = arguments.startIndex
-        while index < arguments.endIndex {
-            let argument = arguments[index]
-            if argument == "--" {
-                rest += arguments[index...]
-                break
-            }
-            if argument == "--model", arguments.index(after: index) < arguments.endIndex {
-                models.append(arguments[arguments.index(after: index)])
-                index = arguments.index(index, offsetBy: 2)
-                continue
-            }
-            if argument.hasPrefix("--model=") {
-                models.append(String(argument.dropFirst("--model=".count)))
-            } else {
-                rest.append(argument)
-            }
-            index = arguments.index(after: index)
-        }
-        return (models, rest)
-    }
-}
-
-/// Each command's `CommandConfiguration`, built once. ArgumentParser reads a command's
-/// `configuration` many times while parsing; ours are computed (they name the configured
-/// command), and building them anew each time made every run several times slower.
-enum ConfigurationCache {
-    private static let storage = Mutex<[ObjectIdentifier: CommandConfiguration]>([:])
-
-    static func configuration(
-        of type: Any.Type, _ build: () -> CommandConfiguration
-    ) -> CommandConfiguration {
-        if let cached = storage.withLock({ $0[ObjectIdentifier(type)] }) { return cached }
-        let built = build()
-        storage.withLock { $0[ObjectIdentifier(type)] = built }
-        return built
-    }
 }

@@ -57,8 +57,12 @@ enum Exit {
         ]
     }
 
+    /// The width help texts are wrapped to: narrower than a terminal's 80 columns, so that the
+    /// man page made from them keeps their lines too.
+    static let helpWidth = 72
+
     /// ``documented`` as a help section: `  65  text`, wrapped to `width` columns under the text.
-    static func helpText(width: Int = 80) -> String {
+    static func helpText(width: Int = helpWidth) -> String {
         documented.map { code, meaning in
             let number = String(code).padding(toLength: 4, withPad: " ", startingAt: 0)
             return wrap(meaning, width: width - 6).enumerated().map { index, line in

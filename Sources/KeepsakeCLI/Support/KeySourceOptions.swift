@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Keepsake
+import KeepsakeKeyring
 import KeepsakeSodium
 import KeepsakeStores
 
@@ -8,71 +9,171 @@ import KeepsakeStores
 import Glibc
 #endif
 
-/// Where a `file:` store's master key comes from: a key file, a passphrase from a file, an
-/// environment variable or a prompt, or the keyring.
-struct KeySourceOptions: ParsableArguments {
+/// Which store a store or key option is about, and so how the option is spelled: `--store` and
+/// `--master-key` for the one store of a command, `--from`/`--from-master-key` and `--to`/`--to-master-key` for
+/// `copy`'s two, `--new-master-key` for `rekey`'s new master key.
+protocol StoreRole {
+    /// The store option's name: `store`, `from`, `to`.
+    static var storeOption: String { get }
+    /// What goes before `key` (and the older spellings' names): ``, `from-`, `to-`, `new-`.
+    static var keyPrefix: String { get }
+    /// The older spelling of `--PREFIXmaster-key ask`: `ask-passphrase`, `ask-new-passphrase`.
+    static var askFlag: String { get }
+    /// The store in help texts and messages: `the store`, `the source`.
+    static var noun: String { get }
+}
+
+/// The one store a command works on: `--store URI --master-key SOURCE`.
+enum TheStore: StoreRole {
+    static let storeOption = "store"
+    static let keyPrefix = ""
+    static let askFlag = "ask-passphrase"
+    static let noun = "the store"
+}
+
+/// `copy`'s source: `--from URI --from-master-key SOURCE`.
+enum CopySource: StoreRole {
+    static let storeOption = "from"
+    static let keyPrefix = "from-"
+    static let askFlag = "ask-from-passphrase"
+    static let noun = "the source"
+}
+
+/// `copy`'s destination: `--to URI --to-master-key SOURCE`.
+enum CopyDestination: StoreRole {
+    static let storeOption = "to"
+    static let keyPrefix = "to-"
+    static let askFlag = "ask-to-passphrase"
+    static let noun = "the destination"
+}
+
+/// `rekey`'s new master key: `--new-master-key SOURCE`.
+enum NewKey: StoreRole {
+    static let storeOption = "store"
+    static let keyPrefix = "new-"
+    static let askFlag = "ask-new-passphrase"
+    static let noun = "the new key"
+}
+
+/// Where a master key comes from, as a key option names it: `file:PATH` (a 32-byte key file),
+/// `passphrase-file:PATH`, `passphrase-env:VAR`, `ask` (a prompt on the terminal) or `keyring`
+/// (the key kept in the desktop keyring for the store).
+enum KeySource: Equatable, Sendable {
+    case keyFile(String)
+    case passphraseFile(String)
+    case passphraseEnv(String)
+    case ask
+    case keyring
+
+    /// The forms, for help and messages.
+    static let forms = "file:PATH, passphrase-file:PATH, passphrase-env:VAR, ask or keyring"
+
+    /// Reads `file:PATH`, `passphrase-file:PATH`, `passphrase-env:VAR`, `ask` or `keyring`.
+    ///
+    /// - Throws: A usage error naming the forms when `text` is none of them.
+    init(parsing text: String) throws(ValidationError) {
+        if text == "ask" {
+            self = .ask
+            return
+        }
+        if text == "keyring" {
+            self = .keyring
+            return
+        }
+        guard let colon = text.firstIndex(of: ":"), text.index(after: colon) < text.endIndex else {
+            throw usageError("a key source is \(Self.forms)")
+        }
+        let value = String(text[text.index(after: colon)...])
+        switch text[..<colon] {
+        case "file": self = .keyFile(value)
+        case "passphrase-file": self = .passphraseFile(value)
+        case "passphrase-env": self = .passphraseEnv(value)
+        default: throw usageError("a key source is \(Self.forms)")
+        }
+    }
+}
+
+/// A master key option — `--master-key SOURCE`, `--from-master-key`, `--to-master-key` or `--new-master-key` after `Role` —
+/// and its older spellings (`--key-file PATH`, `--passphrase-file PATH`, `--passphrase-env VAR`,
+/// `--ask-passphrase`, `--keyring-key`, each with the role's prefix), kept working but out of
+/// the help. The one definition of a key option every command uses.
+struct KeyOptions<Role: StoreRole>: ParsableArguments {
     @Option(
-        name: .long, help: ArgumentHelp("A 32-byte key file (created 0600 by `\(CLI.name) init`).", valueName: "path"))
+        name: .customLong(Role.keyPrefix + "master-key"),
+        help: ArgumentHelp(
+            "The master key of \(Role.noun), for a store that takes one: \(KeySource.forms).",
+            valueName: "source"),
+        transform: { text in try KeySource(parsing: text) })
+    var key: KeySource?
+
+    @Option(name: .customLong(Role.keyPrefix + "key-file"), help: .hidden)
     var keyFile: String?
 
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "A file holding the passphrase (one trailing newline is ignored).",
-            valueName: "path"))
+    @Option(name: .customLong(Role.keyPrefix + "passphrase-file"), help: .hidden)
     var passphraseFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("An environment variable holding the passphrase.", valueName: "var"))
+    @Option(name: .customLong(Role.keyPrefix + "passphrase-env"), help: .hidden)
     var passphraseEnv: String?
 
-    @Flag(name: .long, help: "Ask for the passphrase on the terminal, without echo.")
+    @Flag(name: .customLong(Role.askFlag), help: .hidden)
     var askPassphrase = false
 
-    @Flag(name: .long, help: "Use the master key kept in the keyring for this store (made by `init --keyring-key`).")
+    @Flag(name: .customLong(Role.keyPrefix + "keyring-key"), help: .hidden)
     var keyringKey = false
 
-    var given: Bool { keyFile != nil || passphraseFile != nil || passphraseEnv != nil || askPassphrase || keyringKey }
-
-    /// The one master key source given.
-    func source(for store: String, keyringTimeout: Duration = .seconds(5)) throws -> MasterKeySource {
-        try KeySourceOptions.source(
-            keyFile: keyFile, passphraseFile: passphraseFile, passphraseEnv: passphraseEnv,
-            ask: askPassphrase, keyring: keyringKey, prefix: "", askOption: "ask-passphrase",
-            store: store, keyringTimeout: keyringTimeout)
+    /// Every source given, in either spelling.
+    var given: [KeySource] {
+        var sources: [KeySource] = []
+        if let key { sources.append(key) }
+        if let keyFile { sources.append(.keyFile(keyFile)) }
+        if let passphraseFile { sources.append(.passphraseFile(passphraseFile)) }
+        if let passphraseEnv { sources.append(.passphraseEnv(passphraseEnv)) }
+        if askPassphrase { sources.append(.ask) }
+        if keyringKey { sources.append(.keyring) }
+        return sources
     }
 
-    /// The one source given by the options named `--PREFIXkey-file`, `--PREFIXpassphrase-file`,
-    /// `--PREFIXpassphrase-env`, `--PREFIXkeyring-key` and `--ASKOPTION`.
-    static func source(
-        keyFile: String?, passphraseFile: String?, passphraseEnv: String?, ask: Bool, keyring: Bool = false,
-        prefix: String, askOption: String?, store: String, keyringTimeout: Duration = .seconds(5)
-    ) throws -> MasterKeySource {
-        let count = [keyFile != nil, passphraseFile != nil, passphraseEnv != nil, ask, keyring].filter { $0 }.count
-        guard count == 1 else {
-            let names =
-                "--\(prefix)key-file PATH, --\(prefix)passphrase-file PATH, --\(prefix)passphrase-env VAR"
-                + (askOption.map { ", --\(prefix)keyring-key or --\($0)" } ?? " or --\(prefix)keyring-key")
-            throw usageError(
-                count == 0
-                    ? "\(store) needs its master key: give one of \(names)"
-                    : "give only one of \(names)")
+    /// `--master-key`, `--from-master-key`: the option's name in messages.
+    static var optionName: String { "--\(Role.keyPrefix)master-key" }
+
+    func validate() throws {
+        if given.count > 1 {
+            throw usageError("give only one \(Self.optionName) (\(KeySource.forms))")
         }
-        if keyring { return .keyring(timeout: keyringTimeout) }
-        if let keyFile { return .keyFile(path: keyFile) }
-        if let passphraseFile {
-            let read = try readPassphraseFile(passphraseFile)
-            return .passphrase(read, origin: "file \(passphraseFile)")
+    }
+
+    /// The master key `store` is opened with: the one source given, read.
+    ///
+    /// - Throws: A usage error when no source is given, or it cannot be read (a passphrase file
+    ///   that is missing, empty or too long, an environment variable that is not set).
+    func source(for store: String, keyringTimeout: Duration = KeyringStore.defaultTimeout) throws -> MasterKeySource {
+        guard let source = given.first else {
+            throw usageError("\(store) needs its master key: give \(Self.optionName) \(KeySource.forms)")
         }
-        if let passphraseEnv {
-            guard let value = ProcessInfo.processInfo.environment[passphraseEnv], !value.isEmpty else {
-                throw usageError("the environment variable \(passphraseEnv) is not set or empty")
+        switch source {
+        case .keyring:
+            return .keyring(timeout: keyringTimeout)
+        case let .keyFile(path):
+            return .keyFile(path: path)
+        case let .passphraseFile(path):
+            return .passphrase(try PassphraseReader.readPassphraseFile(path), origin: "file \(path)")
+        case let .passphraseEnv(name):
+            guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
+                throw usageError("the environment variable \(name) is not set or empty")
             }
-            return .passphrase(SecureBytes(copying: Array(value.utf8)), origin: "environment variable \(passphraseEnv)")
+            return .passphrase(SecureBytes(copying: Array(value.utf8)), origin: "environment variable \(name)")
+        case .ask:
+            let prompt =
+                Role.keyPrefix.isEmpty
+                ? "Passphrase: " : Role.self == NewKey.self ? "New passphrase: " : "Passphrase of \(Role.noun): "
+            return .passphrase(
+                try PassphraseReader.promptWithoutEcho(prompt, option: Self.optionName), origin: "prompt")
         }
-        return .passphrase(
-            try promptWithoutEcho(prefix.isEmpty ? "Passphrase: " : "New passphrase: "), origin: "prompt")
     }
+}
 
+/// Passphrases read from a file or typed at the terminal, straight into secure memory.
+enum PassphraseReader {
     /// The longest passphrase file read, in bytes.
     static let maxPassphraseBytes = 4096
 
@@ -84,7 +185,7 @@ struct KeySourceOptions: ParsableArguments {
     /// The passphrase in the file at `path`, without one trailing newline, read straight into
     /// secure memory. Only a regular file is read (a symbolic link to one is followed): a FIFO,
     /// socket or device is refused at once rather than waited on.
-    private static func readPassphraseFile(_ path: String) throws -> SecureBytes {
+    static func readPassphraseFile(_ path: String) throws -> SecureBytes {
         let fd: Int32
         do throws(SystemFailure) {
             fd = try Syscall.openRegularFile(path, followSymlinks: true).fd
@@ -114,11 +215,12 @@ struct KeySourceOptions: ParsableArguments {
         return buffer.withUnsafeBytes { SecureBytes(copying: $0[0..<length]) }
     }
 
-    /// Reads one line from the terminal with echo off.
-    private static func promptWithoutEcho(_ prompt: String) throws -> SecureBytes {
+    /// Reads one line from the terminal with echo off; `option` (`--master-key`) is named when it cannot.
+    static func promptWithoutEcho(_ prompt: String, option: String) throws -> SecureBytes {
         let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard fd >= 0 else {
-            throw ValidationError("--ask-passphrase needs a terminal; use --passphrase-file or --passphrase-env")
+            throw ValidationError(
+                "\(option) ask needs a terminal; use \(option) passphrase-file:PATH or passphrase-env:VAR")
         }
         defer { close(fd) }
         var saved = termios()
@@ -154,7 +256,7 @@ struct KeySourceOptions: ParsableArguments {
             throw usageError(
                 """
                 the passphrase typed is \(tooLong ? "longer than \(maxPassphraseBytes)" : "\(length)") bytes; a \
-                terminal cuts lines longer than \(maxTypedPassphraseBytes) bytes, so use --passphrase-file
+                terminal cuts lines longer than \(maxTypedPassphraseBytes) bytes, so use \(option) passphrase-file:PATH
                 """)
         }
         guard length > 0 else { throw ValidationError("no passphrase was entered") }
