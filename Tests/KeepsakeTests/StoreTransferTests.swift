@@ -169,6 +169,26 @@ struct StoreTransferTests {
         #expect(try suite.keys() == ["theme"])
     }
 
+    @Test("a record that cannot be migrated does not stop the others: reported failed, left in the source")
+    func badRecordSkipped() throws {
+        let bad = bytes(#"{"schema":"Person","version":1,"data":{"x":1}}"#)
+        for move in [false, true] {
+            let source = InMemoryStore(name: "s", contents: ["person": person, "other": bad, "theme": bytes("1")])
+            let destination = InMemoryStore(name: "d")
+            let plan = try transfer(source, destination).plan(.all, options: .init(move: move, migrate: true))
+            #expect(plan.outcome == .planned)
+            #expect(plan.records.map(\.state) == [.failed, .planned, .planned])
+            let report = try transfer(source, destination).run(.all, options: .init(move: move, migrate: true))
+            #expect(report.outcome == .partial && !report.succeeded)
+            #expect(report.records.map(\.key) == ["other", "person", "theme"])
+            #expect(report.records.map(\.state) == [.failed, move ? .moved : .copied, move ? .moved : .copied])
+            #expect(report.records[0].error?.key == "other")
+            #expect(try contents(destination) == ["person": personV3, "theme": bytes("1")])
+            #expect(try source.data(forKey: "other") == bad, "the bad record stays in the source as it was")
+            #expect(try source.keys() == (move ? ["other"] : ["other", "person", "theme"]))
+        }
+    }
+
     @Test("a newer record in the destination is never replaced by an older one, not even with overwrite")
     func newerDestinationKept() throws {
         let suite = try legacySuite()
@@ -227,17 +247,20 @@ struct StoreTransferTests {
         #expect(try source.keys() == ["person", "raw"])
     }
 
-    @Test("an unreadable record blocks a migrating transfer; without migrating it is copied as its bytes")
+    @Test(
+        "an unreadable record does not stop a migrating transfer, and stays; without migrating it is copied as its bytes"
+    )
     func unreadableRecord() throws {
         let future = bytes(#"{"schema":"Person","version":9,"data":{}}"#)
         let broken = bytes(#"{"name":1}"#)
         let source = InMemoryStore(name: "s", contents: ["person": broken, "future": future])
         let destination = InMemoryStore(name: "d")
         let migrating = try transfer(source, destination).run(.managed, options: .init(migrate: true))
-        #expect(migrating.outcome == .refused)
+        #expect(migrating.outcome == .partial)
         #expect(migrating.records.first { $0.key == "person" }?.state == .failed)
-        #expect(migrating.records.first { $0.key == "future" }?.state == .notCopied)
-        #expect(try destination.keys().isEmpty)
+        #expect(migrating.records.first { $0.key == "person" }?.error?.code == .unrecognisedRecord)
+        #expect(migrating.records.first { $0.key == "future" }?.state == .copied, "a newer record is copied as it is")
+        #expect(try contents(destination) == ["future": future])
         let verbatim = try transfer(source, destination).run(.managed)
         #expect(verbatim.outcome == .completed)
         #expect(try contents(destination) == ["person": broken, "future": future])

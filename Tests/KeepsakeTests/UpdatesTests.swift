@@ -41,6 +41,11 @@ private func collect<Latest>(
     return seen.withLock { $0 }
 }
 
+/// What a consumer task has seen, shared with the test.
+private final class Seen: Sendable {
+    let items = Mutex<[String]>([])
+}
+
 /// A short description of an update, for comparisons: `3`, `absent`, `unreadable:corruptRecord`.
 private func describe(_ update: RecordUpdate<CountV0>) -> String {
     switch update {
@@ -63,24 +68,32 @@ struct UpdatesTests {
     func sequence() async throws {
         for store in try stores() {
             let vault = Vault(store: store)
-            let watcher = Vault(store: store)
-            let expected = ["absent", "1", "2", "absent", "unreadable:corruptRecord", "3"]
-            let observed = Task {
-                await collect(watcher.updates(for: .count)) { $0.count == expected.count }.map(describe)
+            let seen = Seen()
+            let updates = Vault(store: store).updates(for: .count)
+            let consumer = Task {
+                for await update in updates { seen.items.withLock { $0.append(describe(update)) } }
             }
-            try await Task.sleep(for: .milliseconds(200))
+            defer { consumer.cancel() }
+            /// Waits (up to 10 s, however loaded the machine) until `expected` is what was seen.
+            func expect(_ expected: [String]) async {
+                let deadline = ContinuousClock.now + .seconds(10)
+                while ContinuousClock.now < deadline, seen.items.withLock({ $0 }) != expected {
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+                #expect(seen.items.withLock { $0 } == expected, "\(store.uri)")
+            }
+            await expect(["absent"])
             try await vault.save(CountV0(count: 1), for: .count)
-            try await Task.sleep(for: .milliseconds(100))
+            await expect(["absent", "1"])
             try await vault.save(CountV0(count: 1), for: .count)  // the same value: nothing new
-            try await Task.sleep(for: .milliseconds(100))
             try await vault.save(CountV0(count: 2), for: .count)
-            try await Task.sleep(for: .milliseconds(100))
+            await expect(["absent", "1", "2"])
             try await vault.remove(.count)
-            try await Task.sleep(for: .milliseconds(100))
+            await expect(["absent", "1", "2", "absent"])
             try store.setData(Data(#"{"count":"x"}"#.utf8), forKey: "count")
-            try await Task.sleep(for: .milliseconds(100))
+            await expect(["absent", "1", "2", "absent", "unreadable:corruptRecord"])
             try store.setData(Data(#"{"count":3}"#.utf8), forKey: "count")  // bare V0, read and migrated
-            #expect(await observed.value == expected, "\(store.uri)")
+            await expect(["absent", "1", "2", "absent", "unreadable:corruptRecord", "3"])
             // An observation never writes back: the bare record is as it was written.
             #expect(try store.data(forKey: "count") == Data(#"{"count":3}"#.utf8))
         }

@@ -137,7 +137,7 @@ public struct StoreTransfer: Sendable {
     public func plan(_ selection: Selection, options: Options = Options()) throws(KeepsakeError) -> TransferReport {
         let prepared = try prepare(selection, options: options)
         if let refused = refusal(prepared, options) { return refused }
-        return report(prepared, options, .planned) { _ in .planned }
+        return report(prepared, options, .planned) { prepared[$0].skipped ? .failed : .planned }
     }
 
     /// Copies (or, with ``Options/move``, moves) the selected records: see ``StoreTransfer``
@@ -184,7 +184,7 @@ public struct StoreTransfer: Sendable {
         checkpoint?(.prepared)
 
         // Step 2: write, each only over what was read from the destination in step 1.
-        let toWrite = prepared.indices.filter { !prepared[$0].alreadyPresent }
+        let toWrite = prepared.indices.filter { !prepared[$0].alreadyPresent && !prepared[$0].skipped }
         var written: [Int: Data?] = [:]  // record index → what the destination is believed to hold now
         var forced = Set<Int>()  // keys restored whatever they hold (their read-back differed)
         var failed = false
@@ -227,7 +227,7 @@ public struct StoreTransfer: Sendable {
         if !failed {
             checkpoint?(.written)
             let readBacks = read(prepared.map(\.key), from: destination)
-            for index in prepared.indices {
+            for index in prepared.indices where !prepared[index].skipped {
                 do throws(KeepsakeError) {
                     let readBack = try readBacks[index].get()
                     if readBack != prepared[index].bytes {
@@ -253,14 +253,23 @@ public struct StoreTransfer: Sendable {
         if failed { return revert(prepared, written, forced: forced, options) }
         checkpoint?(.verified)
 
-        guard options.move else { return report(prepared, options, .completed) { _ in .copied } }
+        let skipped = prepared.contains(where: \.skipped)
+        guard options.move else {
+            return report(prepared, options, skipped ? .partial : .completed) {
+                prepared[$0].skipped ? .failed : .copied
+            }
+        }
 
-        // Step 4: remove from the source, each only if it still holds what was copied.
-        let removes = prepared.map { StoreWrite(key: $0.key, value: nil, expectation: .unchanged($0.sourceBytes)) }
-        var states: [TransferRecord.State] = Array(repeating: .moved, count: prepared.count)
+        // Step 4: remove from the source, each only if it still holds what was copied. A
+        // skipped record stays in the source.
+        let moving = prepared.indices.filter { !prepared[$0].skipped }
+        let removes = moving.map {
+            StoreWrite(key: prepared[$0].key, value: nil, expectation: .unchanged(prepared[$0].sourceBytes))
+        }
+        var states: [TransferRecord.State] = prepared.map { $0.skipped ? .failed : .moved }
         do throws(KeepsakeError) {
-            let results = try source.commit(removes)
-            for (index, result) in results.enumerated() {
+            let results = try removes.isEmpty ? [] : source.commit(removes)
+            for (index, result) in zip(moving, results) {
                 switch result {
                 case .applied: continue
                 case .conflict:
@@ -272,7 +281,7 @@ public struct StoreTransfer: Sendable {
                 }
             }
         } catch {
-            for index in prepared.indices {
+            for index in moving {
                 states[index] = .inBoth
                 prepared[index].error = removalError(error, key: prepared[index].key)
             }
@@ -286,7 +295,7 @@ public struct StoreTransfer: Sendable {
         }
         let complete = !states.contains(.inBoth)
         if complete { checkpoint?(.removed) }
-        return report(prepared, options, complete ? .completed : .incomplete) { states[$0] }
+        return report(prepared, options, !complete ? .incomplete : skipped ? .partial : .completed) { states[$0] }
     }
 
     // MARK: Steps
@@ -303,6 +312,9 @@ public struct StoreTransfer: Sendable {
         var previous: Data?
         var alreadyPresent = false
         var error: KeepsakeError?
+        /// A record of the source that cannot be read (or, with `migrate`, migrated): reported
+        /// failed and left where it is, while the others are transferred.
+        var skipped = false
         /// What happened to the record beside the transfer (another writer removed it).
         var note: String?
         /// Refused because the destination holds another value.
@@ -363,7 +375,7 @@ public struct StoreTransfer: Sendable {
                     Prepared(
                         key: entry.key,
                         evaluation: TransferRecord(key: entry.key, schema: evaluation.report.schema, state: .failed),
-                        error: error.located(store: source.uri, key: nil)))
+                        error: error.located(store: source.uri, key: nil), skipped: true))
                 continue
             }
             let evaluation = migrator.evaluate(key: entry.key, bytes: bytes, encodeLatest: options.migrate)
@@ -387,12 +399,15 @@ public struct StoreTransfer: Sendable {
                         ?? KeepsakeError(
                             .migrationFailed, store: source.uri, key: entry.key,
                             "the record could not be migrated")
+                    item.skipped = true
                 }
             }
             prepared.append(item)
         }
         // The destination: can it hold each value, and what does it hold now?
-        let ready = prepared.indices.filter { prepared[$0].error == nil && prepared[$0].bytes != nil }
+        let ready = prepared.indices.filter {
+            prepared[$0].error == nil && !prepared[$0].skipped && prepared[$0].bytes != nil
+        }
         let held = read(ready.map { prepared[$0].key }, from: destination)
         for (index, current) in zip(ready, held) {
             let key = prepared[index].key
@@ -523,7 +538,7 @@ public struct StoreTransfer: Sendable {
 
     /// The report that stops a transfer after step 1, or `nil` when every record is ready.
     private func refusal(_ prepared: [Prepared], _ options: Options) -> TransferReport? {
-        guard prepared.contains(where: { $0.error != nil }) else { return nil }
+        guard prepared.contains(where: { $0.error != nil && !$0.skipped }) else { return nil }
         return report(prepared, options, .refused) { index in
             prepared[index].exists ? .exists : prepared[index].error != nil ? .failed : .notCopied
         }

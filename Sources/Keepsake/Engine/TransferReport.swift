@@ -7,8 +7,9 @@ public struct TransferReport: Sendable, Equatable {
         case planned
         /// Every record is in the destination, verified; for a move, removed from the source.
         case completed
-        /// Nothing was written: a record could not be read, prepared or held by the destination,
-        /// or its key already holds another value there. The records say which and why.
+        /// Nothing was written: a named key is not in the source, a value cannot be held by the
+        /// destination, or its key already holds another value there. The records say which and
+        /// why.
         case refused
         /// Records were written, then a write or a read-back failed: the destination was given
         /// back exactly what it held before, and the source was not touched.
@@ -17,6 +18,11 @@ public struct TransferReport: Sendable, Equatable {
         /// source, or written to the destination and not restored after a failure. No record is
         /// lost; the records say which are in both and why.
         case incomplete
+        /// Every record that could be read was transferred (verified; for a move, removed from
+        /// the source); the records of the source that could not be read — or, with `migrate`,
+        /// migrated — are ``TransferRecord/State/failed``, with their error, and stay in the
+        /// source as they were. One bad record does not stop the others.
+        case partial
     }
 
     /// The source store's URI.

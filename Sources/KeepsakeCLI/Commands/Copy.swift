@@ -124,6 +124,7 @@ extension Migrate {
             case .refused: say("Nothing was written.")
             case .reverted: say("The destination was restored to what it held before; the source was not touched.")
             case .incomplete: say("Records marked inBoth are in both stores; nothing was lost.")
+            case .partial: say("Records marked failed could not be read and were left in the source as they are.")
             }
         }
 
@@ -149,7 +150,11 @@ extension Migrate {
         /// The exit code of a finished copy (see the discussion above).
         static func exitCode(for report: TransferReport) -> ExitCode {
             switch report.outcome {
-            case .planned, .completed:
+            case .planned, .completed, .partial:
+                // A record of the source that could not be read stays there: its own code (65).
+                if let failed = report.records.first(where: { $0.state == .failed })?.error {
+                    return Exit.code(for: failed)
+                }
                 return .success
             case .incomplete:
                 return Exit.inBoth
