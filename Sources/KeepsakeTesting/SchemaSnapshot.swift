@@ -188,11 +188,12 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
     ///   been committed is not. Never edit a released version; add a new one. See ``SchemaSnapshot``.
     /// - Returns: Which versions were checked and which recorded.
     /// - Throws: ``SchemaSnapshotError`` naming the chain, each version and key that changed, or
-    ///   the missing file or versions `record` did not allow writing; or the error of reading or
-    ///   writing the file.
+    ///   the missing file or versions `record` did not allow writing;
+    ///   ``RecordMode/UnknownModeError`` when `KEEPSAKE_RECORD_SNAPSHOTS` names no mode; or the
+    ///   error of reading or writing the file.
     @discardableResult
     public static func check(_ chain: AnyModelChain, file: URL, record: RecordMode? = nil) throws -> Report {
-        let record = record ?? RecordMode.fromEnvironment()
+        let record = try record ?? RecordMode.fromEnvironment()
         let current = SchemaSnapshot(chain)
         var changes = ChainValidation.indistinguishableBareVersions(chain).map { first, second in
             SchemaSnapshotError.Change(
@@ -444,22 +445,30 @@ extension SchemaSnapshot {
         /// ``newVersions`` where `CI` is set to anything but `false` or `0`, else ``missing``.
         ///
         /// - Parameter environment: The environment to read; this process's by default.
-        /// - Important: A value of ``variable`` that names no mode traps: a misspelt mode must not
-        ///   quietly record or quietly not.
+        /// - Throws: ``UnknownModeError`` when ``variable`` names no mode: a misspelt mode must
+        ///   not quietly record, or quietly not.
         public static func fromEnvironment(
             _ environment: [String: String] = ProcessInfo.processInfo.environment
-        ) -> RecordMode {
+        ) throws(UnknownModeError) -> RecordMode {
             if let value = environment[variable]?.lowercased(), !value.isEmpty {
                 if value == "1" || value == "true" { return .missing }
-                guard let mode = RecordMode(rawValue: value) else {
-                    preconditionFailure(
-                        "\(variable)=\(value) names no record mode; use one of "
-                            + allCases.map(\.rawValue).joined(separator: ", "))
-                }
+                guard let mode = RecordMode(rawValue: value) else { throw UnknownModeError(value: value) }
                 return mode
             }
             if let ci = environment["CI"]?.lowercased(), !ci.isEmpty, ci != "false", ci != "0" { return .newVersions }
             return .missing
+        }
+
+        /// ``variable`` set to a value that names no mode.
+        public struct UnknownModeError: Error, Equatable, CustomStringConvertible {
+            /// The value as set.
+            public let value: String
+            /// The error for `value`.
+            public init(value: String) { self.value = value }
+            public var description: String {
+                "\(RecordMode.variable)=\(value) names no record mode; use one of "
+                    + RecordMode.allCases.map(\.rawValue).joined(separator: ", ")
+            }
         }
 
         var writesMissingFile: Bool { self == .missing || self == .all }

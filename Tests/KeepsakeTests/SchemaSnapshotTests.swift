@@ -496,19 +496,23 @@ struct SchemaSnapshotTests {
     // MARK: Record modes
 
     @Test("what the check may write is chosen by KEEPSAKE_RECORD_SNAPSHOTS, then by CI, else a missing file is written")
-    func recordModeFromEnvironment() {
+    func recordModeFromEnvironment() throws {
         typealias Mode = SchemaSnapshot.RecordMode
-        #expect(Mode.fromEnvironment([:]) == .missing)
-        #expect(Mode.fromEnvironment(["CI": "true"]) == .newVersions)
-        #expect(Mode.fromEnvironment(["CI": "1"]) == .newVersions)
-        #expect(Mode.fromEnvironment(["CI": "false"]) == .missing)
-        #expect(Mode.fromEnvironment(["CI": ""]) == .missing)
-        #expect(Mode.fromEnvironment(["CI": "true", "KEEPSAKE_RECORD_SNAPSHOTS": "missing"]) == .missing)
-        #expect(Mode.fromEnvironment(["CI": "true", "KEEPSAKE_RECORD_SNAPSHOTS": "1"]) == .missing)
-        #expect(Mode.fromEnvironment(["KEEPSAKE_RECORD_SNAPSHOTS": "never"]) == .never)
-        #expect(Mode.fromEnvironment(["KEEPSAKE_RECORD_SNAPSHOTS": "new-versions"]) == .newVersions)
-        #expect(Mode.fromEnvironment(["KEEPSAKE_RECORD_SNAPSHOTS": "ALL"]) == .all)
+        #expect(try Mode.fromEnvironment([:]) == .missing)
+        #expect(try Mode.fromEnvironment(["CI": "true"]) == .newVersions)
+        #expect(try Mode.fromEnvironment(["CI": "1"]) == .newVersions)
+        #expect(try Mode.fromEnvironment(["CI": "false"]) == .missing)
+        #expect(try Mode.fromEnvironment(["CI": ""]) == .missing)
+        #expect(try Mode.fromEnvironment(["CI": "true", "KEEPSAKE_RECORD_SNAPSHOTS": "missing"]) == .missing)
+        #expect(try Mode.fromEnvironment(["CI": "true", "KEEPSAKE_RECORD_SNAPSHOTS": "1"]) == .missing)
+        #expect(try Mode.fromEnvironment(["KEEPSAKE_RECORD_SNAPSHOTS": "never"]) == .never)
+        #expect(try Mode.fromEnvironment(["KEEPSAKE_RECORD_SNAPSHOTS": "new-versions"]) == .newVersions)
+        #expect(try Mode.fromEnvironment(["KEEPSAKE_RECORD_SNAPSHOTS": "ALL"]) == .all)
         #expect(Mode.variable == "KEEPSAKE_RECORD_SNAPSHOTS")
+        // A misspelt mode is an error, never a guess (and never a trap).
+        #expect(throws: Mode.UnknownModeError(value: "mising")) {
+            try Mode.fromEnvironment(["KEEPSAKE_RECORD_SNAPSHOTS": "mising"])
+        }
     }
 
     @Test(
