@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "KeepsakeStores", targets: ["KeepsakeStores"]),
         .library(name: "KeepsakeCLI", targets: ["KeepsakeCLI"]),
         .library(name: "KeepsakePostgres", targets: ["KeepsakePostgres"]),
+        .library(name: "KeepsakeConfiguration", targets: ["KeepsakeConfiguration"]),
         .executable(name: "migrate", targets: ["migrate"]),
         .executable(name: "keepsake-test-keyring", targets: ["keepsake-test-keyring"])
     ],
@@ -25,7 +26,10 @@ let package = Package(
         // Logging: a logger per module (migrations, write-backs, conflicts, waits; never a secret).
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         // The PostgreSQL store (KeepsakePostgres only): the wire protocol and a connection pool.
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0")
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        // KeepsakeConfiguration only: Keepsake's records as a swift-configuration provider; its
+        // ConfigurationTesting product (the provider conformance kit) in KeepsakeConfigurationTests.
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0")
     ],
     targets: [
         // The engine: versioned models and chains, the one record pipeline, the Vault front door,
@@ -73,6 +77,12 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log")
             ]),
+        // Records as configuration (DESIGN.md §11, §20): a swift-configuration ConfigProvider over
+        // a Vault, reading fields of migrated records, secrets marked, watches on updates(for:).
+        // The only module that builds swift-configuration.
+        .target(
+            name: "KeepsakeConfiguration",
+            dependencies: ["Keepsake", .product(name: "Configuration", package: "swift-configuration")]),
         // The operator CLI as a library: every `migrate` command, for any app's chains. Parsing
         // and printing only. Migrations: the trial command reads the TrialInfo chain.
         .target(
@@ -168,6 +178,15 @@ let package = Package(
                 "keepsake-postgres-writer"
             ],
             exclude: ["Writer"]),
+        // The provider under swift-configuration's own conformance kit, its access log, and a
+        // watch on another process's `migrate put`.
+        .testTarget(
+            name: "KeepsakeConfigurationTests",
+            dependencies: [
+                "KeepsakeConfiguration", "Keepsake", "KeepsakeSodium", "KeepsakeTesting", "migrate",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "ConfigurationTesting", package: "swift-configuration")
+            ]),
         .testTarget(
             name: "MigrateCLITests",
             // The binaries are run as child processes: the stock one, one on a custom chain, and
