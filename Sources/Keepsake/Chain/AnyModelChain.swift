@@ -14,7 +14,7 @@ public struct AnyModelChain: Sendable {
     /// What ``ModelChain/validate()`` finds wrong with the chain.
     public let problems: @Sendable () -> [ChainError]
 
-    /// Each version's shape, probed when called (``shapes``).
+    /// Each version's shape, probed once per version (``shapes``).
     let readShapes: @Sendable () -> [Int: RecordShape]
     let pipeline: @Sendable (ParsedRecord, MigrationContext, _ encodeLatest: Bool) -> RecordOutcome<any ModelVersion>
     private let encodeErased: @Sendable (any ModelVersion) throws(KeepsakeError) -> Data

@@ -297,7 +297,7 @@ extension ModelChain {
     private func decode(_ detected: DetectedRecord, entry: VersionEntry) throws(KeepsakeError) -> any ModelVersion {
         let decoded: (value: any ModelVersion, readKeys: Set<ExactString>?)
         do {
-            if entry.keys == nil {
+            if !entry.knowsKeys {
                 let tracked = try entry.decodeTrackingKeys(detected.fields)
                 decoded = (tracked.value, tracked.readKeys)
             } else {

@@ -74,7 +74,7 @@ extension ModelChain {
                 .encodingFailed, "\(name) version \(latestVersion) could not be encoded",
                 cause: .other(String(describing: error)), underlying: error)
         }
-        let shape = versions.last?.shape()
+        let shape = versions.last?.shape
         let topKnown = Set(
             (shape.map { Array($0.fields.keys) } ?? Array(versions.last?.keys?.all ?? [])).map(ExactString.init))
         let merged: JSONObject

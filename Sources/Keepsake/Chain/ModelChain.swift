@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A model's versions from 0 to the latest, with its name and the storage keys it owns.
 ///
@@ -137,7 +138,7 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
                             (\(reader.typeName)) requires the key '\(missing)', which \(entry.typeName) does not always \
                             store; lower no further than the oldest version whose required keys it keeps
                             """))
-                } else if let shape = entry.shape(), let readerShape = reader.shape(),
+                } else if let shape = entry.shape, let readerShape = reader.shape,
                     let problem = RecordShape.readingProblem(of: shape, by: readerShape)
                 {
                     // Below the top level too: what an older reader decodes must still be there,
@@ -273,31 +274,25 @@ final class VersionEntry: Sendable {
     let typeName: String
     /// The oldest version whose readers can read this version's records.
     let oldestReader: Int
-    /// The stored keys, when known (declared, or read off the `Decodable` conformance).
-    let keys: StoredKeys?
-    /// Why ``keys`` is unknown.
-    let keyProblem: ProbeProblem?
     /// Decodes the version from a parsed tree.
     let decode: @Sendable (JSONValue) throws -> any ModelVersion
     /// Decodes the version from a parsed tree and says which of its top-level keys it read.
     let decodeTrackingKeys: @Sendable (JSONValue) throws -> (value: any ModelVersion, readKeys: Set<ExactString>)
     let migrate: @Sendable (any ModelVersion, MigrationContext) throws -> any ModelVersion
-    /// Whether the version writes exactly the keys it reads (checked only by validation).
-    let roundTripProblem: @Sendable () -> ProbeProblem?
-    /// The version's stored JSON shape, probed when called (never when the chain is made).
-    let shape: @Sendable () -> RecordShape?
+    /// Probes the version's `Decodable` conformance.
+    private let probe: @Sendable () -> VersionProbe
+    /// Held while ``probe`` runs, so that it runs once.
+    private let probing = Mutex(())
+    /// What ``probe`` found, once it has run: set once, under ``probing``, with releasing
+    /// order; read with acquiring order. Retained here (released by `deinit`) and read without
+    /// retaining it, because it is read for every record — a lock, or `AtomicLazyReference`
+    /// (not specialised outside its module), costs more than the read.
+    private let found = Atomic<Unmanaged<VersionProbe>?>(nil)
 
     init<V: ModelVersion>(_ type: V.Type) {
         version = V.version
         typeName = String(describing: V.self)
         oldestReader = V.oldestReader
-        do throws(ChainError) {
-            keys = try StoredKeys.of(V.self)
-            keyProblem = nil
-        } catch {
-            keys = nil
-            keyProblem = ProbeProblem(field: error.field, reason: error.reason)
-        }
         decode = { value in try JSONValueDecoder.decode(V.self, from: value) }
         decodeTrackingKeys = { value in
             let (decoded, readKeys) = try JSONValueDecoder.decodeTrackingKeys(V.self, from: value)
@@ -310,9 +305,44 @@ final class VersionEntry: Sendable {
             }
             return try V(migrating: previous, context: context)
         }
-        let known = keys
-        roundTripProblem = { known.flatMap { KeyProbe.roundTripProblem(V.self, keys: $0) } }
-        shape = { ShapeProbe.shape(of: V.self) }
+        probe = { VersionProbe(V.self) }
+    }
+
+    deinit {
+        found.load(ordering: .acquiring)?.release()
+    }
+
+    /// Reads `part` of what probing the version found: probed once — when first asked, never
+    /// when the chain is made — and kept. Safe from any thread; the first probe is the one kept.
+    @inline(__always)
+    private func probed<Part>(_ part: (VersionProbe) -> Part) -> Part {
+        if let found = found.load(ordering: .acquiring) { return found._withUnsafeGuaranteedRef(part) }
+        probeOnce()
+        // Set by `probeOnce`, never unset.
+        return found.load(ordering: .acquiring).unsafelyUnwrapped._withUnsafeGuaranteedRef(part)
+    }
+
+    /// Runs ``probe`` and keeps what it found, unless another thread did first.
+    @inline(never)
+    private func probeOnce() {
+        probing.withLock { _ in
+            guard found.load(ordering: .acquiring) == nil else { return }
+            found.store(Unmanaged.passRetained(probe()), ordering: .releasing)
+        }
+    }
+
+    /// The stored keys, when known (declared, or read off the `Decodable` conformance).
+    var keys: StoredKeys? { probed { $0.keys } }
+    /// Whether ``keys`` is known, without copying it.
+    var knowsKeys: Bool { probed { $0.keys != nil } }
+    /// Why ``keys`` is unknown.
+    var keyProblem: ProbeProblem? { probed { $0.keyProblem } }
+    /// The version's stored JSON shape.
+    var shape: RecordShape? { probed { $0.shape } }
+    /// Whether the version writes exactly the keys it reads (checked only by validation).
+    func roundTripProblem() -> ProbeProblem? {
+        let check = probed { $0.roundTripProblem }
+        return check()
     }
 }
 
@@ -321,46 +351,6 @@ extension VersionEntry {
     /// bare record matching both is read as the older `version`, which loses nothing.
     func readable(byReadersOf version: Int) -> Bool {
         oldestReader <= version && version < self.version
-    }
-}
-
-extension KeyProbe {
-    /// Encodes a placeholder value of `V` and compares the top-level keys written with `keys`,
-    /// the keys read: a required key never written, or a written key never read, means records
-    /// of this version would not read back (or not be recognised when stored bare).
-    static func roundTripProblem<V: ModelVersion>(_ type: V.Type, keys: StoredKeys) -> ProbeProblem? {
-        let value: V
-        do {
-            value = try placeholder(V.self)
-        } catch {
-            return nil  // keys declared for a type the probe cannot build: nothing to compare
-        }
-        let written: [String]
-        do {
-            guard case let .object(object) = try JSONParser.parse(CanonicalJSON.encode(value)) else {
-                return ProbeProblem(field: nil, reason: "\(V.self) does not encode as a JSON object")
-            }
-            written = object.keys
-        } catch {
-            return ProbeProblem(field: nil, reason: "a placeholder \(V.self) could not be encoded (\(error))")
-        }
-        if let unread = written.first(where: { !keys.all.contains($0) }) {
-            return ProbeProblem(
-                field: unread,
-                reason: """
-                    \(V.self) writes the key '\(unread)' but does not read it (it reads \(keys)); check its \
-                    CodingKeys and encode(to:)
-                    """)
-        }
-        if let unwritten = keys.required.sorted().first(where: { !written.contains($0) }) {
-            return ProbeProblem(
-                field: unwritten,
-                reason: """
-                    \(V.self) requires the key '\(unwritten)' but does not write it, so what it stores cannot be \
-                    read back; check its CodingKeys and encode(to:)
-                    """)
-        }
-        return nil
     }
 }
 

@@ -153,19 +153,38 @@ public struct StoredKeys: Sendable, Hashable, CustomStringConvertible {
         return "{" + parts.joined(separator: ", ") + "}"
     }
 
+    /// The keys of records of `shape`: its top-level fields, required and optional.
+    init(_ shape: RecordShape) {
+        self.init(required: shape.requiredKeys, optional: shape.optionalKeys)
+    }
+
     /// The keys `type` stores: its declared ``ModelVersion/storedKeys``, or those read off its
-    /// `Decodable` conformance.
+    /// `Decodable` conformance (the top-level fields of its ``RecordShape``).
     ///
     /// - Throws: ``ChainError`` naming the type and the field whose shape cannot be known.
     public static func of<V: ModelVersion>(_ type: V.Type) throws(ChainError) -> StoredKeys {
         let declared = V.storedKeys
         guard declared.isInferred else { return declared }
-        switch KeyProbe.storedKeys(of: V.self) {
-        case let .success(keys): return keys
+        switch ShapeProbe.record(V.self) {
+        case let .success(probed): return StoredKeys(probed.shape)
         case let .failure(problem):
+            let unknown = problem.unknownKeys(of: V.self)
             throw ChainError(
-                chain: nil, version: V.version, typeName: String(describing: V.self),
-                field: problem.field, problem.reason)
+                chain: nil, version: V.version, typeName: String(describing: V.self), field: unknown.field,
+                unknown.reason)
         }
+    }
+}
+
+extension ProbeProblem {
+    /// This problem as the reason the stored keys of `type` are unknown, with how to declare them.
+    func unknownKeys<T>(of type: T.Type) -> ProbeProblem {
+        let place = field.map { "field '\($0)'" } ?? "its top level"
+        return ProbeProblem(
+            field: field,
+            reason: """
+                the stored keys of \(T.self) cannot be read off its Decodable conformance at \(place): \(reason); \
+                declare them with `static let storedKeys = StoredKeys(required: [...], optional: [...])`
+                """)
     }
 }

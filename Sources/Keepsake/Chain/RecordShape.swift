@@ -3,8 +3,8 @@ import Foundation
 /// The JSON shape of one version's stored records: each top-level key, whether every record has
 /// it, and the JSON type of its value — recursively, through nested structs, arrays and maps.
 ///
-/// Read off the version's `Decodable` conformance (as its ``StoredKeys`` are), without a value
-/// of it: ``ModelChain/shapes``. A released version's shape never changes, because records of
+/// Read off the version's `Decodable` conformance without a value of it (``ModelChain/shapes``);
+/// a version's inferred ``StoredKeys`` are its shape's top-level fields. A released version's shape never changes, because records of
 /// it are on users' disks; `KeepsakeTesting.SchemaSnapshot` commits each chain's shapes to a
 /// file and fails a test when one changes.
 ///
@@ -204,13 +204,13 @@ public struct RecordShape: Codable, Sendable, Hashable, CustomStringConvertible 
 }
 
 extension ModelChain {
-    /// Each version's ``RecordShape``, by version number: computed when asked (never when the
-    /// chain is made). A version whose shape cannot be read off its `Decodable` conformance is
-    /// missing.
+    /// Each version's ``RecordShape``, by version number: probed once, when first asked (never
+    /// when the chain is made). A version whose shape cannot be read off its `Decodable`
+    /// conformance is missing.
     public var shapes: [Int: RecordShape] {
         var shapes: [Int: RecordShape] = [:]
         for entry in versions {
-            if let shape = entry.shape() { shapes[entry.version] = shape }
+            if let shape = entry.shape { shapes[entry.version] = shape }
         }
         return shapes
     }

@@ -1,8 +1,16 @@
 import Foundation
 
-/// A decoder that feeds placeholder values to a `Decodable` type and records the JSON shape it
-/// reads: each key it asks for (`decode` required, `decodeIfPresent` or `contains` optional) and
-/// what it decodes there, recursively — the ``RecordShape`` of ``KeyProbe``'s keys.
+/// Why the shape of a type could not be read off its `Decodable` conformance.
+struct ProbeProblem: Error, Sendable, Equatable {
+    /// The top-level field being decoded when the probe failed, if it had got that far.
+    let field: String?
+    let reason: String
+}
+
+/// The one probe of a `Decodable` type: a decoder that feeds it placeholder values and records
+/// the JSON shape it reads — each key it asks for (`decode` required, `decodeIfPresent` or
+/// `contains` optional) and what it decodes there, recursively: its ``RecordShape``, from
+/// which a version's ``StoredKeys`` are derived (its top-level fields, required and optional).
 ///
 /// Every nested value is probed the same way, with a decoder of its own: a single-value
 /// container decoding a `String` is a string (so is a `String`-backed enum), an unkeyed
@@ -15,25 +23,39 @@ import Foundation
 /// What cannot be told is ``RecordShape/Value/unknown``: an enum with associated values (its
 /// decoder asks which of its cases' keys are present, and no probe can list them all), a type
 /// whose `init(from:)` throws on placeholders, a recursive type where it recurs, anything
-/// nested deeper than ``maxDepth``. Values handed back to a type's initializer are
-/// placeholders (the probed nested values, or ``KeyProbe/placeholder(_:)``), never stored.
+/// nested deeper than ``maxDepth``.
+///
+/// Where a value is needed without its shape — a recursive type where it recurs, a type whose
+/// `init(from:)` refused the probed values — the same decoder *builds* one
+/// (``placeholder(_:context:)``): empty strings, zeros, empty collections, `nil` for optionals,
+/// fixed dates, URLs and UUIDs, the first case of a `CaseIterable` enum, and — for a plain value
+/// type without references (`RawRepresentable` enums that are not `CaseIterable`, enums with
+/// associated values of plain types) — its all-zero bit pattern, which is its first case.
+/// Values handed to a type's initializer only flow into it and are thrown away, except a
+/// version's own sample, which the round-trip check encodes (``VersionProbe``); they are never
+/// stored.
 final class ShapeProbe: Decoder {
-    /// How deep values nest before the probe stops and records ``RecordShape/Value/unknown``.
+    /// How deep values nest before the probe stops: it records ``RecordShape/Value/unknown``,
+    /// or, building a placeholder, gives up on it.
     static let maxDepth = 32
 
     typealias Value = RecordShape.Value
 
-    /// How deep the value being probed is, and which types it is nested in.
+    /// How deep the value being probed is, which types it is nested in, and whether the probe
+    /// reads its shape or only builds a placeholder of it.
     struct Context {
         var depth: Int
         var ancestors: [ObjectIdentifier]
+        /// Whether the probe builds the smallest value the type accepts (empty collections,
+        /// absent optionals, nulls where asked), reading no shape.
+        var building = false
 
         /// A value one level down, inside a container of the same type.
-        var nested: Context { Context(depth: depth + 1, ancestors: ancestors) }
+        var nested: Context { Context(depth: depth + 1, ancestors: ancestors, building: building) }
 
         /// A value of type `id`, one level down.
         func entering(_ id: ObjectIdentifier) -> Context {
-            Context(depth: depth + 1, ancestors: ancestors + [id])
+            Context(depth: depth + 1, ancestors: ancestors + [id], building: building)
         }
     }
 
@@ -44,36 +66,118 @@ final class ShapeProbe: Decoder {
 
     init(context: Context) { self.context = context }
 
+    /// What probing a type found: a value of it built from the probe's placeholders, and the
+    /// shape of its records.
+    struct Probed<T> {
+        let sample: T
+        let shape: RecordShape
+    }
+
+    /// Probes `type`, which must decode a JSON object: its shape and a sample value.
+    ///
+    /// - Returns: The failure names the top-level field being decoded when `type`'s
+    ///   `init(from:)` threw on the probe's placeholders (or no placeholder of a field's type
+    ///   could be made), or says that `type` does not decode a JSON object.
+    static func record<T: Decodable>(_ type: T.Type) -> Result<Probed<T>, ProbeProblem> {
+        let decoder = ShapeProbe(context: Context(depth: 0, ancestors: [ObjectIdentifier(T.self)]))
+        let sample: T
+        do {
+            sample = try T(from: decoder)
+        } catch {
+            let detail: String
+            if let failure = error as? PlaceholderFailure {
+                detail = "no placeholder value of \(failure.typeName) could be made to probe it"
+            } else {
+                detail = "its init(from:) threw on placeholder values (\(error))"
+            }
+            return .failure(ProbeProblem(field: (decoder.log.container as? KeyedShape)?.current, reason: detail))
+        }
+        guard case let .object(shape) = decoder.log.value else {
+            return .failure(ProbeProblem(field: nil, reason: "it does not decode a JSON object"))
+        }
+        return .success(Probed(sample: sample, shape: shape))
+    }
+
     /// The shape of the records of `type`, which must decode a JSON object; `nil` when its
     /// `init(from:)` throws on the probe's placeholders or it decodes anything else.
     static func shape<T: Decodable>(of type: T.Type) -> RecordShape? {
-        let decoder = ShapeProbe(context: Context(depth: 0, ancestors: [ObjectIdentifier(T.self)]))
-        do {
-            _ = try T(from: decoder)
-        } catch {
-            return nil
-        }
-        guard case let .object(shape) = decoder.log.value else { return nil }
-        return shape
+        try? record(T.self).get().shape
     }
 
     /// A value of `type` to hand back to the initializer being probed, and the shape it was
     /// decoded as.
     static func probe<T: Decodable>(_ type: T.Type, context: Context) throws -> (value: T, shape: any ShapeLog) {
         if let known = knownShape(T.self) {
-            return (try KeyProbe.placeholder(T.self), FixedShape(known))
+            return (try placeholder(T.self, context: context), FixedShape(known))
         }
         let id = ObjectIdentifier(T.self)
         guard context.depth < maxDepth, !context.ancestors.contains(id) else {
-            return (try KeyProbe.placeholder(T.self), FixedShape(.unknown))
+            return (try placeholder(T.self, context: context), FixedShape(.unknown))
         }
         let decoder = ShapeProbe(context: context.entering(id))
         do {
             return (try T(from: decoder), decoder.log)
         } catch {
             // A raw-value enum refusing the placeholder raw value still said what it decodes.
-            return (try KeyProbe.placeholder(T.self), FixedShape(decoder.log.valueAfterFailure))
+            return (try placeholder(T.self, context: context), FixedShape(decoder.log.valueAfterFailure))
         }
+    }
+
+    /// No placeholder of a type could be made.
+    struct PlaceholderFailure: Error {
+        let typeName: String
+    }
+
+    /// A value of `T` its own decoder accepts, for probing only: a known Foundation value, the
+    /// smallest value the probe can build, the first case of a `CaseIterable` enum, or a plain
+    /// value type's all-zero bit pattern.
+    ///
+    /// - Throws: ``PlaceholderFailure`` when none of them can be made.
+    static func placeholder<T: Decodable>(
+        _ type: T.Type, context: Context = Context(depth: 0, ancestors: [], building: true)
+    ) throws -> T {
+        if let value = knownPlaceholder(type) { return value }
+        do {
+            // Building starts its own count of levels: it never reads a shape, so it only
+            // needs a bound on a type that requires itself.
+            let start = context.building ? context : Context(depth: 0, ancestors: [], building: true)
+            guard start.depth < maxDepth else { throw PlaceholderFailure(typeName: String(describing: T.self)) }
+            return try T(from: ShapeProbe(context: start.nested))
+        } catch {
+            if let cases = T.self as? any CaseIterable.Type, let first = firstCase(of: cases) as? T {
+                return first
+            }
+            if let zero = zeroBitPattern(T.self) { return zero }
+            throw PlaceholderFailure(typeName: String(describing: T.self))
+        }
+    }
+
+    /// Placeholders for the Foundation types whose decoders reject empty strings or zeros.
+    private static func knownPlaceholder<T>(_ type: T.Type) -> T? {
+        switch type {
+        case is Date.Type: return Date(timeIntervalSinceReferenceDate: 0) as? T
+        case is Data.Type: return Data() as? T
+        case is URL.Type: return URL(fileURLWithPath: "/") as? T
+        case is UUID.Type: return UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) as? T
+        case is Decimal.Type: return Decimal.zero as? T
+        default: return nil
+        }
+    }
+
+    private static func firstCase<C: CaseIterable>(of type: C.Type) -> Any? {
+        C.allCases.first
+    }
+
+    /// The all-zero value of a plain value type (no references, no resilient storage): for a
+    /// fieldless enum its first case, for an enum with plain payloads its first case with zero
+    /// payload, for a struct of such values all-zero fields. `nil` for anything else.
+    static func zeroBitPattern<T>(_ type: T.Type) -> T? {
+        guard _isPOD(T.self) else { return nil }
+        let size = max(MemoryLayout<T>.size, 1)
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: MemoryLayout<T>.alignment)
+        defer { raw.deallocate() }
+        raw.initializeMemory(as: UInt8.self, repeating: 0, count: size)
+        return raw.load(as: T.self)
     }
 
     /// The Foundation types with a JSON form of their own in Keepsake's records.
@@ -154,6 +258,8 @@ final class KeyedShape: ShapeLog {
     /// Whether `allKeys` was asked of a fixed key type: an enum with associated values, which
     /// stores one of its cases' keys.
     var askedWhichCase = false
+    /// The key whose required value was being decoded last: where a failed probe stopped.
+    var current: String?
 
     func note(_ key: String, required: Bool, _ log: (any ShapeLog)?) {
         var entry = entries[key] ?? Entry()
@@ -221,6 +327,8 @@ final class SingleShape: ShapeLog {
 // MARK: - Containers
 
 extension ShapeProbe {
+    /// Reads an object's keys, or — building — offers none and reads every key as absent or
+    /// null where asked, so that only what a type requires is built.
     private struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
         let shape: KeyedShape
         let context: Context
@@ -229,31 +337,39 @@ extension ShapeProbe {
         /// A dictionary's key type takes any string: offer one entry (key `0`, which an
         /// `Int`-keyed dictionary accepts too). A fixed key type asked for its keys is an enum
         /// with associated values: offer its first case, so that it decodes, and record it as
-        /// unknown.
+        /// unknown. Building, a dictionary is offered nothing: it is empty.
         var allKeys: [Key] {
-            if let any = Key(stringValue: "*") {
+            if !context.building, let any = Key(stringValue: "*") {
                 let key = Key(intValue: 0) ?? any
                 shape.offeredEntry = key.stringValue
                 return [key]
             }
             shape.askedWhichCase = true
-            return KeyProbe.zeroBitPattern(Key.self).map { [$0] } ?? []
+            return ShapeProbe.zeroBitPattern(Key.self).map { [$0] } ?? []
         }
 
         func contains(_ key: Key) -> Bool {
             shape.note(key.stringValue, required: false, nil)
-            return true
+            return !context.building
         }
 
         /// Never null, so that the value is decoded and its shape seen; the key may be null.
+        /// Building, always null.
         func decodeNil(forKey key: Key) throws -> Bool {
             shape.noteNullable(key.stringValue)
-            return false
+            return context.building
         }
 
-        private func plain<T>(_ key: Key, _ type: Value, required: Bool = true, _ placeholder: T) -> T {
-            shape.note(key.stringValue, required: required, FixedShape(type))
+        private func plain<T>(_ key: Key, _ type: Value, _ placeholder: T) -> T {
+            shape.current = key.stringValue
+            shape.note(key.stringValue, required: true, FixedShape(type))
             return placeholder
+        }
+
+        /// An optional key holding a plain value: absent when building.
+        private func present<T>(_ key: Key, _ type: Value, _ placeholder: T) -> T? {
+            shape.note(key.stringValue, required: false, FixedShape(type))
+            return context.building ? nil : placeholder
         }
 
         func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { plain(key, .bool, false) }
@@ -271,56 +387,31 @@ extension ShapeProbe {
         func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { plain(key, .integer, 0) }
         func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { plain(key, .integer, 0) }
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+            shape.current = key.stringValue
+            if context.building { return try ShapeProbe.placeholder(T.self, context: context) }
             let (value, log) = try ShapeProbe.probe(T.self, context: context)
             shape.note(key.stringValue, required: true, log)
             return value
         }
 
-        func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
-            plain(key, .bool, required: false, false)
-        }
-        func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
-            plain(key, .string, required: false, "")
-        }
-        func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
-            plain(key, .number, required: false, 0)
-        }
-        func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
-            plain(key, .number, required: false, 0)
-        }
-        func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
-            plain(key, .integer, required: false, 0)
-        }
-        func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? {
-            plain(key, .integer, required: false, 0)
-        }
-        func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? {
-            plain(key, .integer, required: false, 0)
-        }
-        func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? {
-            plain(key, .integer, required: false, 0)
-        }
-        func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
-            plain(key, .integer, required: false, 0)
-        }
-        func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? {
-            plain(key, .integer, required: false, 0)
-        }
-        func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? {
-            plain(key, .integer, required: false, 0)
-        }
-        func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? {
-            plain(key, .integer, required: false, 0)
-        }
-        func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? {
-            plain(key, .integer, required: false, 0)
-        }
-        func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? {
-            plain(key, .integer, required: false, 0)
-        }
-        /// An optional key: its shape is recorded; a value that cannot be made is absent.
+        func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { present(key, .bool, false) }
+        func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { present(key, .string, "") }
+        func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { present(key, .number, 0) }
+        func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { present(key, .number, 0) }
+        func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { present(key, .integer, 0) }
+        func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { present(key, .integer, 0) }
+        func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { present(key, .integer, 0) }
+        func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { present(key, .integer, 0) }
+        func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { present(key, .integer, 0) }
+        func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { present(key, .integer, 0) }
+        func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { present(key, .integer, 0) }
+        func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { present(key, .integer, 0) }
+        func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { present(key, .integer, 0) }
+        func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { present(key, .integer, 0) }
+        /// An optional key: its shape is recorded; a value that cannot be made is absent, and
+        /// building, every value is.
         func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-            guard let (value, log) = try? ShapeProbe.probe(T.self, context: context) else {
+            guard !context.building, let (value, log) = try? ShapeProbe.probe(T.self, context: context) else {
                 shape.note(key.stringValue, required: false, FixedShape(.unknown))
                 return nil
             }
@@ -331,12 +422,14 @@ extension ShapeProbe {
         func nestedContainer<NestedKey: CodingKey>(
             keyedBy type: NestedKey.Type, forKey key: Key
         ) throws -> KeyedDecodingContainer<NestedKey> {
+            shape.current = key.stringValue
             let nested = KeyedShape()
             shape.note(key.stringValue, required: true, nested)
             return KeyedDecodingContainer(Keyed<NestedKey>(shape: nested, context: context.nested))
         }
 
         func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+            shape.current = key.stringValue
             let nested = UnkeyedShape()
             shape.note(key.stringValue, required: true, nested)
             return Unkeyed(shape: nested, context: context.nested)
@@ -349,19 +442,20 @@ extension ShapeProbe {
         }
 
         func superDecoder(forKey key: Key) throws -> any Decoder {
+            shape.current = key.stringValue
             let decoder = ShapeProbe(context: context.nested)
             shape.note(key.stringValue, required: true, decoder.log)
             return decoder
         }
     }
 
-    /// Not at its end until one element has been decoded.
+    /// Not at its end until one element has been decoded; building, empty.
     private struct Unkeyed: UnkeyedDecodingContainer {
         let shape: UnkeyedShape
         let context: Context
         var codingPath: [any CodingKey] { [] }
-        var count: Int? { nil }
-        var isAtEnd: Bool { currentIndex >= 1 }
+        var count: Int? { context.building ? 0 : nil }
+        var isAtEnd: Bool { context.building || currentIndex >= 1 }
         private(set) var currentIndex = 0
         /// Whether the next element was asked whether it is null.
         private var nullChecked = false
@@ -371,7 +465,15 @@ extension ShapeProbe {
             self.context = context
         }
 
-        private mutating func append<T>(_ log: any ShapeLog, _ value: T) -> T {
+        /// A built placeholder array has no element to decode.
+        private func checkNotBuilding() throws {
+            guard context.building else { return }
+            throw DecodingError.valueNotFound(
+                Any.self, .init(codingPath: [], debugDescription: "placeholder array is empty"))
+        }
+
+        private mutating func append<T>(_ log: any ShapeLog, _ value: T) throws -> T {
+            try checkNotBuilding()
             shape.elements.append((log, nullChecked))
             nullChecked = false
             currentIndex += 1
@@ -380,43 +482,45 @@ extension ShapeProbe {
 
         mutating func decodeNil() throws -> Bool {
             nullChecked = true
-            return false
+            return context.building
         }
 
-        mutating func decode(_ type: Bool.Type) throws -> Bool { append(FixedShape(.bool), false) }
-        mutating func decode(_ type: String.Type) throws -> String { append(FixedShape(.string), "") }
-        mutating func decode(_ type: Double.Type) throws -> Double { append(FixedShape(.number), 0) }
-        mutating func decode(_ type: Float.Type) throws -> Float { append(FixedShape(.number), 0) }
-        mutating func decode(_ type: Int.Type) throws -> Int { append(FixedShape(.integer), 0) }
-        mutating func decode(_ type: Int8.Type) throws -> Int8 { append(FixedShape(.integer), 0) }
-        mutating func decode(_ type: Int16.Type) throws -> Int16 { append(FixedShape(.integer), 0) }
-        mutating func decode(_ type: Int32.Type) throws -> Int32 { append(FixedShape(.integer), 0) }
-        mutating func decode(_ type: Int64.Type) throws -> Int64 { append(FixedShape(.integer), 0) }
-        mutating func decode(_ type: UInt.Type) throws -> UInt { append(FixedShape(.integer), 0) }
-        mutating func decode(_ type: UInt8.Type) throws -> UInt8 { append(FixedShape(.integer), 0) }
-        mutating func decode(_ type: UInt16.Type) throws -> UInt16 { append(FixedShape(.integer), 0) }
-        mutating func decode(_ type: UInt32.Type) throws -> UInt32 { append(FixedShape(.integer), 0) }
-        mutating func decode(_ type: UInt64.Type) throws -> UInt64 { append(FixedShape(.integer), 0) }
+        mutating func decode(_ type: Bool.Type) throws -> Bool { try append(FixedShape(.bool), false) }
+        mutating func decode(_ type: String.Type) throws -> String { try append(FixedShape(.string), "") }
+        mutating func decode(_ type: Double.Type) throws -> Double { try append(FixedShape(.number), 0) }
+        mutating func decode(_ type: Float.Type) throws -> Float { try append(FixedShape(.number), 0) }
+        mutating func decode(_ type: Int.Type) throws -> Int { try append(FixedShape(.integer), 0) }
+        mutating func decode(_ type: Int8.Type) throws -> Int8 { try append(FixedShape(.integer), 0) }
+        mutating func decode(_ type: Int16.Type) throws -> Int16 { try append(FixedShape(.integer), 0) }
+        mutating func decode(_ type: Int32.Type) throws -> Int32 { try append(FixedShape(.integer), 0) }
+        mutating func decode(_ type: Int64.Type) throws -> Int64 { try append(FixedShape(.integer), 0) }
+        mutating func decode(_ type: UInt.Type) throws -> UInt { try append(FixedShape(.integer), 0) }
+        mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try append(FixedShape(.integer), 0) }
+        mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try append(FixedShape(.integer), 0) }
+        mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try append(FixedShape(.integer), 0) }
+        mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try append(FixedShape(.integer), 0) }
         mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            try checkNotBuilding()
             let (value, log) = try ShapeProbe.probe(T.self, context: context)
-            return append(log, value)
+            return try append(log, value)
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(
             keyedBy type: NestedKey.Type
         ) throws -> KeyedDecodingContainer<NestedKey> {
             let nested = KeyedShape()
-            return append(nested, KeyedDecodingContainer(Keyed<NestedKey>(shape: nested, context: context.nested)))
+            return try append(
+                nested, KeyedDecodingContainer(Keyed<NestedKey>(shape: nested, context: context.nested)))
         }
 
         mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
             let nested = UnkeyedShape()
-            return append(nested, Unkeyed(shape: nested, context: context.nested))
+            return try append(nested, Unkeyed(shape: nested, context: context.nested))
         }
 
         mutating func superDecoder() throws -> any Decoder {
             let decoder = ShapeProbe(context: context.nested)
-            return append(decoder.log, decoder)
+            return try append(decoder.log, decoder)
         }
     }
 
@@ -451,6 +555,7 @@ extension ShapeProbe {
         func decode(_ type: UInt32.Type) throws -> UInt32 { plain(.integer, 0) }
         func decode(_ type: UInt64.Type) throws -> UInt64 { plain(.integer, 0) }
         func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            if context.building { return try ShapeProbe.placeholder(T.self, context: context) }
             let (value, log) = try ShapeProbe.probe(T.self, context: context)
             shape.set(log)
             return value
