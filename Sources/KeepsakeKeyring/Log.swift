@@ -13,16 +13,16 @@ enum Log {
 }
 
 extension Logger {
-    /// Logs a keyring call that failed: past its deadline (warning), the keyring locked or
-    /// unavailable (notice), anything else (debug; the caller reports it).
+    /// Logs a keyring call that failed (debug: the caller throws it, so the app hears of it
+    /// there): past its deadline, the keyring locked or unavailable, anything else.
     func failed(_ error: KeepsakeError, timeout: Duration) {
         var metadata: Logger.Metadata = ["store": "\(error.store ?? "keyring")", "error": "\(error.code.rawValue)"]
         if let key = error.key { metadata["key"] = "\(key)" }
         switch error.code {
         case .timeout:
-            warning("keyring call gave up at its deadline of \(timeout)", metadata: metadata)
+            debug("keyring call gave up at its deadline of \(timeout)", metadata: metadata)
         case .locked, .unavailable:
-            notice("keyring \(error.code == .locked ? "is locked" : "is unavailable")", metadata: metadata)
+            debug("keyring \(error.code == .locked ? "is locked" : "is unavailable")", metadata: metadata)
         default:
             debug("keyring call failed", metadata: metadata)
         }

@@ -63,7 +63,7 @@ extension SodiumFileStore {
                 cannot write the new store header; the store still opens with the old key
                 """, cause: error.cause)
         }
-        Log.sodium.info(
+        Log.sodium.debug(
             "master key changed",
             metadata: [
                 "store": "\(uri)", "masterKey": "\(newKey)", "keyGeneration": "\(current.keyGeneration &+ 1)"

@@ -228,7 +228,7 @@ public final class SodiumFileStore: RecordStore {
                 error.code, store: uri, "cannot write the store header; no store was created",
                 cause: error.cause)
         }
-        Log.sodium.info("encrypted store created", metadata: ["store": "\(uri)", "masterKey": "\(key)"])
+        Log.sodium.debug("encrypted store created", metadata: ["store": "\(uri)", "masterKey": "\(key)"])
         return SodiumFileStore(
             directory: directory, storeID: storeID, dataKey: dataKey, lockTimeout: lockTimeout,
             fileSystem: fileSystem, random: random)

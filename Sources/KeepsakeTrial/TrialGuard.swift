@@ -148,7 +148,7 @@ public struct TrialGuard: Sendable {
                     // Reported as stored (the date as precise as the record keeps it), as every other launch
                     // that finds it reports it.
                     record = try vault.load(TrialInfo.chain, forKey: key)?.value ?? started
-                    Log.trial.info("trial started", metadata: ["store": "\(store.uri)", "key": "\(key)"])
+                    Log.trial.debug("trial started", metadata: ["store": "\(store.uri)", "key": "\(key)"])
                 case .conflict?:
                     // Another launch started it meanwhile: its record is the trial.
                     guard let theirs = try vault.load(TrialInfo.chain, forKey: key) else {

@@ -46,7 +46,7 @@ let ownLogging = environment["CUSTOM_MIGRATE_OWN_LOGGING"] == "1"
 if ownLogging {
     LoggingSystem.bootstrap { label in
         var handler = StreamLogHandler.standardError(label: label)
-        handler.logLevel = .info
+        handler.logLevel = .debug
         return handler
     }
 }

@@ -12,10 +12,12 @@ extension Logger {
         return metadata
     }
 
-    /// Logs a finished ``Migrator/run(backup:progress:)``: each record migrated (debug), left
-    /// unread or newer (notice), changed meanwhile (notice) or failed to write (warning), then
-    /// the counts (info). Records are only described when their level is enabled, so a run's
-    /// cost does not grow with logging off.
+    /// Logs a finished ``Migrator/run(backup:progress:)``: each record migrated, left unread or
+    /// newer, or changed meanwhile (debug: the caller has each in its report), or failed to
+    /// write (warning: it is migrated again every time until the app acts), then the counts
+    /// (debug). Records are only described when their level is enabled, so a run's cost does not
+    /// grow with logging off. An app that never sets up logging (swift-log's default handler
+    /// prints `info` and above) sees only the warning.
     func ranMigration(_ reports: [RecordReport], store: String) {
         var counts: [RecordReport.State: Int] = [:]
         let perRecord = logLevel <= .debug
@@ -33,13 +35,13 @@ extension Logger {
             case (.migrated, _):
                 debug("record migrated and written back", metadata: metadata())
             case (_, .conflict?):
-                notice(
+                debug(
                     "record changed while it was being migrated; left as the other writer stored it",
                     metadata: metadata())
             case (.outdated, _?):
                 warning("migrated record could not be written; left as it was", metadata: metadata())
             case (.unreadable, _), (.newer, _):
-                notice("record left untouched: \(report.state.rawValue)", metadata: metadata())
+                debug("record left untouched: \(report.state.rawValue)", metadata: metadata())
             default:
                 trace("record left as it is: \(report.state.rawValue)", metadata: metadata())
             }
@@ -47,12 +49,12 @@ extension Logger {
         let summary = RecordReport.State.allCases.compactMap { state in
             counts[state].map { "\($0) \(state.rawValue)" }
         }.joined(separator: ", ")
-        info("migration run finished: \(summary.isEmpty ? "no records" : summary)", metadata: ["store": "\(store)"])
+        debug("migration run finished: \(summary.isEmpty ? "no records" : summary)", metadata: ["store": "\(store)"])
     }
 
-    /// Logs what became of a record the front door migrated on read: written back (debug: this
-    /// is an app's ordinary read path, and swift-log's default handler prints `info` on standard
-    /// output), changed meanwhile (notice), or not written (warning).
+    /// Logs what became of a record the front door migrated on read: written back or changed
+    /// meanwhile (debug: this is an app's ordinary read path, and swift-log's default handler
+    /// prints `info` on standard output), or not written (warning).
     func wroteBack(_ error: KeepsakeError?, store: String, key: String, schema: String) {
         var metadata = Logger.metadata(store: store, key: key, schema: schema)
         guard let error else {
@@ -61,7 +63,7 @@ extension Logger {
         }
         metadata["error"] = "\(error.code.rawValue)"
         if error.code == .conflict {
-            notice("record changed while it was being migrated; left as the other writer stored it", metadata: metadata)
+            debug("record changed while it was being migrated; left as the other writer stored it", metadata: metadata)
         } else {
             warning(
                 "migrated record could not be written back; the migrated value is still returned",

@@ -629,7 +629,8 @@ package final class StoreLock {
             }
             if ContinuousClock.now >= deadline {
                 if timeout > .zero {
-                    Log.engine.warning(
+                    // The caller throws lockTimeout: the app hears of it there.
+                    Log.engine.debug(
                         "gave up waiting for a store's lock after \(timeout)", metadata: ["lock": "\(path)"])
                 } else {
                     // A try without waiting (a reader's best-effort clean-up): not a warning.
