@@ -8,7 +8,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         // In a real app: .package(url: "<Keepsake's repository>", from: "…").
-        .package(name: "Keepsake", path: "../..")
+        .package(name: "Keepsake", path: "../.."),
+        // Configuration: environment variables layered over the settings record (SettingsConfiguration).
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0")
     ],
     targets: [
         // The Settings chain: one frozen file per version, the chain and the typed key.
@@ -48,6 +50,17 @@ let package = Package(
                 "SettingsModels", "SettingsFolderStore", .product(name: "KeepsakeCLI", package: "Keepsake")
             ]
         ),
+        // The app's configuration: environment variables over the settings record, through
+        // swift-configuration's ConfigReader and Keepsake's provider.
+        .target(
+            name: "SettingsConfiguration",
+            dependencies: [
+                "SettingsModels",
+                .product(name: "Keepsake", package: "Keepsake"),
+                .product(name: "KeepsakeConfiguration", package: "Keepsake"),
+                .product(name: "Configuration", package: "swift-configuration")
+            ]
+        ),
         .testTarget(
             name: "SettingsModelsTests",
             // The executables are dependencies so that they are built beside the test bundle,
@@ -61,7 +74,10 @@ let package = Package(
                 .product(name: "KeepsakeTesting", package: "Keepsake"),
                 .product(name: "KeepsakeSodium", package: "Keepsake"),
                 .product(name: "KeepsakeKeyring", package: "Keepsake"),
-                .product(name: "KeepsakeStores", package: "Keepsake")
+                .product(name: "KeepsakeStores", package: "Keepsake"),
+                // The configuration tests.
+                "SettingsConfiguration",
+                .product(name: "Configuration", package: "swift-configuration")
             ],
             exclude: ["Fixtures"]
         )

@@ -61,7 +61,7 @@ extension KeepsakeProvider {
         /// fields under the configuration key `prefix`. See `init(_:at:secretFields:isSecret:)`.
         ///
         /// - Important: A chain with no default key needs a `key`; without one every lookup of
-        ///   the record throws ``KeepsakeError/Code/invalidArgument``.
+        ///   the record throws `KeepsakeError.Code.invalidArgument`.
         public init<Latest>(
             _ chain: ModelChain<Latest>, forKey key: String? = nil, at prefix: ConfigKey? = nil,
             secretFields: Set<String> = [], isSecret: Bool = false

@@ -4,7 +4,7 @@ import Foundation
 public import Keepsake
 import Synchronization
 
-/// Keepsake's records as configuration: a swift-configuration `ConfigProvider` over a ``Vault``
+/// Keepsake's records as configuration: a swift-configuration `ConfigProvider` over a `Vault`
 /// and the records an app names.
 ///
 /// ```swift
@@ -25,7 +25,7 @@ import Synchronization
 ///   that is missing or `null` is not found (`nil`), so a provider after this one is asked.
 /// - Errors: a record written by a newer release, a corrupt one, a locked keyring, a store
 ///   that cannot be read, or a field of another type than asked for, is a lookup error — a
-///   ``KeepsakeError`` naming the store and the record key — never a silent default.
+///   `KeepsakeError` naming the store and the record key — never a silent default.
 /// - Secrets: every value is secret (`ConfigValue.isSecret`, so access logs redact it) when
 ///   the store is encrypted at rest (a keyring, an encrypted file store), and so are the
 ///   fields the app names (``Record/secretFields``, ``Record/isSecret``).
@@ -181,10 +181,10 @@ extension KeepsakeProvider: ConfigProvider {
     /// A key no ``Record/prefix`` begins is not found (`nil`), and so is a missing field or a
     /// record that is not stored (and has no default).
     ///
-    /// - Throws: ``KeepsakeError`` naming the store and record key: the record is newer than
+    /// - Throws: `KeepsakeError` naming the store and record key: the record is newer than
     ///   this release, corrupt or unrecognised, a migration step failed, the store is locked or
     ///   cannot be read (the error's own code says which), or the field is not `type`
-    ///   (``KeepsakeError/Code/configurationTypeMismatch``).
+    ///   (`KeepsakeError.Code.configurationTypeMismatch`).
     /// - Important: Nothing is written, unless ``Options/writeBack`` is set; then an outdated
     ///   record is written back as `Vault.load(_:)` does, and a failed write-back still returns
     ///   the value.
@@ -264,7 +264,7 @@ extension KeepsakeProvider: ConfigProvider {
     /// same bytes for every record (one round when the provider serves one record): so a
     /// snapshot never mixes a record from before a change with one from after it. A store that
     /// keeps changing through ``Options/snapshotAttempts`` rounds gives a snapshot whose every
-    /// lookup of a served key throws ``KeepsakeError/Code/conflict``. The snapshot holds the
+    /// lookup of a served key throws `KeepsakeError.Code.conflict`. The snapshot holds the
     /// decoded records; its lookups read nothing.
     ///
     /// - Important: Nothing is written, whatever ``Options/writeBack`` says.

@@ -36,7 +36,7 @@ indirect enum FieldTree: Sendable, Equatable, Decodable {
 
     /// The fields of `value`, a chain's latest version.
     ///
-    /// - Throws: ``KeepsakeError/Code/encodingFailed`` naming `store` and `key` when the value
+    /// - Throws: `KeepsakeError.Code.encodingFailed` naming `store` and `key` when the value
     ///   does not encode (its own `encode(to:)` threw).
     static func of(_ value: some Encodable, store: String, key: String) throws(KeepsakeError) -> FieldTree {
         let encoder = JSONEncoder()
