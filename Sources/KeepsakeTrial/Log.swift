@@ -13,8 +13,9 @@ enum Log {
 }
 
 extension Logger {
-    /// Logs a trial state — read (trace), expired (debug: an app asks on every launch), unknown
-    /// (notice: a locked keyring, say), the clock moved back (warning) — and returns it.
+    /// Logs a trial state — read (trace), expired, unknown (a locked keyring, say) or the clock
+    /// moved back (debug: the app gets the state as the value it asked for, and acts on it
+    /// there) — and returns it.
     func reported(_ status: TrialStatus, store: String, key: String) -> TrialStatus {
         var metadata: Logger.Metadata = ["store": "\(store)", "key": "\(key)"]
         switch status {
@@ -23,10 +24,10 @@ extension Logger {
         case .expired:
             debug("trial expired", metadata: metadata)
         case .clockMovedBack:
-            warning("the clock moved back beyond the tolerance; the trial is not extended", metadata: metadata)
+            debug("the clock moved back beyond the tolerance; the trial is not extended", metadata: metadata)
         case let .unknown(error):
             metadata["error"] = "\(error.code.rawValue)"
-            notice("trial state unknown", metadata: metadata)
+            debug("trial state unknown", metadata: metadata)
         }
         return status
     }
