@@ -48,7 +48,7 @@ internal import PostgresNIO
 ///     configuration: PostgresConfiguration(parsing: "postgresql://app@db.internal/myapp?table=app_records"),
 ///     masterKey: .keyFile(path: "/run/secrets/records.key"))
 /// let vault = Vault(store: store)
-/// let settings = try await vault.load(TenantSettings.chain, key: "tenant-42")
+/// let settings = try await vault.load(TenantSettings.chain, forKey: "tenant-42")
 /// ```
 public final class PostgresStore: RecordStore {
     /// Where the store is and how it connects.
@@ -60,6 +60,8 @@ public final class PostgresStore: RecordStore {
     let client: PostgresClient
     private let runner: Task<Void, Never>
     let logger = Logger(label: "keepsake.postgres")
+    /// The logger of the store's read queries (they run in closures that do not capture the store).
+    static let queryLogger = Logger(label: "keepsake.postgres")
 
     /// Opens the store: starts a connection pool and checks that the server answers.
     ///
@@ -105,9 +107,9 @@ public final class PostgresStore: RecordStore {
         runner = Bridge.start { await client.run() }
         let exists = try perform("open the store", retrying: true) { client in
             let table = configuration.table
-            let rows = try await client.query("SELECT to_regclass(\(table)) IS NOT NULL")
-            for try await exists in rows.decode(Bool.self) { return exists }
-            return false
+            let rows = try await client.collect(
+                "SELECT to_regclass(\(table)) IS NOT NULL", logger: PostgresStore.queryLogger)
+            return try rows.first?.decode(Bool.self) ?? false
         }
         if requireExisting && !exists {
             throw KeepsakeError(
@@ -132,9 +134,9 @@ public final class PostgresStore: RecordStore {
     /// - Throws: ``Keepsake/KeepsakeError`` when the server cannot be asked.
     public func serverVersion() throws(KeepsakeError) -> String {
         try perform("read the server version", retrying: true) { client in
-            let rows = try await client.query("SELECT current_setting('server_version')")
-            for try await version in rows.decode(String.self) { return version }
-            return "unknown"
+            let rows = try await client.collect(
+                "SELECT current_setting('server_version')", logger: PostgresStore.queryLogger)
+            return try rows.first?.decode(String.self) ?? "unknown"
         }
     }
 
@@ -144,9 +146,9 @@ public final class PostgresStore: RecordStore {
         try validateKey(key)
         let table = configuration.quotedTable
         let stored: Data? = try perform("read", key: key, retrying: true, tableMissing: .answer(nil)) { client in
-            let rows = try await client.query("SELECT record FROM \(unescaped: table) WHERE key = \(key)")
-            for try await record in rows.decode(ByteBuffer.self) { return Data(record.readableBytesView) }
-            return nil
+            let rows = try await client.collect(
+                "SELECT record FROM \(unescaped: table) WHERE key = \(key)", logger: PostgresStore.queryLogger)
+            return try rows.first.map { row in Data(try row.decode(ByteBuffer.self).readableBytesView) }
         }
         guard let stored else { return nil }
         return try open(stored, forKey: key)
@@ -155,10 +157,9 @@ public final class PostgresStore: RecordStore {
     public func keys() throws(KeepsakeError) -> [String] {
         let table = configuration.quotedTable
         return try perform("list the keys", retrying: true, tableMissing: .answer([])) { client in
-            let rows = try await client.query("SELECT key FROM \(unescaped: table) ORDER BY key COLLATE \"C\"")
-            var keys: [String] = []
-            for try await key in rows.decode(String.self) { keys.append(key) }
-            return keys
+            let rows = try await client.collect(
+                "SELECT key FROM \(unescaped: table) ORDER BY key COLLATE \"C\"", logger: PostgresStore.queryLogger)
+            return try rows.map { row in try row.decode(String.self) }
         }
     }
 
@@ -178,10 +179,13 @@ public final class PostgresStore: RecordStore {
     public func allRecords() throws(KeepsakeError) -> [(key: String, result: Result<Data, KeepsakeError>)] {
         let table = configuration.quotedTable
         let rows: [StoredRow] = try perform("read the records", retrying: true, tableMissing: .answer([])) { client in
-            let rows = try await client.query(
-                "SELECT key, record FROM \(unescaped: table) ORDER BY key COLLATE \"C\"")
+            let rows = try await client.collect(
+                "SELECT key, record FROM \(unescaped: table) ORDER BY key COLLATE \"C\"",
+                logger: PostgresStore.queryLogger)
             var result: [StoredRow] = []
-            for try await (key, record) in rows.decode((String, ByteBuffer).self) {
+            result.reserveCapacity(rows.count)
+            for row in rows {
+                let (key, record) = try row.decode((String, ByteBuffer).self)
                 result.append(StoredRow(key: key, record: Data(record.readableBytesView)))
             }
             return result

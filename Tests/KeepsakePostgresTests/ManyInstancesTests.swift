@@ -15,7 +15,9 @@ struct Child {
         process.executableURL = URL(fileURLWithPath: binary.path)
         process.arguments = arguments
         self.output = output
-        FileManager.default.createFile(atPath: output, contents: nil)
+        guard FileManager.default.createFile(atPath: output, contents: nil) else {
+            throw TestFailure("cannot create \(output)")
+        }
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         process.standardOutput = handle
         process.standardError = handle
@@ -28,115 +30,120 @@ struct Child {
     }
 }
 
-@Suite(
-    "Many instances on one PostgreSQL table", .serialized, .enabled(if: TestServer.available, TestServer.skipReason))
-struct ManyInstancesTests {
-    @Test("migrate run processes and Vault writers at once: no lost write, every record migrated, none torn")
-    func migrateAndWritersAtOnce() throws {
-        let table = newTable("many")
-        let shared = 6
-        try SQL.seedOldPeople(table: table, count: 2000)
-        try SQL.seedOldPeople(table: table + "_x", count: shared, prefix: "shared-")
-        try SQL.run("INSERT INTO \(table) SELECT * FROM \(table)_x; DROP TABLE \(table)_x")
-        let store = storeURI(table: table)
-        let directory = FileManager.default.temporaryDirectory.path + "/keepsake-pg-many-" + UUID().uuidString.prefix(8)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { _ = try? FileManager.default.removeItem(atPath: directory) }  // cleanup only
+extension PostgresServerTests {
+    @Suite("Many instances on one PostgreSQL table")
+    struct ManyInstancesTests {
+        @Test("migrate run processes and Vault writers at once: no lost write, every record migrated, none torn")
+        func migrateAndWritersAtOnce() throws {
+            let table = newTable("many")
+            let shared = 6
+            try SQL.seedOldPeople(table: table, count: 2000)
+            try SQL.seedOldPeople(table: table + "_x", count: shared, prefix: "shared-")
+            try SQL.run("INSERT INTO \(table) SELECT * FROM \(table)_x; DROP TABLE \(table)_x")
+            let store = storeURI(table: table)
+            let directory =
+                FileManager.default.temporaryDirectory.path + "/keepsake-pg-many-" + UUID().uuidString.prefix(8)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { _ = try? FileManager.default.removeItem(atPath: directory) }  // cleanup only
 
-        var children: [Child] = []
-        for index in 0..<3 {
-            children.append(
-                try Child(migrateBinary, ["run", "--store", store, "--json"], output: "\(directory)/migrate-\(index)"))
-        }
-        var writers: [Child] = []
-        for index in 0..<3 {
-            writers.append(
-                try Child(
-                    writerBinary,
-                    [
-                        "--store", store, "--process", "w\(index)", "--tasks", "3", "--operations", "40",
-                        "--shared", "\(shared)"
-                    ],
-                    output: "\(directory)/writer-\(index)"))
-        }
-        // A run whose batch lost its compare-and-swap to another run (or a writer) exits 73
-        // ("a record changed while being migrated, left untouched"): the other writer's value stays.
-        var conflicted = 0
-        for child in children {
-            let (status, output) = try child.wait()
-            #expect(status == 0 || status == 73, "migrate run: \(output.suffix(600))")
-            if status == 73 { conflicted += 1 }
-        }
-        var saved: [String: String] = [:]
-        var updated: [String: [String]] = [:]
-        var failed = 0
-        for writer in writers {
-            let (status, output) = try writer.wait()
-            #expect(status == 0, "writer: \(output.suffix(600))")
-            for line in output.split(separator: "\n") {
-                let fields = line.split(separator: " ").map(String.init)
-                guard fields.count == 3 else { continue }
-                switch fields[0] {
-                case "save": saved[fields[1]] = fields[2]
-                case "update": updated[fields[1], default: []].append(fields[2])
-                default: failed += 1
+            var children: [Child] = []
+            for index in 0..<3 {
+                children.append(
+                    try Child(
+                        migrateBinary, ["run", "--store", store, "--json"], output: "\(directory)/migrate-\(index)"))
+            }
+            var writers: [Child] = []
+            for index in 0..<3 {
+                writers.append(
+                    try Child(
+                        writerBinary,
+                        [
+                            "--store", store, "--process", "w\(index)", "--tasks", "3", "--operations", "40",
+                            "--shared", "\(shared)"
+                        ],
+                        output: "\(directory)/writer-\(index)"))
+            }
+            // A run whose batch lost its compare-and-swap to another run (or a writer) exits 73
+            // ("a record changed while being migrated, left untouched"): the other writer's value stays.
+            var conflicted = 0
+            for child in children {
+                let (status, output) = try child.wait()
+                #expect(status == 0 || status == 73, "migrate run: \(output.suffix(600))")
+                if status == 73 { conflicted += 1 }
+            }
+            var saved: [String: String] = [:]
+            var updated: [String: [String]] = [:]
+            var failed = 0
+            for writer in writers {
+                let (status, output) = try writer.wait()
+                #expect(status == 0, "writer: \(output.suffix(600))")
+                for line in output.split(separator: "\n") {
+                    let fields = line.split(separator: " ").map(String.init)
+                    guard fields.count == 3 else { continue }
+                    switch fields[0] {
+                    case "save": saved[fields[1]] = fields[2]
+                    case "update": updated[fields[1], default: []].append(fields[2])
+                    default: failed += 1
+                    }
                 }
             }
-        }
-        #expect(failed == 0)
-        #expect(saved.count == 3 * 3 * 20 && updated.values.map(\.count).reduce(0, +) == 3 * 3 * 20)
+            #expect(failed == 0)
+            #expect(saved.count == 3 * 3 * 20 && updated.values.map(\.count).reduce(0, +) == 3 * 3 * 20)
 
-        // Count against what the table holds, read through a Vault.
-        let vault = Vault(store: try PostgresStore(configuration: PostgresConfiguration(parsing: store)))
-        var lost = 0
-        for (key, token) in saved {
-            let value = try vault.load(Person.chain, forKey: key)?.value
-            if value?.alias != token { lost += 1 }
-        }
-        for (key, tokens) in updated {
-            let alias = try #require(try vault.load(Person.chain, forKey: key)?.value.alias)
-            let present = alias.split(separator: ",").map(String.init)
-            for token in tokens where present.filter({ $0 == token }).count != 1 { lost += 1 }
-        }
-        #expect(lost == 0, "lost successful writes: \(lost)")
-        // Every seeded record is there, migrated by a run or by a writer's load (none absent or torn).
-        let counts = try SQL.countMigrated(table: table)
-        #expect(counts.rows == 2000 + shared + saved.count)
-        #expect(counts.migrated == counts.rows)
-        print(
-            "many instances: 3 migrate run + 3 writers × 3 tasks; \(saved.count) saves, \(updated.count) shared keys; runs that lost a race (exit 73): \(conflicted); lost \(lost)"
-        )
-    }
-
-    @Test(
-        "kill -9 of migrate run mid-batch leaves every record whole: all of the batch or none", .timeLimit(.minutes(5)))
-    func killLoop() throws {
-        let table = newTable("kill")
-        let count = 5000
-        try SQL.seedOldPeople(table: table, count: count)
-        let store = storeURI(table: table)
-        let directory = FileManager.default.temporaryDirectory.path + "/keepsake-pg-kill-" + UUID().uuidString.prefix(8)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { _ = try? FileManager.default.removeItem(atPath: directory) }  // cleanup only
-        var kills = 0
-        var partial = 0
-        for round in 0..<8 {
-            let child = try Child(migrateBinary, ["run", "--store", store], output: "\(directory)/run-\(round)")
-            usleep(UInt32(150_000 + round * 60_000))
-            if child.process.isRunning {
-                kill(child.process.processIdentifier, SIGKILL)
-                kills += 1
+            // Count against what the table holds, read through a Vault.
+            let vault = Vault(store: try PostgresStore(configuration: PostgresConfiguration(parsing: store)))
+            var lost = 0
+            for (key, token) in saved {
+                let value = try vault.load(Person.chain, forKey: key)?.value
+                if value?.alias != token { lost += 1 }
             }
-            _ = try child.wait()
+            for (key, tokens) in updated {
+                let alias = try #require(try vault.load(Person.chain, forKey: key)?.value.alias)
+                let present = alias.split(separator: ",").map(String.init)
+                for token in tokens where present.filter({ $0 == token }).count != 1 { lost += 1 }
+            }
+            #expect(lost == 0, "lost successful writes: \(lost)")
+            // Every seeded record is there, migrated by a run or by a writer's load (none absent or torn).
             let counts = try SQL.countMigrated(table: table)
-            #expect(counts.rows == count)
-            if counts.migrated != 0 && counts.migrated != count { partial += 1 }
-            if counts.migrated == count { break }
+            #expect(counts.rows == 2000 + shared + saved.count)
+            #expect(counts.migrated == counts.rows)
+            print(
+                "many instances: 3 migrate run + 3 writers × 3 tasks; \(saved.count) saves, \(updated.count) shared keys; runs that lost a race (exit 73): \(conflicted); lost \(lost)"
+            )
         }
-        #expect(partial == 0, "a batch was applied in part")
-        let final = try migrateBinary.run(["run", "--store", store])
-        #expect(final.status == 0, "\(final.stderr)")
-        #expect(try SQL.countMigrated(table: table).migrated == count)
-        print("kill loop: \(kills) kills of migrate run on \(count) records; partial batches \(partial)")
+
+        @Test(
+            "kill -9 of migrate run mid-batch leaves every record whole: all of the batch or none",
+            .timeLimit(.minutes(5)))
+        func killLoop() throws {
+            let table = newTable("kill")
+            let count = 5000
+            try SQL.seedOldPeople(table: table, count: count)
+            let store = storeURI(table: table)
+            let directory =
+                FileManager.default.temporaryDirectory.path + "/keepsake-pg-kill-" + UUID().uuidString.prefix(8)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { _ = try? FileManager.default.removeItem(atPath: directory) }  // cleanup only
+            var kills = 0
+            var partial = 0
+            for round in 0..<8 {
+                let child = try Child(migrateBinary, ["run", "--store", store], output: "\(directory)/run-\(round)")
+                usleep(UInt32(150_000 + round * 60_000))
+                if child.process.isRunning {
+                    kill(child.process.processIdentifier, SIGKILL)
+                    kills += 1
+                }
+                _ = try child.wait()
+                let counts = try SQL.countMigrated(table: table)
+                #expect(counts.rows == count)
+                if counts.migrated != 0 && counts.migrated != count { partial += 1 }
+                if counts.migrated == count { break }
+            }
+            #expect(partial == 0, "a batch was applied in part")
+            let final = try migrateBinary.run(["run", "--store", store])
+            #expect(final.status == 0, "\(final.stderr)")
+            #expect(try SQL.countMigrated(table: table).migrated == count)
+            print("kill loop: \(kills) kills of migrate run on \(count) records; partial batches \(partial)")
+        }
     }
 }

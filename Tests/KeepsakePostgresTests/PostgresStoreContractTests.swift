@@ -15,16 +15,18 @@ enum MasterKeySourceOrNone {
     }
 }
 
-@Suite("PostgresStore keeps the store contract", .enabled(if: TestServer.available, TestServer.skipReason))
-struct PostgresStoreContractTests {
-    @Test("A plain table passes every contract check", arguments: StoreContract.checks)
-    func contract(_ check: StoreContract.Check) throws {
-        try check.run(on: TestServer.store())
-    }
+extension PostgresServerTests {
+    @Suite("PostgresStore keeps the store contract")
+    struct PostgresStoreContractTests {
+        @Test("A plain table passes every contract check", arguments: StoreContract.checks)
+        func contract(_ check: StoreContract.Check) throws {
+            try check.run(on: TestServer.store())
+        }
 
-    @Test("A sealed table passes every contract check", arguments: StoreContract.checks)
-    func sealedContract(_ check: StoreContract.Check) throws {
-        let key = EnvironmentMasterKey(variable: "K", environment: ["K": String(repeating: "ab", count: 32)])
-        try check.run(on: TestServer.store(masterKey: .some(.provider(key))))
+        @Test("A sealed table passes every contract check", arguments: StoreContract.checks)
+        func sealedContract(_ check: StoreContract.Check) throws {
+            let key = EnvironmentMasterKey(variable: "K", environment: ["K": String(repeating: "ab", count: 32)])
+            try check.run(on: TestServer.store(masterKey: .some(.provider(key))))
+        }
     }
 }

@@ -27,6 +27,12 @@ enum TestServer {
     }
 }
 
+/// Every suite that needs the test cluster, nested here so that they run one at a time: the
+/// restart tests restart the server under whatever else is running. Tests that need no server
+/// (the sealing vectors) live outside it.
+@Suite("On the test PostgreSQL server", .serialized, .enabled(if: TestServer.available, TestServer.skipReason))
+struct PostgresServerTests {}
+
 /// psql and table helpers on the test database.
 enum SQL {
     /// The test database's URI without Keepsake's own parameters, as psql takes it.

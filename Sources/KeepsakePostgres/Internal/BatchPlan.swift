@@ -96,12 +96,13 @@ struct BatchPlan: Sendable {
         var current: [Data: (version: Int64, record: Data)] = [:]
         if writes[segment].contains(where: { $0.expectation != .anything }) {
             let keys = writes[segment].map(\.key)
-            let rows = try await connection.query(
+            let rows = try await connection.collect(
                 """
                 SELECT key, version, record FROM \(unescaped: table) WHERE key = ANY(\(keys)::text[])
                 ORDER BY key COLLATE "C" FOR UPDATE
                 """, logger: store.logger)
-            for try await (key, version, record) in rows.decode((String, Int64, ByteBuffer).self) {
+            for row in rows {
+                let (key, version, record) = try row.decode((String, Int64, ByteBuffer).self)
                 current[Data(key.utf8)] = (version, Data(record.readableBytesView))
             }
         }
@@ -151,7 +152,7 @@ struct BatchPlan: Sendable {
         }
 
         if !keys.isEmpty {
-            let rows = try await connection.query(
+            let rows = try await connection.collect(
                 """
                 WITH w(key, op, expected, record) AS (
                     SELECT * FROM unnest(\(keys)::text[], \(operations)::int2[], \(versions)::int8[], \(records)::bytea[])),
@@ -171,7 +172,7 @@ struct BatchPlan: Sendable {
                 SELECT key FROM up UNION ALL SELECT key FROM ins UNION ALL SELECT key FROM upd UNION ALL SELECT key FROM del
                 """, logger: store.logger)
             var applied = Set<Data>()
-            for try await key in rows.decode(String.self) { applied.insert(Data(key.utf8)) }
+            for row in rows { applied.insert(Data(try row.decode(String.self).utf8)) }
             for (position, slot) in slots.enumerated() {
                 let deleteAnyway = operations[position] == Operation.delete.rawValue
                 results[slot] = deleteAnyway || applied.contains(Data(keys[position].utf8)) ? .applied : .conflict
