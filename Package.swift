@@ -177,7 +177,7 @@ let package = Package(
                 "KeepsakePostgres", "Keepsake", "KeepsakeSodium", "KeepsakeTesting", "Migrations", "migrate",
                 "keepsake-postgres-writer"
             ],
-            exclude: ["Writer"]),
+            exclude: ["Writer", "Vectors"]),
         // The provider under swift-configuration's own conformance kit, its access log, and a
         // watch on another process's `migrate put`.
         .testTarget(

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""An independent implementation of Keepsake's sealed PostgreSQL values, written from
+docs/FORMAT.md ("Sealed PostgreSQL values") alone, without libsodium: checks sealed-values.json
+byte for byte (seals every record's plaintext with its nonce and opens the result).
+
+Needs Python 3.9+ and the `cryptography` package.
+Run: python3 Tests/KeepsakePostgresTests/Vectors/check_sealed.py
+     (--write regenerates the outputs of the JSON from its inputs)
+"""
+import hashlib
+import json
+import pathlib
+import struct
+import sys
+
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+
+HEADER = b"KSPG\x01"
+
+
+def kdf(key: bytes, subkey_id: int, ctx: bytes) -> bytes:
+    return hashlib.blake2b(b"", digest_size=32, key=key,
+                           salt=struct.pack("<Q", subkey_id) + bytes(8), person=ctx + bytes(8)).digest()
+
+
+def _rotl(v, c):
+    return ((v << c) & 0xffffffff) | (v >> (32 - c))
+
+
+def hchacha20(key: bytes, nonce16: bytes) -> bytes:
+    s = list(struct.unpack("<4I", b"expand 32-byte k") + struct.unpack("<8I", key) + struct.unpack("<4I", nonce16))
+
+    def qr(a, b, c, d):
+        s[a] = (s[a] + s[b]) & 0xffffffff; s[d] = _rotl(s[d] ^ s[a], 16)
+        s[c] = (s[c] + s[d]) & 0xffffffff; s[b] = _rotl(s[b] ^ s[c], 12)
+        s[a] = (s[a] + s[b]) & 0xffffffff; s[d] = _rotl(s[d] ^ s[a], 8)
+        s[c] = (s[c] + s[d]) & 0xffffffff; s[b] = _rotl(s[b] ^ s[c], 7)
+
+    for _ in range(10):
+        qr(0, 4, 8, 12); qr(1, 5, 9, 13); qr(2, 6, 10, 14); qr(3, 7, 11, 15)
+        qr(0, 5, 10, 15); qr(1, 6, 11, 12); qr(2, 7, 8, 13); qr(3, 4, 9, 14)
+    return struct.pack("<8I", *(s[0:4] + s[12:16]))
+
+
+def associated_data(table: str, record_key: str) -> bytes:
+    t = table.encode()
+    return HEADER + struct.pack(">I", len(t)) + t + record_key.encode()
+
+
+def seal(sealing_key: bytes, nonce: bytes, table: str, record_key: str, plaintext: bytes) -> bytes:
+    ad = associated_data(table, record_key)
+    body = ChaCha20Poly1305(hchacha20(sealing_key, nonce[:16])).encrypt(bytes(4) + nonce[16:], plaintext, ad)
+    return HEADER + nonce + body
+
+
+def open_sealed(sealing_key: bytes, table: str, record_key: str, value: bytes) -> bytes:
+    if len(value) < 45 or value[:4] != b"KSPG" or value[4] != 1:
+        raise ValueError("not a sealed value of version 1")
+    nonce = value[5:29]
+    return ChaCha20Poly1305(hchacha20(sealing_key, nonce[:16])).decrypt(
+        bytes(4) + nonce[16:], value[29:], associated_data(table, record_key))
+
+
+def store_id(identity: str) -> str:
+    return hashlib.blake2b(("keepsake-postgres:" + identity).encode(), digest_size=16).hexdigest()
+
+
+def outputs(v: dict) -> dict:
+    sealing_key = kdf(bytes.fromhex(v["masterKey"]), 1, b"KSPGseal")
+    result = {"sealingKey": sealing_key.hex(), "storeId": store_id(v["identity"]), "records": []}
+    for r in v["records"]:
+        nonce = bytes.fromhex(r["nonce"])
+        sealed = seal(sealing_key, nonce, r["table"], r["recordKey"], r["plaintext"].encode())
+        assert open_sealed(sealing_key, r["table"], r["recordKey"], sealed) == r["plaintext"].encode()
+        result["records"].append({
+            "associatedData": associated_data(r["table"], r["recordKey"]).hex(), "sealed": sealed.hex()})
+    return result
+
+
+def main() -> int:
+    path = pathlib.Path(__file__).with_name("sealed-values.json")
+    v = json.loads(path.read_text(encoding="utf-8"))
+    got = outputs(v)
+    if "--write" in sys.argv:
+        v["sealingKey"], v["storeId"] = got["sealingKey"], got["storeId"]
+        for r, out in zip(v["records"], got["records"]):
+            r.update(out)
+        path.write_text(json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {path.name}")
+        return 0
+    failures = 0
+    for field in ("sealingKey", "storeId"):
+        if v[field] != got[field]:
+            print(f"{field}: expected {v[field]}, computed {got[field]}"); failures += 1
+    for index, (r, out) in enumerate(zip(v["records"], got["records"])):
+        for field in ("associatedData", "sealed"):
+            if r[field] != out[field]:
+                print(f"records[{index}].{field} differs"); failures += 1
+    print(f"{path.name}: {len(v['records'])} records, {'OK' if failures == 0 else f'{failures} differences'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
