@@ -1,0 +1,195 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Keepsake
+
+extension Migrate {
+    struct Watch: MigratorCommand {
+        static var configuration: CommandConfiguration {
+            cachedConfiguration {
+                CommandConfiguration(
+                    abstract: "Print a record now, then each time any writer changes it; nothing is written.",
+                    usage: "\(CLI.name) watch <key> --store <uri> [--count <n>] [<options>]",
+                    discussion: """
+                        Each change by any writer — the app, another process, another instance — is read again and migrated in memory, and printed when it differs from the one before (the same record rewritten is not printed again). A record that cannot be read, a locked keyring and an unreachable store are printed as what they are, and the watch goes on. Stops on Ctrl-C, or after --count changes.
+
+                        With --json: one JSON object per line: {"store", "key", "state" (absent, current, outdated, newer, newerReadable, unreadable, unmanaged, locked, failed), "schema", "storedVersion", "latestVersion", "record": the record at its latest version or null, "error": an error object or null}.
+                        """)
+            }
+        }
+
+        @OptionGroup var store: StoreLocationOptions<TheStore>
+        @OptionGroup var keyring: KeyringTimeoutOptions
+        @OptionGroup var models: ModelMappingOptions
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var output: OutputOptions
+
+        @Argument(help: "The record's key.", completion: Completions.key)
+        var key: String
+
+        @Option(
+            name: .long,
+            help: ArgumentHelp("Stop after printing this many states (the first included).", valueName: "n"))
+        var count: Int?
+
+        func validate() throws {
+            if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+        }
+
+        func run() throws {
+            try guarded {
+                let migrator = Migrator(
+                    store: try store.open(keyringTimeout: keyring.timeout()), chains: CLI.chains,
+                    context: device.context(), keyModels: try models.keyModels())
+                let printer = Printer(json: output.json, store: migrator.store.uri, key: key)
+                let done = DispatchSemaphore(value: 0)
+                let limit = count
+                let key = key
+                let task = Task.detached {
+                    await Self.watch(migrator, key: key, limit: limit, printer: printer)
+                    done.signal()
+                }
+                // Ctrl-C ends the watch cleanly: the stream's consumer stops and its watch is released.
+                signal(SIGINT, SIG_IGN)
+                let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+                interrupt.setEventHandler { task.cancel() }
+                interrupt.resume()
+                done.wait()
+                interrupt.cancel()
+            }
+        }
+
+        /// Prints the record now and after each hint that changed it, until `limit` states were
+        /// printed or the task is cancelled.
+        private static func watch(_ migrator: Migrator, key: String, limit: Int?, printer: Printer) async {
+            var printed = 0
+            var last: String?
+            func refresh() async -> Bool {
+                let state = await Blocked.run { State(migrator: migrator, key: key) }
+                guard state.fingerprint != last else { return false }
+                last = state.fingerprint
+                printer.print(state)
+                printed += 1
+                return limit.map { printed >= $0 } ?? false
+            }
+            var changes: StoreChanges?
+            if let observable = migrator.store as? any ObservableStore {
+                do throws(KeepsakeError) {
+                    changes = try observable.changes()
+                } catch {
+                    printer.print(State(error: error))
+                }
+            }
+            if await refresh() { return }
+            if let changes {
+                for await change in changes {
+                    if case let .key(changed) = change, changed != key { continue }
+                    if await refresh() { return }
+                }
+            } else {
+                while !Task.isCancelled {
+                    do { try await Task.sleep(for: Vault.updatesPollInterval) } catch { return }
+                    if await refresh() { return }
+                }
+            }
+        }
+
+        /// What one look at the record found.
+        struct State: Sendable {
+            var state: String
+            var schema: String?
+            var storedVersion: Int?
+            var latestVersion: Int?
+            var record: Data?
+            var error: KeepsakeError?
+
+            init(state: String, error: KeepsakeError? = nil) {
+                self.state = state
+                self.error = error
+            }
+
+            init(migrator: Migrator, key: String) {
+                let found: (report: RecordReport, latest: Data?)?
+                do throws(KeepsakeError) {
+                    found = try migrator.preview(key: key)
+                } catch {
+                    self.init(error: error)
+                    return
+                }
+                guard let (report, latest) = found else {
+                    self.init(state: "absent")
+                    return
+                }
+                self.init(state: report.state.rawValue, error: report.error)
+                schema = report.schema
+                storedVersion = report.storedVersion
+                latestVersion = report.latestVersion
+                record = latest
+            }
+
+            init(error: KeepsakeError) {
+                self.init(state: error.code == .locked ? "locked" : "failed", error: error)
+            }
+
+            /// Equal for two looks that found the same thing.
+            var fingerprint: String {
+                [
+                    state, schema ?? "", storedVersion.map(String.init) ?? "",
+                    record.map { $0.base64EncodedString() } ?? "", error.map { "\($0.code):\($0.message)" } ?? ""
+                ].joined(separator: "|")
+            }
+        }
+
+        /// Prints states as table lines or JSON lines.
+        struct Printer: Sendable {
+            let json: Bool
+            let store: String
+            let key: String
+
+            func print(_ state: State) {
+                if json {
+                    var record: JSONValue?
+                    if let bytes = state.record {
+                        do {
+                            record = try JSONDecoder().decode(JSONValue.self, from: bytes)
+                        } catch {
+                            record = .string(String(decoding: bytes, as: UTF8.self))  // shown as text, never dropped
+                        }
+                    }
+                    let line: JSONValue = [
+                        "store": .string(store), "key": .string(key), "state": .string(state.state),
+                        "schema": JSONValue(state.schema), "storedVersion": JSONValue(state.storedVersion),
+                        "latestVersion": JSONValue(state.latestVersion), "record": record ?? .null,
+                        "error": state.error?.json ?? .null
+                    ]
+                    // One compact line per state (JSON Lines), keys sorted.
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                    do {
+                        writeJSON(try encoder.encode(line))
+                    } catch {
+                        printError("error: cannot encode the state of \(key) as JSON: \(error)")
+                    }
+                    return
+                }
+                var text = "\(key): \(state.state)"
+                if let schema = state.schema {
+                    text += " \(schema) v\(state.storedVersion.map(String.init) ?? "?")"
+                    if let latest = state.latestVersion, latest != state.storedVersion { text += " → v\(latest)" }
+                }
+                if let error = state.error { text += " — \(error.message)" }
+                say(text)
+                if let record = state.record { say(String(decoding: record, as: UTF8.self)) }
+            }
+        }
+    }
+}
+
+/// Runs blocking store work off the cooperative pool, on a Dispatch thread of its own.
+private enum Blocked {
+    static func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: work()) }
+        }
+    }
+}

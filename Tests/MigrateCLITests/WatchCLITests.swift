@@ -1,0 +1,62 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// What a child process printed, gathered as it arrives.
+private final class Received: Sendable {
+    let text = Mutex("")
+}
+
+@Suite("migrate watch")
+struct WatchCLITests {
+    @Test("watch --json prints the record now, then another process's put, run and delete, one JSON line each")
+    func watchesAnotherProcess() throws {
+        let suite = try Suite("{}")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: migrateBinary)
+        process.arguments = ["watch", "person", "--store", suite.store, "--json", "--count", "4", "--device-id", "d"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        let received = Received()
+        output.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            received.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
+        }
+        try process.run()
+        defer {
+            if process.isRunning { process.terminate() }
+            output.fileHandleForReading.readabilityHandler = nil
+        }
+
+        /// The complete lines printed so far, parsed.
+        var parsed: [[String: Any]] {
+            received.text.withLock { $0 }.split(separator: "\n", omittingEmptySubsequences: true).compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+        }
+        func waitFor(_ count: Int) {
+            let deadline = Date().addingTimeInterval(20)
+            while parsed.count < count, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        waitFor(1)
+        #expect(
+            try migrate(["put", "person", "--store", suite.store], stdin: #"{"name":"Ada","age":"36"}"#).status == 0)
+        waitFor(2)
+        #expect(try suite.run("run").status == 0)
+        waitFor(3)
+        #expect(try migrate(["delete", "person", "--store", suite.store]).status == 0)
+        waitFor(4)
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(!process.isRunning && process.terminationStatus == 0, "--count 4 ends the watch")
+
+        let seen = parsed
+        #expect(seen.map { $0["state"] as? String } == ["absent", "outdated", "current", "absent"], "\(seen)")
+        #expect(seen[1]["storedVersion"] as? Int == 0 && seen[1]["latestVersion"] as? Int == 3)
+        #expect(seen[2]["storedVersion"] as? Int == 3)
+        let record = seen[1]["record"] as? [String: Any]
+        #expect((record?["data"] as? [String: Any])?["alias"] as? String == "Ada", "migrated in memory")
+        #expect(seen.allSatisfy { $0["key"] as? String == "person" && $0["store"] as? String == suite.store })
+    }
+}
