@@ -1,0 +1,75 @@
+// Release-mode benchmark of the PostgreSQL store, run by scripts/bench-postgres beside a libpq
+// floor doing the same statements in the same run (docs/PERFORMANCE.md):
+//
+//   keepsake-bench-postgres run URI             Migrator.run over the table's old Person records
+//   keepsake-bench-postgres load URI N COUNT    COUNT Vault.load calls of keys p1…pN, sync then async
+//
+// URI is a store URI (postgresql://…?table=…). Each prints `WHAT SECONDS COUNT` lines; the
+// store is opened (and its pool started) before the clock starts.
+import Foundation
+import Keepsake
+import KeepsakePostgres
+import Migrations
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("keepsake-bench-postgres: \(message)\n".utf8))
+    exit(1)
+}
+
+func seconds(since start: ContinuousClock.Instant) -> Double {
+    let (whole, attoseconds) = (ContinuousClock.now - start).components
+    return Double(whole) + Double(attoseconds) / 1e18
+}
+
+/// The key of the `index`th load of `records`: a fixed scattered order, the floor's too.
+func loadKey(_ index: Int, records: Int) -> String { "p\((index &* 7919) % records + 1)" }
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else { fail("usage: keepsake-bench-postgres run|load URI [N COUNT]") }
+let store: PostgresStore
+do {
+    store = try PostgresStore(configuration: PostgresConfiguration(parsing: arguments[2]), requireExisting: true)
+} catch {
+    fail("\(error)")
+}
+let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 1_700_000_000), deviceIdentity: "bench")
+
+switch arguments[1] {
+case "run":
+    let start = ContinuousClock.now
+    let reports: [RecordReport]
+    do {
+        reports = try Migrator(store: store, chains: [Person.chain.erased], context: context).run()
+    } catch {
+        fail("\(error)")
+    }
+    let elapsed = seconds(since: start)
+    let migrated = reports.filter { $0.state == .migrated }.count
+    guard migrated == reports.count else { fail("\(reports.count - migrated) records not migrated") }
+    print("run \(elapsed) \(migrated)")
+case "load":
+    guard arguments.count == 5, let records = Int(arguments[3]), let count = Int(arguments[4]) else {
+        fail("usage: keepsake-bench-postgres load URI N COUNT")
+    }
+    let vault = Vault(store: store, context: context)
+    do {
+        let start = ContinuousClock.now
+        for index in 0..<count {
+            guard try vault.load(Person.chain, forKey: loadKey(index, records: records)) != nil else {
+                fail("no record \(loadKey(index, records: records))")
+            }
+        }
+        print("load \(seconds(since: start)) \(count)")
+        let asyncStart = ContinuousClock.now
+        for index in 0..<count {
+            guard try await vault.load(Person.chain, forKey: loadKey(index, records: records)) != nil else {
+                fail("no record \(loadKey(index, records: records))")
+            }
+        }
+        print("load-async \(seconds(since: asyncStart)) \(count)")
+    } catch {
+        fail("\(error)")
+    }
+default:
+    fail("unknown benchmark \(arguments[1]); run or load")
+}
