@@ -234,3 +234,13 @@ public struct StoreBackends: Sendable {
         }
     }
 }
+
+/// A store that can say more about where it is than its URI, for `migrate doctor --store`: a
+/// server's version, say.
+public protocol DiagnosableStore: RecordStore {
+    /// One line about the store as it is now (`PostgreSQL 15.18`).
+    ///
+    /// - Throws: ``KeepsakeError`` naming the store when it cannot be reached.
+    /// - Important: Nothing is written, whether this returns or throws.
+    func diagnosis() throws(KeepsakeError) -> String
+}

@@ -10,9 +10,9 @@ extension Migrate {
             cachedConfiguration {
                 CommandConfiguration(
                     abstract: "Report, for each kind of store, whether it can be used here and why not.",
-                    usage: "\(CLI.name) doctor [--keyring-timeout <seconds>] [--json]",
+                    usage: "\(CLI.name) doctor [--store <uri>] [--keyring-timeout <seconds>] [--json]",
                     discussion: """
-                        Never prompts and never writes. The keyring check names the Secret Service provider (gnome-keyring, KeePassXC, KWallet or other, with its version where it can be found without running anything: asked of the bus and /proc, never of the provider) and asks it for its default collection and whether it is locked, within --keyring-timeout. The sandbox line says whether the app runs in Flatpak or Snap, what it must request there for the keyring, and what survives a reinstall. Exits 0 when every kind is usable, 69 otherwise.
+                        Never prompts and never writes. The keyring check names the Secret Service provider (gnome-keyring, KeePassXC, KWallet or other, with its version where it can be found without running anything: asked of the bus and /proc, never of the provider) and asks it for its default collection and whether it is locked, within --keyring-timeout. The sandbox line says whether the app runs in Flatpak or Snap, what it must request there for the keyring, and what survives a reinstall. With --store URI, one more line says whether that store opens and, where its kind can tell (a PostgreSQL server's version), more. Exits 0 when every line is usable, 69 otherwise.
                         """)
             }
         }
@@ -32,6 +32,13 @@ extension Migrate {
         var timeoutOption: String {
             keyringTimeout == nil && deprecatedTimeout != nil ? "--timeout" : "--keyring-timeout"
         }
+
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "Also open this store and report whether it can be used (its server's version, for a server).",
+                valueName: "uri"))
+        var store: String?
 
         @OptionGroup var output: OutputOptions
 
@@ -77,7 +84,7 @@ extension Migrate {
             let keyring = KeyringStore.diagnose(
                 timeout: try timeoutDuration(timeout, option: timeoutOption),
                 sandbox: sandbox)
-            let checks = [
+            var checks = [
                 Check(
                     store: "defaults", usable: true, status: "usable",
                     detail: "JSON suite files; needs only a writable directory"),
@@ -94,6 +101,7 @@ extension Migrate {
                         ? "not sandboxed (no FLATPAK_ID, /.flatpak-info or SNAP)"
                         : sandbox.description)
             ]
+            if let store { checks.append(try check(store)) }
             if output.json {
                 printJSON(checks)
             } else {
@@ -104,6 +112,29 @@ extension Migrate {
                     })
             }
             if checks.contains(where: { !$0.usable }) { throw Exit.unavailable }
+        }
+
+        /// Whether the store `text` names opens here (without a master key: a `file:` store says
+        /// it needs one), and what it says of itself.
+        private func check(_ text: String) throws -> Check {
+            let uri: StoreURI
+            do throws(KeepsakeError) {
+                uri = try CLI.backends.parse(text)
+            } catch {
+                throw usageError("--store: \(error.message)")
+            }
+            let deadline = try timeoutDuration(timeout, option: timeoutOption)
+            do throws(KeepsakeError) {
+                var options = StoreOpenOptions(requireExisting: true)
+                options.keyringTimeout = deadline
+                let opened = try CLI.backends.open(uri, options: options)
+                let detail =
+                    try (opened as? any DiagnosableStore)?.diagnosis()
+                    ?? "opens; \(opened.capabilities.isEmpty ? "no capabilities" : opened.capabilities.description)"
+                return Check(store: opened.uri, usable: true, status: "usable", detail: detail)
+            } catch {
+                return Check(store: uri.description, usable: false, status: error.code.rawValue, detail: error.message)
+            }
         }
     }
 }
