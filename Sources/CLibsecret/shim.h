@@ -388,3 +388,205 @@ static inline gboolean keepsake_owner_pid(GDBusConnection *bus, const gchar *own
 static inline gchar *keepsake_remote_error_name(const GError *error) {
     return g_dbus_error_get_remote_error(error);
 }
+
+// MARK: Change hints (KeyringStore+Changes.swift, Internal/KeyringSignals.swift)
+
+/// The signal a Keepsake writer emits on the session bus after it changed a record, because
+/// gnome-keyring emits nothing when an item's secret is replaced in place (Item.SetSecret).
+#define KEEPSAKE_HINT_PATH "/org/keepsake/Keyring"
+#define KEEPSAKE_HINT_INTERFACE "org.keepsake.Keyring"
+#define KEEPSAKE_HINT_SIGNAL "RecordChanged"
+
+/// Emits `org.keepsake.Keyring.RecordChanged(service, key)` to every connection that listens,
+/// and waits (until `cancellable` is cancelled) until it has been written to the bus, so that a
+/// process that exits right after a write has still told the watchers.
+static inline gboolean keepsake_announce_change(GDBusConnection *bus, const gchar *service, const gchar *key,
+                                                GCancellable *cancellable, GError **error) {
+    if (!g_dbus_connection_emit_signal(bus, NULL, KEEPSAKE_HINT_PATH, KEEPSAKE_HINT_INTERFACE, KEEPSAKE_HINT_SIGNAL,
+                                       g_variant_new("(ss)", service, key), error)) {
+        return FALSE;
+    }
+    return g_dbus_connection_flush_sync(bus, cancellable, error);
+}
+
+/// What a watch reports: the hints of StoreChange.
+enum {
+    KEEPSAKE_HINT_ANY = 0,
+    KEEPSAKE_HINT_KEY = 1,
+    KEEPSAKE_HINT_LOCKED = 2,
+    KEEPSAKE_HINT_UNLOCKED = 3,
+};
+
+/// Called on the watch's thread with a hint, and the key for KEEPSAKE_HINT_KEY (else NULL).
+typedef void (*KeepsakeHintFunc)(int hint, const gchar *key, void *data);
+
+#define KEEPSAKE_WATCH_SUBSCRIPTIONS 5
+
+/// Signal subscriptions on the session bus whose callbacks run on a GMainContext of their own,
+/// iterated by keepsake_watch_run on a thread of the caller's.
+typedef struct {
+    GDBusConnection *bus;
+    GMainContext *context;
+    gchar *service;
+    KeepsakeHintFunc report;
+    void *data;
+    guint subscriptions[KEEPSAKE_WATCH_SUBSCRIPTIONS];
+    gint live;      // subscriptions whose user data GDBus may still use
+    gint stopping;  // set by keepsake_watch_stop
+} KeepsakeWatch;
+
+static inline void keepsake_watch_released(gpointer data) {
+    g_atomic_int_dec_and_test(&((KeepsakeWatch *)data)->live);
+}
+
+// org.freedesktop.Secret.Collection ItemCreated/ItemChanged/ItemDeleted, and
+// org.freedesktop.Secret.Service CollectionCreated/Changed/Deleted: which record is not said.
+static inline void keepsake_watch_any(GDBusConnection *bus, const gchar *sender, const gchar *path, const gchar *interface,
+                                      const gchar *signal, GVariant *parameters, gpointer data) {
+    KeepsakeWatch *watch = data;
+    watch->report(KEEPSAKE_HINT_ANY, NULL, watch->data);
+}
+
+// NameOwnerChanged(name, old, new) of org.freedesktop.secrets. A provider that went away is
+// not reported: a read then would have D-Bus start another provider (gnome-keyring for a
+// KeePassXC user). A provider that appeared is reported once it has a default collection (or
+// after 30 s): KeePassXC owns the name before its database is open, and a client that searches
+// then makes it open a dialog. Only ReadAlias is asked meanwhile, which is safe; the watch's
+// other signals wait in its context until then.
+static inline void keepsake_watch_owner(GDBusConnection *bus, const gchar *sender, const gchar *path,
+                                        const gchar *interface, const gchar *signal, GVariant *parameters,
+                                        gpointer data) {
+    KeepsakeWatch *watch = data;
+    const gchar *name = NULL, *old_owner = NULL, *new_owner = NULL;
+    if (!g_variant_is_of_type(parameters, G_VARIANT_TYPE("(sss)"))) return;
+    g_variant_get(parameters, "(&s&s&s)", &name, &old_owner, &new_owner);
+    if (new_owner[0] == '\0') return;
+    gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+    while (!g_atomic_int_get(&watch->stopping) && g_get_monotonic_time() < deadline) {
+        GVariant *reply = g_dbus_connection_call_sync(
+            bus, new_owner, KEEPSAKE_SECRETS_PATH, "org.freedesktop.Secret.Service", "ReadAlias",
+            g_variant_new("(s)", "default"), G_VARIANT_TYPE("(o)"), G_DBUS_CALL_FLAGS_NO_AUTO_START, 1000, NULL, NULL);
+        gboolean ready = FALSE;
+        if (reply != NULL) {
+            const gchar *collection = NULL;
+            g_variant_get(reply, "(&o)", &collection);
+            ready = g_strcmp0(collection, "/") != 0;
+            g_variant_unref(reply);
+        }
+        if (ready) break;
+        g_usleep(100 * 1000);
+    }
+    watch->report(KEEPSAKE_HINT_ANY, NULL, watch->data);
+}
+
+// org.freedesktop.DBus.Properties.PropertiesChanged of a collection or an item: `Locked` says
+// which way the lock went; anything else may be a change of an item's attributes or label.
+static inline void keepsake_watch_properties(GDBusConnection *bus, const gchar *sender, const gchar *path,
+                                             const gchar *interface, const gchar *signal, GVariant *parameters,
+                                             gpointer data) {
+    KeepsakeWatch *watch = data;
+    int hint = KEEPSAKE_HINT_ANY;
+    if (g_variant_is_of_type(parameters, G_VARIANT_TYPE("(sa{sv}as)"))) {
+        GVariant *changed = g_variant_get_child_value(parameters, 1);
+        gboolean locked = FALSE;
+        if (g_variant_lookup(changed, "Locked", "b", &locked)) hint = locked ? KEEPSAKE_HINT_LOCKED : KEEPSAKE_HINT_UNLOCKED;
+        g_variant_unref(changed);
+    }
+    watch->report(hint, NULL, watch->data);
+}
+
+// org.keepsake.Keyring.RecordChanged(service, key) from any Keepsake writer: only this
+// watch's service is reported (filtered here, not in the match rule, which GDBus would not
+// escape).
+static inline void keepsake_watch_record(GDBusConnection *bus, const gchar *sender, const gchar *path,
+                                         const gchar *interface, const gchar *signal, GVariant *parameters,
+                                         gpointer data) {
+    KeepsakeWatch *watch = data;
+    if (!g_variant_is_of_type(parameters, G_VARIANT_TYPE("(ss)"))) return;
+    const gchar *service = NULL, *key = NULL;
+    g_variant_get(parameters, "(&s&s)", &service, &key);
+    if (g_strcmp0(service, watch->service) == 0) watch->report(KEEPSAKE_HINT_KEY, key, watch->data);
+}
+
+/// Unsubscribes and dispatches the watch's context until GDBus has released every
+/// subscription: no callback runs after this returns. On the thread that iterates the context.
+static inline void keepsake_watch_release(KeepsakeWatch *watch) {
+    g_main_context_push_thread_default(watch->context);
+    for (int i = 0; i < KEEPSAKE_WATCH_SUBSCRIPTIONS; i++) {
+        g_dbus_connection_signal_unsubscribe(watch->bus, watch->subscriptions[i]);
+    }
+    while (g_atomic_int_get(&watch->live) > 0) g_main_context_iteration(watch->context, TRUE);
+    g_main_context_pop_thread_default(watch->context);
+}
+
+/// Frees a watch that was released (keepsake_watch_run returned).
+static inline void keepsake_watch_free(KeepsakeWatch *watch) {
+    g_main_context_unref(watch->context);
+    g_object_unref(watch->bus);
+    g_free(watch->service);
+    g_free(watch);
+}
+
+/// Subscribes, on `bus`, to the Secret Service's item, collection, property and owner
+/// signals and to Keepsake writers' RecordChanged, with callbacks on a new context that only
+/// keepsake_watch_run iterates; then makes one round trip to the bus, so that every match rule
+/// is in force when this returns (a change after it is not missed). NULL with `error` set when
+/// that round trip fails; nothing is left subscribed then.
+static inline KeepsakeWatch *keepsake_watch_new(GDBusConnection *bus, const gchar *service, KeepsakeHintFunc report,
+                                                void *data, GCancellable *cancellable, GError **error) {
+    KeepsakeWatch *watch = g_new0(KeepsakeWatch, 1);
+    watch->bus = g_object_ref(bus);
+    watch->context = g_main_context_new();
+    watch->service = g_strdup(service);
+    watch->report = report;
+    watch->data = data;
+    watch->live = KEEPSAKE_WATCH_SUBSCRIPTIONS;
+    g_main_context_push_thread_default(watch->context);
+    guint *sub = watch->subscriptions;
+    sub[0] = g_dbus_connection_signal_subscribe(bus, KEEPSAKE_SECRETS_NAME, "org.freedesktop.Secret.Collection", NULL,
+                                                NULL, NULL, G_DBUS_SIGNAL_FLAGS_NONE, keepsake_watch_any, watch,
+                                                keepsake_watch_released);
+    sub[1] = g_dbus_connection_signal_subscribe(bus, KEEPSAKE_SECRETS_NAME, "org.freedesktop.Secret.Service", NULL,
+                                                NULL, NULL, G_DBUS_SIGNAL_FLAGS_NONE, keepsake_watch_any, watch,
+                                                keepsake_watch_released);
+    sub[2] = g_dbus_connection_signal_subscribe(bus, KEEPSAKE_SECRETS_NAME, "org.freedesktop.DBus.Properties",
+                                                "PropertiesChanged", NULL, NULL, G_DBUS_SIGNAL_FLAGS_NONE,
+                                                keepsake_watch_properties, watch, keepsake_watch_released);
+    // A provider that starts or is replaced (a restart unlocks gnome-keyring's login).
+    sub[3] = g_dbus_connection_signal_subscribe(bus, "org.freedesktop.DBus", "org.freedesktop.DBus",
+                                                "NameOwnerChanged", "/org/freedesktop/DBus", KEEPSAKE_SECRETS_NAME,
+                                                G_DBUS_SIGNAL_FLAGS_NONE, keepsake_watch_owner, watch,
+                                                keepsake_watch_released);
+    sub[4] = g_dbus_connection_signal_subscribe(bus, NULL, KEEPSAKE_HINT_INTERFACE, KEEPSAKE_HINT_SIGNAL,
+                                                KEEPSAKE_HINT_PATH, NULL, G_DBUS_SIGNAL_FLAGS_NONE,
+                                                keepsake_watch_record, watch, keepsake_watch_released);
+    g_main_context_pop_thread_default(watch->context);
+    // The bus handles one connection's messages in order: once it answers this, it has every AddMatch.
+    GVariant *reply = g_dbus_connection_call_sync(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                  "org.freedesktop.DBus", "GetNameOwner",
+                                                  g_variant_new("(s)", "org.freedesktop.DBus"), G_VARIANT_TYPE("(s)"),
+                                                  G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+    if (reply == NULL) {
+        keepsake_watch_release(watch);
+        keepsake_watch_free(watch);
+        return NULL;
+    }
+    g_variant_unref(reply);
+    return watch;
+}
+
+/// Dispatches the watch's signals on the calling thread until keepsake_watch_stop; then
+/// unsubscribes and keeps dispatching until GDBus has released every subscription (no callback
+/// can run after this returns). Once only.
+static inline void keepsake_watch_run(KeepsakeWatch *watch) {
+    g_main_context_push_thread_default(watch->context);
+    while (!g_atomic_int_get(&watch->stopping)) g_main_context_iteration(watch->context, TRUE);
+    g_main_context_pop_thread_default(watch->context);
+    keepsake_watch_release(watch);
+}
+
+/// Makes keepsake_watch_run return (from any thread).
+static inline void keepsake_watch_stop(KeepsakeWatch *watch) {
+    g_atomic_int_set(&watch->stopping, 1);
+    g_main_context_wakeup(watch->context);
+}

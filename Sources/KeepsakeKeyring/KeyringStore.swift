@@ -294,6 +294,9 @@ public struct KeyringStore: RecordStore {
         // search for the key's items through the write and its read-back, so that no other
         // Keepsake writer, in this process or another, runs between them.
         let deadline = ContinuousClock.now + timeout
+        // Watchers (``changes()``) are told whatever came of the write: gnome-keyring signals
+        // nothing when a secret is replaced in place, and an extra hint is harmless.
+        defer { KeyringSignals.announce(service: service, key: write.key, timeout: min(timeout, .seconds(1))) }
         let outcome = try KeyringWriteLock.holding(service: service, until: deadline, store: uri, key: write.key) {
             () throws(KeepsakeError) -> WriteOutcome in
             let remaining = ContinuousClock.now.duration(to: deadline)
