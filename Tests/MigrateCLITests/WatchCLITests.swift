@@ -10,7 +10,7 @@ private final class Received: Sendable {
 @Suite("migrate watch")
 struct WatchCLITests {
     @Test("watch --json prints the record now, then another process's put, run and delete, one JSON line each")
-    func watchesAnotherProcess() throws {
+    func watchesAnotherProcess() async throws {
         let suite = try Suite("{}")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: migrateBinary)
@@ -35,20 +35,21 @@ struct WatchCLITests {
                 try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
             }
         }
-        func waitFor(_ count: Int) {
-            let deadline = Date().addingTimeInterval(20)
-            while parsed.count < count, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        // Waits without holding a thread of the shared pool (other tests' tasks need it).
+        func waitFor(_ count: Int) async {
+            let deadline = Date().addingTimeInterval(60)
+            while parsed.count < count, Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         }
-        waitFor(1)
+        await waitFor(1)
         #expect(
             try migrate(["put", "person", "--store", suite.store], stdin: #"{"name":"Ada","age":"36"}"#).status == 0)
-        waitFor(2)
+        await waitFor(2)
         #expect(try suite.run("run").status == 0)
-        waitFor(3)
+        await waitFor(3)
         #expect(try migrate(["delete", "person", "--store", suite.store]).status == 0)
-        waitFor(4)
+        await waitFor(4)
         let deadline = Date().addingTimeInterval(10)
-        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         #expect(!process.isRunning && process.terminationStatus == 0, "--count 4 ends the watch")
 
         let seen = parsed

@@ -95,7 +95,8 @@ extension Vault {
             return stream
         }
         let vault = self
-        let task = Task.detached {
+        // At the caller's priority: a watcher below it would wait behind every busier task.
+        let task = Task(priority: Task.currentPriority) {
             var last: String?
             func refresh() async {
                 let update = await vault.currentUpdate(of: chain, key: name)
