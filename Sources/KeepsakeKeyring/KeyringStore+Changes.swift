@@ -17,7 +17,7 @@ extension KeyringStore: ObservableStore {
     /// The watch holds D-Bus match rules on the process's session-bus connection and a thread
     /// of its own; both are released when the stream's consumer stops.
     ///
-    /// - Throws: ``Keepsake/KeepsakeError`` `.unavailable` naming this store when the session
+    /// - Throws: `KeepsakeError` `.unavailable` naming this store when the session
     ///   bus cannot be reached (`.timeout` after ``timeout``). A bus with no Secret Service yet is
     ///   watched: its provider's arrival is a hint.
     public func changes() throws(KeepsakeError) -> StoreChanges {

@@ -34,7 +34,7 @@ import Keepsake
 ///
 /// The Secret Service has no transactions, so Keepsake serialises its own writers of a
 /// service: a write holds a lock from its search for the key's items through the write and its
-/// read-back, which makes a write's expectation (``StoreWrite/Expectation/unchanged(_:)``) and
+/// read-back, which makes a write's expectation (`StoreWrite.Expectation.unchanged(_:)`) and
 /// the write itself one step among Keepsake writers — threads of one process and other
 /// processes on the same session bus alike. In a process, writers wait for each other on a gate
 /// per service; across processes, on an exclusive `flock` of an empty lock file in

@@ -29,9 +29,9 @@ public struct EnvironmentMasterKey: MasterKeyProvider {
 
     /// The 32-byte key.
     ///
-    /// - Throws: ``Keepsake/KeepsakeError/Code/notFound`` when the variable is unset or empty
+    /// - Throws: `KeepsakeError.Code.notFound` when the variable is unset or empty
     ///   (whatever `createIfAbsent` says: this source cannot store a key);
-    ///   ``Keepsake/KeepsakeError/Code/invalidArgument`` when it is not 32 bytes in hex or
+    ///   `KeepsakeError.Code.invalidArgument` when it is not 32 bytes in hex or
     ///   base64. No message holds the variable's value.
     public func masterKey(createIfAbsent: Bool) throws(KeepsakeError) -> SecureBytes {
         guard let text = environment[variable]?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else {

@@ -28,7 +28,7 @@ extension StoreOpenOptions {
 
 /// The `postgresql:` (and `postgres:`) backend: opens a ``PostgresStore`` from a libpq
 /// connection URI (``PostgresConfiguration/init(parsing:environment:)``), sealed when
-/// ``Keepsake/StoreOpenOptions/sealingKey`` is given or the URI names a key
+/// `StoreOpenOptions.sealingKey` is given or the URI names a key
 /// (`sealkey_file=PATH`: a 32-byte key file; `sealkey_env=VAR`: ``EnvironmentMasterKey``).
 ///
 /// Register it beside the standard stores, as the stock `migrate` does:
@@ -46,7 +46,7 @@ public struct PostgresBackend: StoreBackend {
     /// The scheme this backend answers to.
     public let scheme: StoreURI.Scheme
 
-    /// A backend for `scheme` (``Keepsake/StoreURI/Scheme/postgresql`` by default).
+    /// A backend for `scheme` (`StoreURI.Scheme.postgresql` by default).
     public init(scheme: StoreURI.Scheme = .postgresql) {
         self.scheme = scheme
     }

@@ -22,7 +22,7 @@ extension PostgresConfiguration {
     /// - Parameters:
     ///   - text: The URI.
     ///   - environment: Where `PG…` variables and `HOME` are looked up.
-    /// - Throws: ``Keepsake/KeepsakeError/Code/invalidArgument`` naming what is wrong with the
+    /// - Throws: `KeepsakeError.Code.invalidArgument` naming what is wrong with the
     ///   URI; nothing is connected to.
     public init(
         parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment

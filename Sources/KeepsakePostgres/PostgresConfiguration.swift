@@ -62,7 +62,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// `sslrootcert`); the system's roots when `nil`.
     public var rootCertificatePath: String?
     /// The deadline of each call: the server cancels a statement that runs longer
-    /// (`statement_timeout`), and the caller gets ``Keepsake/KeepsakeError/Code/timeout``.
+    /// (`statement_timeout`), and the caller gets `KeepsakeError.Code.timeout`.
     public var timeout: Duration
     /// How long connecting may take.
     public var connectTimeout: Duration
@@ -83,7 +83,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     ///   - table: The table (``defaultTable`` when `nil`).
     ///   - password: The password, if one is needed.
     ///   - tlsMode: TLS over TCP (`prefer` by default, as libpq).
-    /// - Throws: ``Keepsake/KeepsakeError/Code/invalidArgument`` for a table name that is not
+    /// - Throws: `KeepsakeError.Code.invalidArgument` for a table name that is not
     ///   `name` or `schema.name` (letters, digits, `_`, at most 63 bytes each, not starting with
     ///   a digit), or an empty user.
     public init(

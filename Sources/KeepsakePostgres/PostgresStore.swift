@@ -4,7 +4,7 @@ import KeepsakeSodium
 import Logging
 internal import PostgresNIO
 
-/// A ``Keepsake/RecordStore`` on one PostgreSQL table, shared by every instance of a server app
+/// A `RecordStore` on one PostgreSQL table, shared by every instance of a server app
 /// (DESIGN.md §19).
 ///
 /// The table — `keepsake_records` unless configured — holds one row per record:
@@ -21,14 +21,14 @@ internal import PostgresNIO
 /// It is created by the first write when absent; until then the store reads as empty.
 ///
 /// - Every write is a compare-and-swap: a write that expects bytes (what `Vault.update`, a
-///   migration's write-back and ``Keepsake/Migrator`` send) locks the rows it reads
+///   migration's write-back and `Migrator` send) locks the rows it reads
 ///   (`SELECT … FOR UPDATE`) and updates them only at the row version it read; an insert that
 ///   expects nothing is `INSERT … ON CONFLICT DO NOTHING`. A batch — a `migrate run`, a copy —
 ///   is one transaction with one statement over `unnest` arrays, whatever its size: every write
 ///   of it is applied, or none.
 /// - Every call has a deadline (``PostgresConfiguration/timeout``): the server cancels a
-///   statement that runs longer, and the call throws ``Keepsake/KeepsakeError/Code/timeout``.
-/// - A lost connection or a restarting server is ``Keepsake/KeepsakeError/Code/unavailable``.
+///   statement that runs longer, and the call throws `KeepsakeError.Code.timeout`.
+/// - A lost connection or a restarting server is `KeepsakeError.Code.unavailable`.
 ///   A batch is retried on a new connection when it failed before its `COMMIT` was sent (so
 ///   nothing of it was applied); when the connection is lost after that, the error says the
 ///   batch was applied whole or not at all.
@@ -36,7 +36,7 @@ internal import PostgresNIO
 ///   XChaCha20-Poly1305 bound to the table and the record key, so that a database reader or a
 ///   backup sees no secret (docs/FORMAT.md).
 ///
-/// postgres-nio is asynchronous; this store's calls are synchronous, as ``Keepsake/RecordStore``
+/// postgres-nio is asynchronous; this store's calls are synchronous, as `RecordStore`
 /// is. Each call runs its async work on an event loop thread of its own — never on Swift's
 /// cooperative pool — while the calling thread waits. Call the store through
 /// `Vault`'s `async` methods (which run store calls on a Dispatch queue) or from a plain thread;
@@ -71,10 +71,10 @@ public final class PostgresStore: RecordStore {
     ///     ``EnvironmentMasterKey`` or the keyring); `nil` stores values as given. A store's
     ///     values must all be written with the same choice.
     ///   - requireExisting: Whether the table must already exist.
-    /// - Throws: ``Keepsake/KeepsakeError/Code/unavailable`` when the server cannot be reached
-    ///   or refuses the login, ``Keepsake/KeepsakeError/Code/timeout`` past the deadline,
-    ///   ``Keepsake/KeepsakeError/Code/notFound`` when `requireExisting` and the table does not
-    ///   exist, ``Keepsake/KeepsakeError/Code/invalidArgument`` for a passphrase master key
+    /// - Throws: `KeepsakeError.Code.unavailable` when the server cannot be reached
+    ///   or refuses the login, `KeepsakeError.Code.timeout` past the deadline,
+    ///   `KeepsakeError.Code.notFound` when `requireExisting` and the table does not
+    ///   exist, `KeepsakeError.Code.invalidArgument` for a passphrase master key
     ///   (this store takes a 32-byte key), and what the master key source throws.
     /// - Important: Opening creates no table and writes no record.
     public init(
@@ -131,7 +131,7 @@ public final class PostgresStore: RecordStore {
 
     /// The server's version (`SHOW server_version`), for `doctor`.
     ///
-    /// - Throws: ``Keepsake/KeepsakeError`` when the server cannot be asked.
+    /// - Throws: `KeepsakeError` when the server cannot be asked.
     public func serverVersion() throws(KeepsakeError) -> String {
         try perform("read the server version", retrying: true) { client in
             let rows = try await client.collect(
@@ -213,11 +213,11 @@ public final class PostgresStore: RecordStore {
     // MARK: Writes
 
     /// Applies `writes` as one transaction: every write whose expectation holds is applied, and
-    /// the others are ``Keepsake/StoreWriteResult/conflict``.
+    /// the others are `StoreWriteResult.conflict`.
     ///
-    /// - Throws: ``Keepsake/KeepsakeError`` naming the store when the batch could not be
-    ///   committed (``Keepsake/KeepsakeError/Code/unavailable``,
-    ///   ``Keepsake/KeepsakeError/Code/timeout``, …).
+    /// - Throws: `KeepsakeError` naming the store when the batch could not be
+    ///   committed (`KeepsakeError.Code.unavailable`,
+    ///   `KeepsakeError.Code.timeout`, …).
     /// - Important: If this throws, no write of the batch was applied — except when the
     ///   connection was lost after `COMMIT` was sent, which the error's message says: then the
     ///   batch was applied whole or not at all. A batch is never applied in part.

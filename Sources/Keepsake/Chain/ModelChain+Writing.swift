@@ -3,7 +3,7 @@ import Foundation
 // How a chain's latest version is written: one envelope, keys sorted, verified to read back.
 
 extension ModelChain {
-    /// The envelope bytes Keepsake stores for `value` (an ``Envelope``: the model's fields under
+    /// The envelope bytes Keepsake stores for `value` (an `Envelope`: the model's fields under
     /// its name and version), keys sorted, dates ISO 8601 — verified to decode back and
     /// re-encode to the same bytes.
     ///

@@ -46,7 +46,7 @@ struct Sealer: Sendable {
         self.table = table
     }
 
-    /// The store id a ``KeepsakeSodium/MasterKeyProvider`` is asked for: 32 lowercase hex
+    /// The store id a `MasterKeyProvider` is asked for: 32 lowercase hex
     /// digits, a BLAKE2b hash of the store's identity (server, database, table).
     static func storeID(forIdentity identity: String) -> String {
         precondition(initialised, "libsodium failed to initialise")
@@ -101,9 +101,9 @@ struct Sealer: Sendable {
 
     /// The plaintext of `sealed`, stored under `recordKey`.
     ///
-    /// - Throws: ``Keepsake/KeepsakeError/Code/corruptRecord`` when the value is not a sealed
+    /// - Throws: `KeepsakeError.Code.corruptRecord` when the value is not a sealed
     ///   value of this format (too short, another header), and
-    ///   ``Keepsake/KeepsakeError/Code/wrongKey`` when it does not open: another master key, a
+    ///   `KeepsakeError.Code.wrongKey` when it does not open: another master key, a
     ///   value moved to another key or table, or altered bytes.
     func open(_ sealed: Data, forKey recordKey: String, store: String) throws(KeepsakeError) -> Data {
         let minimum = Self.header.count + Self.nonceBytes + Self.tagBytes
