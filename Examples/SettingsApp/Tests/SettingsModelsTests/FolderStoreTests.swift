@@ -29,7 +29,8 @@ struct FolderStoreTests {
 
         let status = try run(settingsMigrate, ["status", "--store", folder, "--json"])
         #expect(status.status == 0, "\(status.stderr)")
-        let before = try #require(try decodeJSON(status.stdout) as? [[String: Any]])
+        let report = try #require(try decodeJSON(status.stdout) as? [String: Any], "\(status.stdout)")
+        let before = try #require(report["records"] as? [[String: Any]])
         #expect(before.first?["state"] as? String == "outdated", "\(status.stdout)")
         #expect(before.first?["storedVersion"] as? Int == 0)
 
