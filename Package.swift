@@ -6,6 +6,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Keepsake", targets: ["Keepsake"]),
+        .library(name: "KeepsakeDefaults", targets: ["KeepsakeDefaults"]),
+        .library(name: "KeepsakeMemory", targets: ["KeepsakeMemory"]),
         .library(name: "KeepsakeTesting", targets: ["KeepsakeTesting"]),
         .library(name: "KeepsakeTestKeyring", targets: ["KeepsakeTestKeyring"]),
         .library(name: "Migrations", targets: ["Migrations"]),
@@ -33,9 +35,14 @@ let package = Package(
     ],
     targets: [
         // The engine: versioned models and chains, the one record pipeline, the Vault front door,
-        // the migrator, the store protocol and store URIs, the in-memory and defaults-style JSON stores.
+        // the migrator, the store protocol, store backends and URIs. It names no store: each store
+        // is a module of its own that registers a backend (KeepsakeStores gathers the standard ones).
         // CSodium: HMAC-SHA-256 for the device identity (Internal/HMACSHA256.swift), nothing else.
         .target(name: "Keepsake", dependencies: ["CSodium", .product(name: "Logging", package: "swift-log")]),
+        // The defaults-style JSON suite store (`defaults:PATH`).
+        .target(name: "KeepsakeDefaults", dependencies: ["Keepsake", .product(name: "Logging", package: "swift-log")]),
+        // The in-memory store (`memory:NAME`), for tests and previews.
+        .target(name: "KeepsakeMemory", dependencies: ["Keepsake"]),
         // libsodium, reached from KeepsakeSodium (and, for HMAC-SHA-256 only, from Keepsake).
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // The libsodium-encrypted file store and secret buffers.
@@ -58,7 +65,7 @@ let package = Package(
         .target(name: "Migrations", dependencies: ["Keepsake"], path: "Migrations", exclude: ["Schemas"]),
         // Helpers apps reuse in their own tests: chain validation, the store
         // contract suite, golden-fixture checks.
-        .target(name: "KeepsakeTesting", dependencies: ["Keepsake"]),
+        .target(name: "KeepsakeTesting", dependencies: ["KeepsakeMemory", "Keepsake"]),
         // A private, throwaway keyring (D-Bus session bus + gnome-keyring) for an app's own
         // tests, the reinstall simulator and a settable clock. Apart from KeepsakeTesting so that
         // apps that do not test against the keyring do not build it.
@@ -66,7 +73,9 @@ let package = Package(
         // `keepsake-test-keyring -- COMMAND…`: runs a whole test command inside a private keyring.
         .executableTarget(name: "keepsake-test-keyring", dependencies: ["KeepsakeTestKeyring"]),
         // Opening any store from its URI (defaults:, file:, keyring:, memory:), for apps and the CLI.
-        .target(name: "KeepsakeStores", dependencies: ["Keepsake", "KeepsakeSodium", "KeepsakeKeyring"]),
+        .target(
+            name: "KeepsakeStores",
+            dependencies: ["KeepsakeDefaults", "KeepsakeMemory", "Keepsake", "KeepsakeSodium", "KeepsakeKeyring"]),
         // The PostgreSQL store (DESIGN.md §19): one table, compare-and-swap on a row version,
         // optional sealing with the file store's libsodium primitives. The only module that
         // builds postgres-nio.
@@ -126,7 +135,8 @@ let package = Package(
         // Release-mode benchmarks: `swift run -c release keepsake-bench` (the codec), and the store
         // benchmarks the scripts/bench-* scripts run beside their floors and peers.
         .executableTarget(
-            name: "keepsake-bench", dependencies: ["Keepsake", "KeepsakeKeyring", "KeepsakeSodium", "Migrations"]),
+            name: "keepsake-bench",
+            dependencies: ["KeepsakeDefaults", "Keepsake", "KeepsakeKeyring", "KeepsakeSodium", "Migrations"]),
         // The PostgreSQL store's release-mode benchmark (Migrator.run over 100k records, Vault.load
         // per record), run by scripts/bench-postgres beside a libpq floor. Its own target, so that
         // the codec benchmark does not build postgres-nio.
@@ -134,7 +144,9 @@ let package = Package(
             name: "keepsake-bench-postgres", dependencies: ["KeepsakePostgres", "Keepsake", "Migrations"]),
         .testTarget(
             name: "KeepsakeTests",
-            dependencies: ["Keepsake", "Migrations", "KeepsakeTesting", "TwoReleasesSupport"],
+            dependencies: [
+                "KeepsakeDefaults", "KeepsakeMemory", "Keepsake", "Migrations", "KeepsakeTesting", "TwoReleasesSupport"
+            ],
             exclude: ["Fixtures"]
         ),
         .testTarget(
@@ -148,6 +160,7 @@ let package = Package(
             // keyring run here, serialized with the tests that lock and restart the keyring;
             // custom-migrate: `copy` stopped between two steps.
             dependencies: [
+                "KeepsakeDefaults", "KeepsakeMemory",
                 "KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate",
                 "custom-migrate",
                 "person-release-3", "person-release-4", "TwoReleasesSupport", "KeepsakeTestKeyring",
@@ -163,11 +176,11 @@ let package = Package(
         ),
         .testTarget(
             name: "KeepsakeTrialTests",
-            dependencies: ["KeepsakeTrial", "Keepsake", "Migrations"]
+            dependencies: ["KeepsakeDefaults", "KeepsakeMemory", "KeepsakeTrial", "Keepsake", "Migrations"]
         ),
         .testTarget(
             name: "KeepsakeStoresTests",
-            dependencies: ["KeepsakeStores", "Keepsake", "KeepsakeSodium"]
+            dependencies: ["KeepsakeDefaults", "KeepsakeMemory", "KeepsakeStores", "Keepsake", "KeepsakeSodium"]
         ),
         // Test-only: one process saving and updating records through a Vault on a PostgreSQL store,
         // run M at once beside `migrate run` processes by KeepsakePostgresTests. Not a product.
@@ -188,6 +201,7 @@ let package = Package(
         .testTarget(
             name: "KeepsakeConfigurationTests",
             dependencies: [
+                "KeepsakeDefaults", "KeepsakeMemory",
                 "KeepsakeConfiguration", "Keepsake", "KeepsakeSodium", "KeepsakeTesting", "migrate",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "ConfigurationTesting", package: "swift-configuration")
@@ -199,6 +213,7 @@ let package = Package(
             // KeepsakeCLI: its formatters and checks are also tested directly; KeepsakeSodium seeds
             // large encrypted stores in-process; Logging: LoggingTests capture every log line.
             dependencies: [
+                "KeepsakeDefaults", "KeepsakeMemory",
                 "migrate", "custom-migrate", "keepsake-stress", "Keepsake", "Migrations", "KeepsakeTesting",
                 "KeepsakeCLI", "KeepsakeSodium", .product(name: "Logging", package: "swift-log")
             ]

@@ -32,7 +32,11 @@ let package = Package(
             path: "FuzzRecord"),
         // Arbitrary bytes as a defaults suite file: read, one write, re-read.
         .executableTarget(
-            name: "fuzz-defaults", dependencies: ["FuzzSupport", .product(name: "Keepsake", package: "Keepsake")],
+            name: "fuzz-defaults",
+            dependencies: [
+                "FuzzSupport", .product(name: "Keepsake", package: "Keepsake"),
+                .product(name: "KeepsakeDefaults", package: "Keepsake")
+            ],
             path: "FuzzDefaults"),
         // Arbitrary bytes as an encrypted store's header, record files and record plaintexts.
         // It reaches KeepsakeSodium's internals (the header and record formats) with

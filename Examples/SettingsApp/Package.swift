@@ -34,6 +34,7 @@ let package = Package(
             dependencies: [
                 "SettingsModels", "SettingsTrial",
                 .product(name: "Keepsake", package: "Keepsake"),
+                .product(name: "KeepsakeDefaults", package: "Keepsake"),
                 .product(name: "KeepsakeStores", package: "Keepsake"),
                 .product(name: "KeepsakeSodium", package: "Keepsake")
             ]
@@ -75,6 +76,7 @@ let package = Package(
                 .product(name: "KeepsakeSodium", package: "Keepsake"),
                 .product(name: "KeepsakeKeyring", package: "Keepsake"),
                 .product(name: "KeepsakeStores", package: "Keepsake"),
+                .product(name: "KeepsakeDefaults", package: "Keepsake"),
                 // The configuration tests.
                 "SettingsConfiguration",
                 .product(name: "Configuration", package: "swift-configuration")

@@ -5,6 +5,7 @@
 import Foundation
 import FuzzSupport
 import Keepsake
+import KeepsakeDefaults
 
 private let directory: String = {
     let path = fuzzScratchPath("defaults")

@@ -1,4 +1,5 @@
 import Foundation
+import Keepsake
 
 /// The application sandbox this process runs in, if any — Flatpak or Snap — and what that
 /// means for the keyring: whether the Secret Service can be reached, and what survives when
@@ -190,3 +191,13 @@ public struct Sandbox: Sendable, Equatable, CustomStringConvertible {
         kind == .none ? "none" : "\(secretServiceNote); \(reinstallNote)"
     }
 }
+
+/// A store that can tell which sandbox it runs in and what reaching its backend requires there
+/// (the keyring store: a Flatpak or Snap must be granted the Secret Service). Code that holds
+/// any store — the trial guard — asks for this capability instead of naming a store type.
+public protocol SandboxedStore: RecordStore {
+    /// The sandbox the store runs in, with what the app must request there.
+    var sandbox: Sandbox { get }
+}
+
+extension KeyringStore: SandboxedStore {}

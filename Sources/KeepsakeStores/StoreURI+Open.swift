@@ -1,6 +1,8 @@
 import Foundation
 import Keepsake
+import KeepsakeDefaults
 import KeepsakeKeyring
+import KeepsakeMemory
 import KeepsakeSodium
 
 extension StoreBackends {

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import KeepsakeMemory
 
 /// A frozen stored record and the latest record it must become, as committed files:
 /// `NAME.json` (the exact stored bytes) beside `NAME.expected.json` (the latest envelope).

@@ -181,7 +181,7 @@ public struct TrialGuard: Sendable {
     /// `error`, its message ending with what the sandbox requires when the keyring cannot be
     /// reached from inside Flatpak or Snap.
     private func explained(_ error: KeepsakeError) -> KeepsakeError {
-        guard let keyring = store as? KeyringStore, keyring.sandbox.kind != .none,
+        guard let keyring = store as? any SandboxedStore, keyring.sandbox.kind != .none,
             [.unavailable, .timeout].contains(error.code)
         else { return error }
         var explained = error
@@ -196,7 +196,7 @@ public struct TrialGuard: Sendable {
 
     /// The sandbox the guard's store runs in (`Sandbox.unconfined` for a store that is not
     /// the keyring), with what the app must request there and what survives a reinstall.
-    public var sandbox: Sandbox { (store as? KeyringStore)?.sandbox ?? .unconfined }
+    public var sandbox: Sandbox { (store as? any SandboxedStore)?.sandbox ?? .unconfined }
 
     /// The latest time seen, a JSON string holding an ISO 8601 date; a value that is not one,
     /// or a date outside the years 0001–9999, is `.corruptRecord`.

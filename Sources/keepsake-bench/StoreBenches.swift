@@ -8,6 +8,7 @@
 // Each prints `name value` lines that the scripts put in a table.
 import Foundation
 import Keepsake
+import KeepsakeDefaults
 import KeepsakeKeyring
 import KeepsakeSodium
 import Migrations

@@ -7,6 +7,7 @@
 // defaults suite, which is dominated by the one durable write.
 import Foundation
 import Keepsake
+import KeepsakeDefaults
 import Migrations
 
 // `keepsake-bench NAME …`: a store benchmark (StoreBenches.swift); no argument: the codec one.

@@ -3,6 +3,7 @@
 import Configuration
 import Foundation
 import Keepsake
+import KeepsakeDefaults
 import KeepsakeConfiguration
 import Synchronization
 import Testing

@@ -2,6 +2,7 @@ import Configuration
 import Foundation
 import Keepsake
 import KeepsakeConfiguration
+import KeepsakeMemory
 import Synchronization
 import Testing
 

@@ -3,6 +3,8 @@ import ConfigurationTesting
 import Foundation
 import Keepsake
 import KeepsakeConfiguration
+import KeepsakeDefaults
+import KeepsakeMemory
 import Testing
 
 /// A record holding the values swift-configuration's conformance kit expects, laid out so that

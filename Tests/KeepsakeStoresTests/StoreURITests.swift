@@ -1,6 +1,7 @@
 import Foundation
 import Keepsake
 import KeepsakeKeyring
+import KeepsakeMemory
 import KeepsakeSodium
 import KeepsakeStores
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import KeepsakeMemory
 import KeepsakeTesting
 import Migrations
 import Synchronization

@@ -2,6 +2,7 @@
 // (The README or a DocC catalog quotes code of this file verbatim, so its layout is kept as written.)
 import Foundation
 import Keepsake
+import KeepsakeDefaults
 import Migrations
 import Testing
 

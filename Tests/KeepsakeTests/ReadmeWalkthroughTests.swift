@@ -2,6 +2,8 @@
 // (The README or a DocC catalog quotes code of this file verbatim, so its layout is kept as written.)
 import Foundation
 import Keepsake
+import KeepsakeDefaults
+import KeepsakeMemory
 import KeepsakeTesting
 import Testing
 

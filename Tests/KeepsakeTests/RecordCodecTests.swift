@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import KeepsakeMemory
 import Migrations
 import Synchronization
 import Testing

@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeDefaults
+import KeepsakeMemory
 import Migrations
 import Testing
 

@@ -1,5 +1,7 @@
 import Foundation
 import Keepsake
+import KeepsakeDefaults
+import KeepsakeMemory
 import KeepsakeTrial
 import Migrations
 import Synchronization

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import KeepsakeDefaults
 import KeepsakeSodium
 import Logging
 import Migrations

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import KeepsakeDefaults
 import KeepsakeSodium
 import Migrations
 import Synchronization

@@ -333,7 +333,7 @@ func abridged(_ names: [String], limit: Int = 20) -> String {
 
 extension DecodingError {
     /// The failing coding path and reason, without any stored value.
-    var keepsakeCause: KeepsakeError.Cause {
+    package var keepsakeCause: KeepsakeError.Cause {
         func path(_ context: Context) -> String {
             context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
         }

@@ -9,9 +9,9 @@ import Glibc
 /// keyring or an encrypted store.
 ///
 /// ```swift
-/// let suite = DefaultsStore(path: legacyPath)
-/// let keyring = try KeyringStore.open(service: "com.example.notes")
-/// let transfer = StoreTransfer(from: suite, to: keyring, chains: [Person.chain.erased])
+/// // legacySuite and keyring: any two RecordStores (here, an old release's plain suite and
+/// // the desktop keyring, each opened from its own module)
+/// let transfer = StoreTransfer(from: legacySuite, to: keyring, chains: [Person.chain.erased])
 /// let report = try transfer.run(.keys(["person", "apiToken"]), options: .init(move: true, migrate: true))
 /// guard report.succeeded else { /* every record is still in the suite, or in both */ }
 /// ```

@@ -12,7 +12,7 @@ import Foundation
 /// } catch where error.code == .newerVersion {
 ///     // written by a newer release: leave it alone
 /// } catch {
-///     print(error)  // "defaults:/…/settings.json, key 'person': … (cause)"
+///     print(error)  // "<store URI>, key 'person': … (cause)"
 /// }
 /// ```
 ///
@@ -111,7 +111,7 @@ public struct KeepsakeError: Error, Sendable, Equatable, CustomStringConvertible
 
     /// What went wrong.
     public var code: Code
-    /// The store, as its URI (`defaults:/path/suite.json`, `memory:name`).
+    /// The store, as its URI (``StoreURI``: `scheme:location`).
     public var store: String?
     /// The record key, when the error is about one record.
     public var key: String?

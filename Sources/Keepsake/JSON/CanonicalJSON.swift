@@ -2,7 +2,7 @@ import Foundation
 
 /// The one way Keepsake writes JSON: UTF-8, keys sorted, no escaped slashes,
 /// dates as ISO 8601 UTC with at least milliseconds, losslessly (see ``ISO8601``).
-enum CanonicalJSON {
+package enum CanonicalJSON {
     /// - Throws: `EncodingError.invalidValue` at the field's coding path for a date that
     ///   cannot be written exactly (outside the years 0001–9999, not finite), and what the
     ///   value's own `encode(to:)` throws.
@@ -10,7 +10,7 @@ enum CanonicalJSON {
     /// Written by Keepsake's own encoder (`CanonicalEncoder`), which writes the bytes
     /// ``foundationEncode(_:)`` writes; a value holding a type it leaves to `JSONEncoder`
     /// (`Data`, `URL`, `Decimal`, 128-bit integers) is encoded by ``foundationEncode(_:)``.
-    static func encode<T: Encodable>(_ value: T) throws -> Data {
+    package static func encode<T: Encodable>(_ value: T) throws -> Data {
         do {
             return try ownEncode(value)
         } catch is CanonicalEncoderUnsupported {
@@ -95,14 +95,14 @@ enum CanonicalJSON {
     }
 
     /// Appends `text` as a JSON string literal.
-    static func appendString(_ text: String, to out: inout Data) {
+    package static func appendString(_ text: String, to out: inout Data) {
         var bytes: [UInt8] = []
         appendString(text, to: &bytes)
         out.append(contentsOf: bytes)
     }
 
     /// Appends `text` as a JSON string literal.
-    static func appendString(_ text: String, to out: inout [UInt8]) {
+    package static func appendString(_ text: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
             switch byte {
@@ -126,7 +126,7 @@ enum CanonicalJSON {
 
 /// The cause of a failed encode, for a ``KeepsakeError``: the failing coding path and reason of
 /// an `EncodingError` (never the value), else the error described.
-func encodingCause(_ error: any Error) -> KeepsakeError.Cause {
+package func encodingCause(_ error: any Error) -> KeepsakeError.Cause {
     guard let error = error as? EncodingError, case let .invalidValue(_, context) = error else {
         return .other(String(describing: error))
     }

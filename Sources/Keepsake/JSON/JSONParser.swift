@@ -1,11 +1,16 @@
 import Foundation
 
 /// A JSON syntax error: where, and what was expected.
-struct JSONSyntaxError: Error, Sendable {
-    var offset: Int
-    var reason: String
+package struct JSONSyntaxError: Error, Sendable {
+    package var offset: Int
+    package var reason: String
 
-    var cause: KeepsakeError.Cause { .json(offset: offset, reason: reason) }
+    package var cause: KeepsakeError.Cause { .json(offset: offset, reason: reason) }
+
+    package init(offset: Int, reason: String) {
+        self.offset = offset
+        self.reason = reason
+    }
 }
 
 /// A strict RFC 8259 parser over UTF-8 bytes.
@@ -15,15 +20,15 @@ struct JSONSyntaxError: Error, Sendable {
 /// nesting deeper than 256 levels are errors.
 /// Besides building a ``JSONValue`` tree it can validate a value without building it
 /// (``skipValue()``), which the defaults store uses to slice a document into raw records.
-struct JSONParser: ~Copyable {
+package struct JSONParser: ~Copyable {
     private let bytes: UnsafeRawBufferPointer
-    private(set) var offset: Int = 0
+    package private(set) var offset: Int = 0
     private static let maxDepth = 256
 
     init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     /// Runs `body` with a parser over `data`'s bytes.
-    static func withParser<T>(
+    package static func withParser<T>(
         _ data: Data, _ body: (inout JSONParser) throws(JSONSyntaxError) -> T
     ) throws(JSONSyntaxError) -> T {
         let result: Result<T, JSONSyntaxError> = data.withUnsafeBytes { raw in
@@ -68,7 +73,7 @@ struct JSONParser: ~Copyable {
         JSONSyntaxError(offset: offset, reason: reason)
     }
 
-    mutating func skipWhitespace() {
+    package mutating func skipWhitespace() {
         while offset < bytes.count {
             switch bytes[offset] {
             case 0x20, 0x0A, 0x0D, 0x09: offset += 1
@@ -78,18 +83,18 @@ struct JSONParser: ~Copyable {
     }
 
     /// The next non-whitespace byte, not consumed.
-    mutating func peek() throws(JSONSyntaxError) -> UInt8 {
+    package mutating func peek() throws(JSONSyntaxError) -> UInt8 {
         skipWhitespace()
         guard offset < bytes.count else { throw fail("unexpected end of input") }
         return bytes[offset]
     }
 
-    mutating func expect(_ byte: UInt8, _ what: String) throws(JSONSyntaxError) {
+    package mutating func expect(_ byte: UInt8, _ what: String) throws(JSONSyntaxError) {
         guard try peek() == byte else { throw fail("expected \(what)") }
         offset += 1
     }
 
-    mutating func expectEnd() throws(JSONSyntaxError) {
+    package mutating func expectEnd() throws(JSONSyntaxError) {
         skipWhitespace()
         guard offset == bytes.count else { throw fail("unexpected data after the JSON value") }
     }
@@ -117,7 +122,7 @@ struct JSONParser: ~Copyable {
     }
 
     /// Validates one value and returns the byte range it spans, building nothing.
-    mutating func skipValue(depth: Int = 0) throws(JSONSyntaxError) -> Range<Int> {
+    package mutating func skipValue(depth: Int = 0) throws(JSONSyntaxError) -> Range<Int> {
         let first = try peek()
         let start = offset
         guard depth < Self.maxDepth else { throw fail("nesting deeper than \(Self.maxDepth) levels") }
@@ -287,7 +292,7 @@ struct JSONParser: ~Copyable {
     }
 
     /// Parses a string starting at the opening quote.
-    mutating func parseString() throws(JSONSyntaxError) -> String {
+    package mutating func parseString() throws(JSONSyntaxError) -> String {
         offset += 1  // "
         let start = offset
         // Fast path: no escapes.

@@ -14,7 +14,7 @@ import Foundation
 /// (`"caf\u{E9}"` and `"cafe\u{301}"` are two keys, though Swift's `==` calls them equal), and
 /// "sorted" means sorted by UTF-8 bytes.
 public protocol RecordStore: Sendable {
-    /// The store as a URI, used in every error and report: `defaults:/path/suite.json`.
+    /// The store as a URI (``StoreURI``: `scheme:location`), used in every error and report.
     var uri: String { get }
 
     /// What a caller must know about this backend.

@@ -4,7 +4,7 @@ import Foundation
 /// and keys for its models.
 ///
 /// ```swift
-/// let vault = Vault(store: try DefaultsStore(suite: "settings", app: "com.example.notes"))
+/// let vault = Vault(store: store)   // any RecordStore: the stores are modules of their own
 ///
 /// if let loaded = try vault.load(.settings) {          // any stored version, migrated
 ///     apply(loaded.value)

@@ -1,6 +1,7 @@
 import Configuration
 import Foundation
 import Keepsake
+import KeepsakeDefaults
 import SettingsConfiguration
 import SettingsModels
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import KeepsakeDefaults
 import KeepsakeKeyring
 import KeepsakeSodium
 import KeepsakeStores

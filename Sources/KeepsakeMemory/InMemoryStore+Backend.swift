@@ -1,3 +1,5 @@
+import Keepsake
+
 extension StoreURI.Scheme {
     /// `memory:NAME`: an ``InMemoryStore``; each opening is a new, empty store.
     public static let memory: Self = "memory"

@@ -1,4 +1,5 @@
 import Foundation
+import Keepsake
 import Synchronization
 
 #if canImport(Glibc)
@@ -45,8 +46,8 @@ public final class DefaultsStore: RecordStore {
     /// The suite `suite` of app `app` at its default place, `$XDG_CONFIG_HOME/<app>/<suite>.json`
     /// (`~/.config` when `XDG_CONFIG_HOME` is unset).
     ///
-    /// - Throws: ``KeepsakeError/Code/invalidArgument`` for names that are not plain file names,
-    ///   ``KeepsakeError/Code/unavailable`` when neither `XDG_CONFIG_HOME` nor `HOME` is set.
+    /// - Throws: `KeepsakeError.Code.invalidArgument` for names that are not plain file names,
+    ///   `KeepsakeError.Code.unavailable` when neither `XDG_CONFIG_HOME` nor `HOME` is set.
     public convenience init(
         suite: String, app: String, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(KeepsakeError) {
@@ -81,7 +82,7 @@ public final class DefaultsStore: RecordStore {
         try readDocument().entries.map(\.key)
     }
 
-    /// The suite as it is now, parsed (for the ``Migrator``, which reads its records as slices).
+    /// The suite as it is now, parsed (for the `Migrator`, which reads its records as slices).
     func currentDocument() throws(KeepsakeError) -> DefaultsDocument {
         try readDocument()
     }
@@ -169,11 +170,11 @@ public final class DefaultsStore: RecordStore {
 
     /// The plain value under `key`, decoded as `T`, or `nil` when the key is absent.
     ///
-    /// - Throws: ``KeepsakeError/Code/corruptRecord`` when the stored value is not a `T`.
+    /// - Throws: `KeepsakeError.Code.corruptRecord` when the stored value is not a `T`.
     public func value<T: Decodable>(_ type: T.Type = T.self, forKey key: String) throws(KeepsakeError) -> T? {
         guard let bytes = try data(forKey: key) else { return nil }
         do {
-            return try JSONValueDecoder.decode(T.self, from: JSONParser.parse(bytes))
+            return try PlainJSON.decode(T.self, from: bytes)
         } catch let error as DecodingError {
             throw KeepsakeError(
                 .corruptRecord, store: uri, key: key,
@@ -187,7 +188,7 @@ public final class DefaultsStore: RecordStore {
 
     /// Stores a plain value under `key` (as JSON, dates ISO 8601), replacing what was there.
     ///
-    /// - Throws: ``KeepsakeError/Code/encodingFailed`` when the value cannot be encoded — a date
+    /// - Throws: `KeepsakeError.Code.encodingFailed` when the value cannot be encoded — a date
     ///   outside the years 0001–9999 among them — and the store's own errors.
     /// - Important: If this throws, the suite file is as it was.
     public func set<T: Encodable>(_ value: T, forKey key: String) throws(KeepsakeError) {

@@ -1,4 +1,5 @@
 import Foundation
+import Keepsake
 import Synchronization
 
 #if canImport(Glibc)

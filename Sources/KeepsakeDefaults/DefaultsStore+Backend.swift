@@ -1,4 +1,5 @@
 import Foundation
+import Keepsake
 
 extension StoreURI.Scheme {
     /// `defaults:PATH`: a defaults-style JSON suite file (``DefaultsStore``).
@@ -18,7 +19,7 @@ public struct DefaultsBackend: StoreBackend {
 
     /// The store on the suite file at the URI's path.
     ///
-    /// - Throws: ``KeepsakeError/Code/notFound`` when ``StoreOpenOptions/requireExisting`` is
+    /// - Throws: `KeepsakeError.Code.notFound` when `StoreOpenOptions.requireExisting` is
     ///   set and the suite file does not exist.
     /// - Important: Nothing is created or written, whether this returns or throws.
     public func open(_ uri: StoreURI, options: StoreOpenOptions) throws(KeepsakeError) -> any RecordStore {
@@ -65,7 +66,7 @@ extension DefaultsStore: ValueConstrainedStore {
 
     /// A defaults suite holds exactly one JSON value per key (text as a JSON string).
     ///
-    /// - Throws: ``KeepsakeError/Code/invalidArgument`` when `value` is not one JSON value.
+    /// - Throws: `KeepsakeError.Code.invalidArgument` when `value` is not one JSON value.
     public func checkCanHold(_ value: Data, forKey key: String) throws(KeepsakeError) {
         do throws(KeepsakeError) {
             try Self.checkValue(value, store: uri, key: key)
@@ -85,7 +86,7 @@ extension DefaultsStore: ObservableStore {
     /// replaced, written or removed (by any process). The directory is created (0700) if it
     /// does not exist yet, so that the suite's first write is seen.
     ///
-    /// - Throws: ``KeepsakeError`` when the directory cannot be made or watched.
+    /// - Throws: `KeepsakeError` when the directory cannot be made or watched.
     public func changes() throws(KeepsakeError) -> StoreChanges {
         let directory = FilePath.directory(of: path)
         do throws(SystemFailure) {

@@ -1,9 +1,10 @@
 import Foundation
+import Keepsake
 import Synchronization
 
 /// A store that keeps records in memory, for tests and previews.
 ///
-/// Batches apply as one unit under a lock, so it honours the whole ``RecordStore`` contract.
+/// Batches apply as one unit under a lock, so it honours the whole `RecordStore` contract.
 public final class InMemoryStore: RecordStore {
     public let uri: String
     public var capabilities: StoreCapabilities { [] }
