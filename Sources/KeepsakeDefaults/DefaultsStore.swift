@@ -301,10 +301,12 @@ public final class DefaultsStore: RecordStore {
 
     /// A value must be exactly one JSON value: the document is spliced from values' bytes.
     static func checkValue(_ value: Data, store: String, key: String) throws(KeepsakeError) {
+        let range: Range<Int>
         do throws(JSONSyntaxError) {
-            try JSONParser.withParser(value) { parser throws(JSONSyntaxError) in
-                _ = try parser.skipValue()
+            range = try JSONParser.withParser(value) { parser throws(JSONSyntaxError) in
+                let range = try parser.skipValue()
                 try parser.expectEnd()
+                return range
             }
         } catch {
             throw KeepsakeError(
@@ -313,6 +315,15 @@ public final class DefaultsStore: RecordStore {
                 a defaults suite holds JSON values; these bytes are not one JSON value \
                 (store text as a JSON string)
                 """, cause: error.cause)
+        }
+        // The document keeps the value's bytes only: whitespace around them would not be read back.
+        guard range == 0..<value.count else {
+            throw KeepsakeError(
+                .invalidArgument, store: store, key: key,
+                """
+                a defaults suite keeps exactly one JSON value, and these bytes have whitespace around \
+                it (a trailing newline?) that would not be read back; store the value without it
+                """)
         }
     }
 }

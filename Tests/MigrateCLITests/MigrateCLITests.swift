@@ -177,7 +177,14 @@ struct MigrateCLITests {
     @Test("put stores standard input as given, or as a JSON string with --string; delete removes it")
     func putAndDelete() throws {
         let suite = try Suite()
-        #expect(try suite.run("put", ["person"], stdin: #"{"name":"Grace","age":"85"}"# + "\n").status == 0)
+        // A defaults suite keeps the JSON value only: a trailing newline is refused, not dropped.
+        let newline = try suite.run("put", ["person"], stdin: #"{"name":"Grace","age":"85"}"# + "\n")
+        #expect(newline.status == 64)
+        #expect(newline.stderr.contains("whitespace around it (a trailing newline?)"))
+        #expect(try suite.run("get", ["person"]).status == 66)
+        #expect(
+            try suite.run("put", ["person", "--strip-newline"], stdin: #"{"name":"Grace","age":"85"}"# + "\n").status
+                == 0)
         #expect(try suite.run("put", ["legacy", "--string"], stdin: #"{"name":"Ada","age":"36"}"#).status == 0)
         #expect(try suite.run("get", ["person"]).stdout == #"{"name":"Grace","age":"85"}"#)
         #expect(try suite.run("get", ["legacy"]).stdout == #""{\"name\":\"Ada\",\"age\":\"36\"}""#)
@@ -186,6 +193,27 @@ struct MigrateCLITests {
         #expect(refused.stderr.contains("not one JSON value"))
         #expect(try suite.run("delete", ["person"]).status == 0)
         #expect(try suite.run("get", ["person"]).status == 66)
+    }
+
+    @Test(
+        "put stores exactly the bytes it reads; --strip-newline removes one trailing newline, --string keeps it in the text"
+    )
+    func putIsByteExact() throws {
+        let directory = try Suite(function: #function).directory
+        let store = "file:\(directory)/records"
+        let key = ["--key-file", directory + "/records.key"]
+        #expect(try migrate(["init", "--store", store] + key).status == 0)
+        let put = try migrate(["put", "k", "--store", store, "--json"] + key, stdin: "abc\n")
+        #expect(put.status == 0, "\(put.stderr)")
+        #expect(put.stdout.contains(#""bytes" : 4"#))
+        #expect(try migrate(["get", "k", "--store", store] + key).stdout == "abc\n")
+        #expect(try migrate(["put", "k", "--store", store, "--strip-newline"] + key, stdin: "abc\n\n").status == 0)
+        #expect(try migrate(["get", "k", "--store", store] + key).stdout == "abc\n")
+        #expect(try migrate(["put", "s", "--store", store, "--string"] + key, stdin: "line\n").status == 0)
+        #expect(try migrate(["get", "s", "--store", store] + key).stdout == #""line\n""#)
+        let combined = try migrate(
+            ["put", "k", "--store", store, "--strip-newline", "--from-backup", directory] + key, stdin: "")
+        #expect(combined.status == 64)
     }
 
     @Test("put --from-backup restores a record's exact original bytes from a run's backup or an older per-record one")

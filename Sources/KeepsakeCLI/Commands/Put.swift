@@ -8,14 +8,15 @@ extension Migrate {
             cachedConfiguration {
                 CommandConfiguration(
                     abstract: "Store standard input under a key, exactly as given (to seed or restore records).",
-                    usage: "\(CLI.name) put <key> --store <uri> [--string | --from-backup <path>]",
+                    usage: "\(CLI.name) put <key> --store <uri> [--string] [--strip-newline | --from-backup <path>]",
                     discussion: """
-                        Nothing is migrated or checked beyond what the store needs (a defaults suite holds JSON values). Use --string to store the input as a JSON string, the way UserDefaults-era apps stored JSON records. A defaults: suite file is created if it does not exist.
+                        The bytes read are stored exactly, a trailing newline included; --strip-newline removes one trailing newline (what echo adds). Nothing is migrated or checked beyond what the store needs (a defaults suite holds JSON values). Use --string to store the input as a JSON string, the way UserDefaults-era apps stored JSON records. A defaults: suite file is created if it does not exist.
 
                         With --from-backup, the record's original bytes are taken from a run --backup folder (its records.jsonl, or the <key>.json files earlier releases wrote), or from one such file, exactly as they were stored, instead of from standard input.
 
                         Examples:
-                          echo '{"name":"Ada","age":"36"}' | \(CLI.name) put person --store defaults:suite.json
+                          printf '%s' '{"name":"Ada","age":"36"}' | \(CLI.name) put person --store defaults:suite.json
+                          echo '{"name":"Ada","age":"36"}' | \(CLI.name) put person --store defaults:suite.json --strip-newline
                           \(CLI.name) put person --store defaults:suite.json --from-backup suite.backups/20261121T094500Z
                         """)
             }
@@ -31,6 +32,9 @@ extension Migrate {
         @Flag(name: .long, help: "Store the input text as a JSON string value.")
         var string = false
 
+        @Flag(name: .long, help: "Remove one trailing newline from standard input (what echo adds).")
+        var stripNewline = false
+
         @Option(
             name: .long,
             help: ArgumentHelp(
@@ -41,6 +45,9 @@ extension Migrate {
 
         func validate() throws {
             if string && fromBackup != nil { throw ValidationError("--string and --from-backup cannot be combined") }
+            if stripNewline && fromBackup != nil {
+                throw ValidationError("--strip-newline applies to standard input; a backup is stored exactly")
+            }
         }
 
         func run() throws {
@@ -49,14 +56,15 @@ extension Migrate {
                 let original = try fromBackup.map { path in try BackupDirectory.original(forKey: key, at: path) }
                 let store = try openStore()
                 var bytes = original?.bytes ?? FileHandle.standardInput.readDataToEndOfFile()
-                if original != nil {
-                    // Stored exactly as backed up.
-                } else if string {
-                    var text = String(decoding: bytes, as: UTF8.self)
-                    while text.last == "\n" { text.removeLast() }
+                // Exactly as read (or as backed up); one newline goes only when asked.
+                if stripNewline, bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+                if string {
+                    guard let text = String(validating: bytes, as: UTF8.self) else {
+                        throw KeepsakeError(
+                            .invalidArgument, store: store.uri, key: key,
+                            "--string needs UTF-8 text on standard input; these bytes are not UTF-8")
+                    }
                     bytes = try JSONEncoder().encode(text)
-                } else {
-                    while bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
                 }
                 try store.setData(bytes, forKey: key)
                 if output.json {
