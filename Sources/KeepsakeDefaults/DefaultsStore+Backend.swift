@@ -66,13 +66,13 @@ extension DefaultsStore: ValueConstrainedStore {
 
     /// A defaults suite holds exactly one JSON value per key (text as a JSON string).
     ///
-    /// - Throws: `KeepsakeError.Code.invalidArgument` when `value` is not one JSON value.
+    /// - Throws: `KeepsakeError.Code.valueRefused` when `value` is not exactly one JSON value.
     public func checkCanHold(_ value: Data, forKey key: String) throws(KeepsakeError) {
         do throws(KeepsakeError) {
             try Self.checkValue(value, store: uri, key: key)
         } catch {
             throw KeepsakeError(
-                .invalidArgument, store: uri, key: key,
+                .valueRefused, store: uri, key: key,
                 """
                 a defaults suite holds JSON values, and this value is not one JSON value, so it cannot be \
                 copied here as it is; it was left where it is

@@ -310,7 +310,7 @@ public final class DefaultsStore: RecordStore {
             }
         } catch {
             throw KeepsakeError(
-                .invalidArgument, store: store, key: key,
+                .valueRefused, store: store, key: key,
                 """
                 a defaults suite holds JSON values; these bytes are not one JSON value \
                 (store text as a JSON string)
@@ -319,7 +319,7 @@ public final class DefaultsStore: RecordStore {
         // The document keeps the value's bytes only: whitespace around them would not be read back.
         guard range == 0..<value.count else {
             throw KeepsakeError(
-                .invalidArgument, store: store, key: key,
+                .valueRefused, store: store, key: key,
                 """
                 a defaults suite keeps exactly one JSON value, and these bytes have whitespace around \
                 it (a trailing newline?) that would not be read back; store the value without it

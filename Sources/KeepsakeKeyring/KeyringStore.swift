@@ -330,7 +330,7 @@ public struct KeyringStore: RecordStore {
             Log.keyring.failed(failure, timeout: timeout)
             throw failure
         case let .refused(reason):
-            let failure = KeepsakeError(.invalidArgument, store: uri, key: write.key, reason)
+            let failure = KeepsakeError(.valueRefused, store: uri, key: write.key, reason)
             Log.keyring.failed(failure, timeout: timeout)
             throw failure
         }

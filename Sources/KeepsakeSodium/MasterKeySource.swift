@@ -108,7 +108,8 @@ public struct KeyFile: MasterKeyProvider {
     /// Like ssh with a private key, a key file that group or others may read or write is
     /// refused — the key may have been copied or replaced — with the `chmod 600` that fixes it.
     ///
-    /// - Throws: `KeepsakeError.Code.io` or `KeepsakeError.Code.permissionDenied` (with the
+    /// - Throws: `KeepsakeError.Code.notFound` when the file does not exist (and is not to be
+    ///   created); `KeepsakeError.Code.io` or `KeepsakeError.Code.permissionDenied` (with the
     ///   `errno`) when the file cannot be read or created; `KeepsakeError.Code.permissionDenied`
     ///   (cause: the mode) when group or others have access to it;
     ///   `KeepsakeError.Code.invalidArgument` when it does not hold exactly 32 bytes, or is not
@@ -156,8 +157,11 @@ public struct KeyFile: MasterKeyProvider {
             fd = opened.fd
             mode = opened.info.st_mode & 0o7777
         } catch {
-            let hint = error.errno == ENOENT ? " (it does not exist)" : ""
-            throw KeepsakeError(error.code, "cannot read \(description)\(hint)", cause: error.cause)
+            // A key file that is not there is a missing thing, not a failed read.
+            if error.errno == ENOENT {
+                throw KeepsakeError(.notFound, "\(description) does not exist", cause: error.cause)
+            }
+            throw KeepsakeError(error.code, "cannot read \(description)", cause: error.cause)
         }
         defer { Syscall.close(fd) }
         guard mode & 0o077 == 0 else {

@@ -531,6 +531,14 @@ public final class SodiumFileStore: RecordStore {
         do throws(SystemFailure) {
             return try Syscall.readFile(directory + "/" + name)
         } catch {
+            if let fileType = error.fileType {
+                // Inside the store's own directory, something else where a record file belongs
+                // is damage to the store, not a bad argument of the caller's.
+                throw KeepsakeError(
+                    .corruptStore, store: uri, key: key,
+                    "the store holds \(fileType) where the record file \(name) belongs; it was left as it is",
+                    cause: error.cause)
+            }
             throw storeError(
                 error, key: key, key == nil ? "cannot read the record file \(name)" : "cannot read the record's file")
         }

@@ -9,6 +9,7 @@ import Glibc
 //
 //   keepsake-test-keyring [--provider PROVIDER] [--] COMMAND [ARGUMENT…]
 //   keepsake-test-keyring [--provider PROVIDER] --check
+//   keepsake-test-keyring [--provider PROVIDER] --install
 //   keepsake-test-keyring -- swift test
 //   keepsake-test-keyring --provider keepassxc -- swift test --filter KeyringTests
 //
@@ -30,18 +31,20 @@ import Glibc
 //   (KeePassXC: keepassxc; KWallet: libkf5wallet-bin libqca-qt5-2-plugins)
 //
 // --check starts nothing: it says whether PROVIDER could be started here (exit 0), or prints why
-// not, with the Debian packages to install (exit 1).
+// not, with the Debian packages to install (exit 1). --install is --check that first installs
+// those packages with apt-get when the provider cannot start (as root, or through sudo), for CI.
 //
 // Exit status: COMMAND's (128 + N when signal N ended it); 125 when the private keyring could
 // not be started (COMMAND did not run); 127 when COMMAND was not found; 2 for a usage error.
 
 let usage = """
     usage: keepsake-test-keyring [--provider gnome-keyring|keepassxc|kwallet] [--] COMMAND [ARGUMENT…]
-           keepsake-test-keyring [--provider gnome-keyring|keepassxc|kwallet] --check
+           keepsake-test-keyring [--provider gnome-keyring|keepassxc|kwallet] --check | --install
     Runs COMMAND inside a private D-Bus session with a throwaway Secret Service provider
     (gnome-keyring unless --provider or KEEPSAKE_TEST_KEYRING_PROVIDER says otherwise), never the
     user's keyring, then cleans up and exits with COMMAND's status (125: the keyring did not start).
     --check starts nothing: exit 0 when the provider could start here, else 1 with the reason.
+    --install: the same, after installing the provider's Debian packages with apt-get when it cannot.
     """
 
 func fail(_ message: String, status: Int32) -> Never {
@@ -69,12 +72,49 @@ if providerName.isEmpty {
     let names = TestKeyring.Provider.allCases.map(\.rawValue).joined(separator: ", ")
     fail("unknown provider \(providerName) (one of \(names))", status: 2)
 }
-if arguments == ["--check"] {
-    // The runner starts a bus of its own: only the tools matter, not a session bus around it.
+/// Why `provider` cannot start here, or `nil`. The runner starts a bus of its own: only the tools
+/// matter, not a session bus around it.
+func unavailableReason() -> String? {
     var environment = ProcessInfo.processInfo.environment
     for name in ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", TestKeyring.Variable.inside] { environment[name] = nil }
     environment[TestKeyring.Variable.provider] = provider.rawValue
-    guard let reason = TestKeyring.unavailableReason(environment: environment) else { exit(0) }
+    return TestKeyring.unavailableReason(environment: environment)
+}
+
+/// Runs `apt-get` with `arguments` (through sudo unless root), quietly; its last lines when it fails.
+func aptGet(_ arguments: [String]) -> String? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = (getuid() == 0 ? [] : ["sudo"]) + ["apt-get"] + arguments
+    var environment = ProcessInfo.processInfo.environment
+    environment["DEBIAN_FRONTEND"] = "noninteractive"
+    process.environment = environment
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    do {
+        try process.run()
+    } catch {
+        return "could not run apt-get: \(error)"
+    }
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+        return text.split(separator: "\n").suffix(2).joined(separator: " ")
+    }
+    return nil
+}
+
+if arguments == ["--check"] || arguments == ["--install"] {
+    guard var reason = unavailableReason() else { exit(0) }
+    if arguments == ["--install"] {
+        let install = ["install", "-y", "-qq", "--no-install-recommends", "dbus", "libglib2.0-bin"] + provider.debianPackages
+        // A fresh machine's package lists may be missing or stale: update once and try again.
+        let failure = aptGet(install).flatMap { _ in aptGet(["update", "-qq"]) ?? aptGet(install) }
+        guard let after = unavailableReason() else { exit(0) }
+        reason = failure.map { "apt-get install \(provider.debianPackages.joined(separator: " ")) failed: \($0); " } ?? ""
+        reason += after
+    }
     print(reason)
     exit(1)
 }

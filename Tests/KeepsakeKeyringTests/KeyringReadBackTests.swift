@@ -62,7 +62,7 @@ extension KeyringTests {
                     } catch {
                         refused += 1
                         // Refused up front (a placeholder it knows), or caught when read back.
-                        #expect([.invalidArgument, .verificationFailed].contains(error.code) && error.key == key)
+                        #expect([.valueRefused, .verificationFailed].contains(error.code) && error.key == key)
                         #expect(error.message.contains("the provider, KeePassXC"), "\(error.message)")
                         #expect(error.message.contains("nothing was written") || error.code == .verificationFailed)
                         #expect(try store.data(forKey: key) == (key.hasPrefix("new") ? nil : Data(previous.utf8)))

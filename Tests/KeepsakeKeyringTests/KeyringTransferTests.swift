@@ -113,7 +113,7 @@ extension KeyringTests {
             let suite = try legacySuite()
             let intoSuite = try StoreTransfer(from: keyring, to: suite).run(.keys(["token"]), options: .init(move: true))
             #expect(intoSuite.outcome == .refused)
-            #expect(intoSuite.records.first?.error?.code == .invalidArgument)
+            #expect(intoSuite.records.first?.error?.code == .valueRefused)
             #expect(intoSuite.records.first?.error?.store == suite.uri)
             #expect(try PrivateKeyring.secretToolLookup(service: keyring.service, key: "token") == "hunter2")
             #expect(try suiteKeys(suite) == ["apiToken", "person", "theme"])
@@ -121,7 +121,7 @@ extension KeyringTests {
             let binary = InMemoryStore(name: "bytes", contents: ["blob": Data([0x80, 0x00, 0xFF])])
             let intoKeyring = try StoreTransfer(from: binary, to: keyring).run(.all, options: .init(move: true))
             #expect(intoKeyring.outcome == .refused)
-            #expect(intoKeyring.records.first?.error?.code == .invalidArgument)
+            #expect(intoKeyring.records.first?.error?.code == .valueRefused)
             #expect(intoKeyring.records.first?.error?.message.contains("the keyring holds text") == true)
             #expect(try keyring.keys() == ["token"])
         }

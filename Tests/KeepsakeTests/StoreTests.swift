@@ -151,7 +151,7 @@ struct DefaultsStoreTests {
         let path = try temporaryDirectory() + "/suite.json"
         let store = DefaultsStore(path: path)
         #expect { try store.setData(bytes("hello"), forKey: "k") } throws: { error in
-            (error as? KeepsakeError)?.code == .invalidArgument
+            (error as? KeepsakeError)?.code == .valueRefused
         }
         #expect(!FileManager.default.fileExists(atPath: path))
     }

@@ -242,7 +242,7 @@ struct StoreTransferTests {
         #expect(report.outcome == .refused)
         let raw = try #require(report.records.first { $0.key == "raw" })
         #expect(raw.state == .failed)
-        #expect(raw.error?.code == .invalidArgument)
+        #expect(raw.error?.code == .valueRefused)
         #expect(raw.error?.store == suite.uri)
         #expect(raw.error?.key == "raw")
         #expect(try suite.keys().isEmpty)

@@ -119,7 +119,7 @@ struct SkippedValueTests {
         try store.set("kept", forKey: "other")
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         let error = try #require(throws: KeepsakeError.self) { try store.setData(Data(text.utf8), forKey: "k") }
-        #expect(error.code == .invalidArgument)
+        #expect(error.code == .valueRefused)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
     }
 
@@ -128,7 +128,7 @@ struct SkippedValueTests {
         let store = DefaultsStore(path: try temporaryDirectory() + "/suite.json")
         let bytes = Data([UInt8(ascii: "\""), 0xC3, 0x28, UInt8(ascii: "\"")])
         let error = try #require(throws: KeepsakeError.self) { try store.setData(bytes, forKey: "k") }
-        #expect(error.code == .invalidArgument)
+        #expect(error.code == .valueRefused)
     }
 
     @Test("values with plain, escaped and non-ASCII strings and many members are kept byte for byte")

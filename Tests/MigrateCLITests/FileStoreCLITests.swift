@@ -105,4 +105,33 @@ struct FileStoreCLITests {
         #expect(result.status == 64)
         #expect(result.stderr.contains("plaintext"))
     }
+
+    @Test("a missing key file is notFound (66), and a directory where a record file belongs is a damaged store (68)")
+    func exitCodesSayWhatHappened() throws {
+        let directory = try workspace()
+        let store = "file:\(directory)/records"
+        let key = ["--key-file", directory + "/records.key"]
+        #expect(try migrate(["init", "--store", store] + key).status == 0)
+        let missing = try migrate(["get", "theme", "--store", store, "--key-file", directory + "/no.key"])
+        #expect(missing.status == 66, "\(missing.stderr)")
+        #expect(missing.stderr.contains("key file \(directory)/no.key does not exist"))
+
+        #expect(try migrate(["put", "theme", "--store", store] + key, stdin: #""dark""#).status == 0)
+        let records = try FileManager.default.contentsOfDirectory(atPath: directory + "/records")
+        let file = try #require(records.first { $0.hasSuffix(".ksr") })
+        try FileManager.default.removeItem(atPath: directory + "/records/" + file)
+        try FileManager.default.createDirectory(
+            atPath: directory + "/records/" + file, withIntermediateDirectories: false)
+        let get = try migrate(["get", "theme", "--store", store] + key)
+        #expect(get.status == 68, "\(get.stderr)")
+        #expect(get.stderr.contains("the store holds a directory where the record file \(file) belongs"))
+        let suite = try Suite(#"{"theme":"light"}"#)
+        let copy = try migrate([
+            "copy", "--from", suite.store, "--to", store, "--to-key-file", directory + "/records.key", "theme"
+        ])
+        #expect(copy.status == 68, "\(copy.stdout)\(copy.stderr)")
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: directory + "/records/" + file, isDirectory: &isDirectory))
+        #expect(isDirectory.boolValue)
+    }
 }

@@ -179,7 +179,7 @@ struct MigrateCLITests {
         let suite = try Suite()
         // A defaults suite keeps the JSON value only: a trailing newline is refused, not dropped.
         let newline = try suite.run("put", ["person"], stdin: #"{"name":"Grace","age":"85"}"# + "\n")
-        #expect(newline.status == 64)
+        #expect(newline.status == 84)
         #expect(newline.stderr.contains("whitespace around it (a trailing newline?)"))
         #expect(try suite.run("get", ["person"]).status == 66)
         #expect(
@@ -189,7 +189,7 @@ struct MigrateCLITests {
         #expect(try suite.run("get", ["person"]).stdout == #"{"name":"Grace","age":"85"}"#)
         #expect(try suite.run("get", ["legacy"]).stdout == #""{\"name\":\"Ada\",\"age\":\"36\"}""#)
         let refused = try suite.run("put", ["bad"], stdin: "not json")
-        #expect(refused.status == 64)
+        #expect(refused.status == 84)
         #expect(refused.stderr.contains("not one JSON value"))
         #expect(try suite.run("delete", ["person"]).status == 0)
         #expect(try suite.run("get", ["person"]).status == 66)

@@ -76,6 +76,10 @@ public struct KeepsakeError: Error, Sendable, Equatable, CustomStringConvertible
         public static let timeout = Code(rawValue: "timeout")
         /// A caller passed something the store cannot accept (an empty key, a bad location).
         public static let invalidArgument = Code(rawValue: "invalidArgument")
+        /// The store cannot hold this value as given — a defaults suite holds one JSON value, the
+        /// keyring UTF-8 text, and KeePassXC would return placeholders expanded — so nothing was
+        /// written; the message says what the store holds.
+        public static let valueRefused = Code(rawValue: "valueRefused")
         /// Writing a backup copy of a record failed; the record itself was not written.
         public static let backupFailed = Code(rawValue: "backupFailed")
     }

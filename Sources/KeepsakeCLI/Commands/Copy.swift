@@ -162,7 +162,7 @@ extension Migrate {
                 return Exit.restored
             case .refused:
                 if report.records.contains(where: { $0.state == .exists }) { return Exit.exists }
-                if let other = report.records.compactMap(\.error).first(where: { $0.code != .invalidArgument }) {
+                if let other = report.records.compactMap(\.error).first(where: { $0.code != .valueRefused }) {
                     return Exit.code(for: other)
                 }
                 return Exit.cannotHold

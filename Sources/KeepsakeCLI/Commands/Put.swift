@@ -61,7 +61,7 @@ extension Migrate {
                 if string {
                     guard let text = String(validating: bytes, as: UTF8.self) else {
                         throw KeepsakeError(
-                            .invalidArgument, store: store.uri, key: key,
+                            .valueRefused, store: store.uri, key: key,
                             "--string needs UTF-8 text on standard input; these bytes are not UTF-8")
                     }
                     bytes = try JSONEncoder().encode(text)

@@ -17,7 +17,7 @@ enum Exit {
     static let permission = ExitCode(77)
     /// `copy`: a destination key holds another value; nothing was written.
     static let exists = ExitCode(83)
-    /// `copy`: a value (or key) the destination cannot hold; nothing was written.
+    /// A value the store (`put`) or the destination (`copy`) cannot hold; nothing was written.
     static let cannotHold = ExitCode(84)
     /// `copy`: a write or read-back failed; the destination was restored, the source untouched.
     static let restored = ExitCode(85)
@@ -51,7 +51,7 @@ enum Exit {
             (81, "`\(CLI.name) trial`: the clock moved back beyond the tolerance"),
             (82, "`\(CLI.name) trial`: the trial's state is unknown"),
             (83, "`\(CLI.name) copy`: a destination key holds another value (give --overwrite); nothing was written"),
-            (84, "`\(CLI.name) copy`: a value the destination cannot hold; nothing was written"),
+            (84, "a value the store cannot hold as given (put, copy); nothing was written"),
             (85, "`\(CLI.name) copy`: a write or read-back failed; the destination was restored, the source untouched"),
             (86, "`\(CLI.name) copy`: some records are in both stores (not removed from the source, or not restored)")
         ]
@@ -86,6 +86,7 @@ enum Exit {
         case .lockTimeout, .timeout: return temporary
         case .permissionDenied: return permission
         case .invalidArgument: return .validationFailure
+        case .valueRefused: return cannotHold
         case .io: return io
         case .wrongKey: return wrongKey
         default: return .failure
