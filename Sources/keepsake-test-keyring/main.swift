@@ -108,11 +108,13 @@ func aptGet(_ arguments: [String]) -> String? {
 if arguments == ["--check"] || arguments == ["--install"] {
     guard var reason = unavailableReason() else { exit(0) }
     if arguments == ["--install"] {
-        let install = ["install", "-y", "-qq", "--no-install-recommends", "dbus", "libglib2.0-bin"] + provider.debianPackages
+        let install =
+            ["install", "-y", "-qq", "--no-install-recommends", "dbus", "libglib2.0-bin"] + provider.debianPackages
         // A fresh machine's package lists may be missing or stale: update once and try again.
         let failure = aptGet(install).flatMap { _ in aptGet(["update", "-qq"]) ?? aptGet(install) }
         guard let after = unavailableReason() else { exit(0) }
-        reason = failure.map { "apt-get install \(provider.debianPackages.joined(separator: " ")) failed: \($0); " } ?? ""
+        reason =
+            failure.map { "apt-get install \(provider.debianPackages.joined(separator: " ")) failed: \($0); " } ?? ""
         reason += after
     }
     print(reason)
