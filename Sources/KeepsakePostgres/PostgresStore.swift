@@ -240,16 +240,46 @@ public final class PostgresStore: RecordStore {
         }
     }
 
+    /// Creates the table and its change notification triggers (`NotifyTrigger`) in one
+    /// transaction, so that no write is ever stored in the table without notifying.
     func createTable(_ client: PostgresClient) async throws {
         let table = configuration.quotedTable
+        let trigger = NotifyTrigger(configuration: configuration)
+        let logger = self.logger
         for attempt in 1...3 {
             do {
-                try await client.query(
-                    """
-                    CREATE TABLE IF NOT EXISTS \(unescaped: table) (
-                        key text PRIMARY KEY, record bytea NOT NULL, version int8 NOT NULL,
-                        updated_at timestamptz NOT NULL DEFAULT now())
-                    """)
+                try await client.withConnection { connection in
+                    _ = try await connection.collect("BEGIN", logger: logger)
+                    do {
+                        _ = try await connection.collect(
+                            """
+                            CREATE TABLE IF NOT EXISTS \(unescaped: table) (
+                                key text PRIMARY KEY, record bytea NOT NULL, version int8 NOT NULL,
+                                updated_at timestamptz NOT NULL DEFAULT now())
+                            """, logger: logger)
+                        // A server without triggers or PL/pgSQL (a PostgreSQL-compatible database)
+                        // still gets its table; its watches poll.
+                        _ = try await connection.collect("SAVEPOINT keepsake_notify", logger: logger)
+                        do {
+                            _ = try await connection.collect(
+                                PostgresQuery(unsafeSQL: trigger.installSQL), logger: logger)
+                        } catch  where NotifyTrigger.isRefusal(error) {
+                            logger.warning(
+                                "cannot create the change notification triggers; watches of this table poll",
+                                metadata: ["table": "\(trigger.table)", "error": "\(Self.sqlState(error) ?? "?")"])
+                            _ = try await connection.collect("ROLLBACK TO SAVEPOINT keepsake_notify", logger: logger)
+                        }
+                        _ = try await connection.collect("COMMIT", logger: logger)
+                    } catch {
+                        do {
+                            _ = try await connection.collect("ROLLBACK", logger: logger)
+                        } catch {
+                            // The connection is broken or confused: close it so the pool never lends it again.
+                            await BatchPlan.close(connection, store: self)
+                        }
+                        throw error
+                    }
+                }
                 return
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" && attempt < 3 {
                 // Two first writers created the table at once: the loser's IF NOT EXISTS raced.

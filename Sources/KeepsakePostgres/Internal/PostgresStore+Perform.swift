@@ -163,18 +163,24 @@ extension PostgresStore {
         }
     }
 
+    /// The TLS settings of `configuration`'s `sslmode` and root certificates.
+    static func tlsConfiguration(_ configuration: PostgresConfiguration) -> TLSConfiguration {
+        var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
+        switch configuration.tlsMode {
+        case .disable, .allow, .prefer, .require: tlsConfiguration.certificateVerification = .none
+        case .verifyCA: tlsConfiguration.certificateVerification = .noHostnameVerification
+        case .verifyFull: tlsConfiguration.certificateVerification = .fullVerification
+        }
+        if let roots = configuration.rootCertificatePath { tlsConfiguration.trustRoots = .file(roots) }
+        return tlsConfiguration
+    }
+
     /// The postgres-nio client configuration of `configuration`.
     static func clientConfiguration(_ configuration: PostgresConfiguration) -> PostgresClient.Configuration {
         var result: PostgresClient.Configuration
         switch configuration.endpoint {
         case let .tcp(host, port):
-            var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
-            switch configuration.tlsMode {
-            case .disable, .allow, .prefer, .require: tlsConfiguration.certificateVerification = .none
-            case .verifyCA: tlsConfiguration.certificateVerification = .noHostnameVerification
-            case .verifyFull: tlsConfiguration.certificateVerification = .fullVerification
-            }
-            if let roots = configuration.rootCertificatePath { tlsConfiguration.trustRoots = .file(roots) }
+            let tlsConfiguration = Self.tlsConfiguration(configuration)
             let tls: PostgresClient.Configuration.TLS
             switch configuration.tlsMode {
             case .disable: tls = .disable
