@@ -57,7 +57,8 @@ extension Vault {
     ///
     /// - The first element is the record as it is now (``RecordUpdate/absent`` when nothing is
     ///   stored). Each later one follows a change: the store's signal (an inotify event, a
-    ///   Secret Service signal, a commit of an in-memory store) is only a hint, and the record
+    ///   Secret Service signal, a PostgreSQL notification, a commit of an in-memory store) is
+    ///   only a hint, and the record
     ///   is read again and compared first, so an element is never older than the one before it,
     ///   and the last one is what the store holds.
     /// - Successive identical values are reported once: a signal for another key, a rewrite
