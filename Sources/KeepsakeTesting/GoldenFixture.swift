@@ -70,7 +70,8 @@ public struct GoldenFixture: Sendable, CustomStringConvertible {
                 throw GoldenFixtureMismatch(
                     """
                     \(name): written back as \(String(decoding: written, as: UTF8.self)), \
-                    expected \(String(decoding: expected, as: UTF8.self))
+                    expected \(String(decoding: expected, as: UTF8.self)); \
+                    \(GoldenFixtureMismatch.difference(written: written, expected: expected))
                     """)
             }
         case .notNeeded:
@@ -92,4 +93,36 @@ public struct GoldenFixtureMismatch: Error, CustomStringConvertible {
     public let description: String
     /// A mismatch, described for a person.
     public init(_ description: String) { self.description = description }
+
+    /// Where `written` and `expected` part, for a person: the first differing byte (offset and
+    /// both bytes), or which one is longer — naming a trailing newline, which prints as nothing
+    /// and which most editors add to the file they save.
+    public static func difference(written: Data, expected: Data) -> String {
+        let written = [UInt8](written), expected = [UInt8](expected)
+        let common = zip(written, expected).prefix { $0 == $1 }.count
+        func shown(_ byte: UInt8) -> String {
+            switch byte {
+            case UInt8(ascii: "\n"): return "a newline (0x0A)"
+            case UInt8(ascii: "\r"): return "a carriage return (0x0D)"
+            case 0x20...0x7E:
+                return "'\(Character(Unicode.Scalar(byte)))' (0x\(String(byte, radix: 16, uppercase: true)))"
+            default: return "0x\(String(byte, radix: 16, uppercase: true))"
+            }
+        }
+        if common < min(written.count, expected.count) {
+            return
+                "they differ first at byte \(common): written \(shown(written[common])), expected \(shown(expected[common]))"
+        }
+        let (longer, extra) =
+            written.count > expected.count ? ("written", written[common...]) : ("expected", expected[common...])
+        if extra.allSatisfy({ $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }) {
+            let newlines = extra.count == 1 ? "a trailing newline" : "\(extra.count) trailing newline bytes"
+            return """
+                the \(longer) bytes end with \(newlines) the other does not have \
+                (an editor adds one on save: the expected file must hold the record's bytes exactly)
+                """
+        }
+        return
+            "the \(longer) bytes go on after byte \(common) with \(extra.count) more, from \(shown(extra.first ?? 0))"
+    }
 }

@@ -46,4 +46,29 @@ struct GoldenFixtureTests {
             #expect(result.loaded.deviceId == "device-of-v\(storedVersion)", "a stored deviceId is kept")
         }
     }
+
+    @Test("a mismatch names the first differing byte, and an expected file's trailing newline")
+    func mismatchMessages() throws {
+        let person = try #require(try Self.fixtures("Person").first { $0.name.hasPrefix("v0") })
+        var withNewline = person.expected
+        withNewline.append(UInt8(ascii: "\n"))
+        let edited = GoldenFixture(name: person.name, stored: person.stored, expected: withNewline)
+        let newline = try #require(throws: GoldenFixtureMismatch.self) {
+            _ = try edited.verify(Person.chain, context: fixtureContext)
+        }
+        #expect(newline.description.contains("the expected bytes end with a trailing newline the other does not have"))
+
+        var changed = person.expected
+        let offset = try #require(changed.firstIndex(of: UInt8(ascii: "A")))
+        changed[offset] = UInt8(ascii: "B")
+        let differing = GoldenFixture(name: person.name, stored: person.stored, expected: changed)
+        let byte = try #require(throws: GoldenFixtureMismatch.self) {
+            _ = try differing.verify(Person.chain, context: fixtureContext)
+        }
+        #expect(
+            byte.description.contains("they differ first at byte \(offset): written 'A' (0x41), expected 'B' (0x42)"))
+        #expect(
+            GoldenFixtureMismatch.difference(written: Data("ab".utf8), expected: Data("abc".utf8))
+                == "the expected bytes go on after byte 2 with 1 more, from 'c' (0x63)")
+    }
 }
