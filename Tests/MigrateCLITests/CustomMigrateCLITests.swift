@@ -11,6 +11,19 @@ struct CustomMigrateCLITests {
         #expect(FileManager.default.isExecutableFile(atPath: customMigrateBinary), "looked at \(customMigrateBinary)")
     }
 
+    @Test(
+        "an app's migrate without the TrialInfo chain has no trial command, nor its exit codes; the stock one has both")
+    func trialOnlyWithTrialChain() throws {
+        let help = try customMigrate(["--help"])
+        #expect(!help.stdout.contains("trial"), "\(help.stdout)")
+        let trial = try customMigrate(["trial", "status", "--store", "memory:x"])
+        #expect(trial.status == 64)
+        #expect(trial.stderr.contains("'trial' is not a custom-migrate command"))
+        let stock = try migrate(["--help"])
+        #expect(stock.stdout.contains("\n  trial "))
+        #expect(stock.stdout.contains("80  `migrate trial`: the trial expired"))
+    }
+
     @Test("models lists the app's Note chain and not the sample chains")
     func models() throws {
         let result = try customMigrate(["models"])
@@ -105,7 +118,7 @@ struct CustomMigrateCLITests {
         #expect(result.stdout.contains("`custom-migrate models`"))
         #expect(!result.stdout.contains("`migrate "))
         for command in [
-            "status", "plan", "run", "show", "get", "put", "delete", "models", "init", "rekey", "copy", "trial",
+            "status", "plan", "run", "show", "get", "put", "delete", "models", "init", "rekey", "copy", "watch",
             "doctor"
         ] {
             #expect(result.stdout.contains("  \(command) "), "\(command)")

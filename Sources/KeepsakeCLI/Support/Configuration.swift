@@ -1,6 +1,7 @@
 import ArgumentParser
 import Keepsake
 import KeepsakeStores
+import Migrations
 import Synchronization
 
 /// What one run of the command knows: its name, version, model chains, app id and store
@@ -111,6 +112,9 @@ enum CLI {
     static var name: String { CLIConfiguration.current.commandName }
     /// The model chains records are matched to.
     static var chains: [AnyModelChain] { CLIConfiguration.current.chains }
+    /// Whether the command carries `trial`: only when its chains include the trial guard's
+    /// TrialInfo chain (an app's own `migrate` with no trial has no trial command).
+    static var hasTrial: Bool { chains.contains { $0.name == TrialInfo.chain.name } }
     /// The app id the default device identity is derived with.
     static var appID: String { CLIConfiguration.current.appID }
     /// The store kinds this command knows.

@@ -26,7 +26,14 @@ enum Exit {
 
     /// Every exit code with what it means, as `--help` and the man page list them.
     static var documented: [(code: Int, meaning: String)] {
-        [
+        let trial: [(code: Int, meaning: String)] =
+            CLI.hasTrial
+            ? [
+                (80, "`\(CLI.name) trial`: the trial expired"),
+                (81, "`\(CLI.name) trial`: the clock moved back beyond the tolerance"),
+                (82, "`\(CLI.name) trial`: the trial's state is unknown")
+            ] : []
+        return [
             (0, "success (outdated records are not an error for status and plan)"),
             (1, "unexpected internal error"),
             (64, "usage error"),
@@ -46,10 +53,8 @@ enum Exit {
             (73, "a record changed while being migrated, or its backup failed (left untouched)"),
             (74, "an I/O error"),
             (75, "timed out waiting for the store's lock or an answer; try again"),
-            (77, "permission denied"),
-            (80, "`\(CLI.name) trial`: the trial expired"),
-            (81, "`\(CLI.name) trial`: the clock moved back beyond the tolerance"),
-            (82, "`\(CLI.name) trial`: the trial's state is unknown"),
+            (77, "permission denied")
+        ] + trial + [
             (83, "`\(CLI.name) copy`: a destination key holds another value (give --overwrite); nothing was written"),
             (84, "a value the store cannot hold as given (put, copy); nothing was written"),
             (85, "`\(CLI.name) copy`: a write or read-back failed; the destination was restored, the source untouched"),
