@@ -178,7 +178,7 @@ public final class DefaultsStore: RecordStore {
         } catch let error as DecodingError {
             throw KeepsakeError(
                 .corruptRecord, store: uri, key: key,
-                "the stored value is not a \(T.self)", cause: error.keepsakeCause)
+                "the stored value is not \(withArticle(String(describing: T.self)))", cause: error.keepsakeCause)
         } catch {
             throw KeepsakeError(
                 .corruptRecord, store: uri, key: key, "the stored value is not valid JSON",

@@ -245,5 +245,5 @@ func expectError(
         try expectEqual(error.key, key, "key named in the error")
         return
     }
-    throw ContractViolation("expected a \(code) error, but nothing was thrown")
+    throw ContractViolation("expected \(withArticle(code.rawValue)) error, but nothing was thrown")
 }

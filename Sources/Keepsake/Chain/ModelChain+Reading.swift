@@ -155,7 +155,7 @@ extension ModelChain {
             throw KeepsakeError(
                 .unrecognisedRecord,
                 """
-                a \(name) record without a version has keys \(keyList), which match no version of \(name) \
+                \(withArticle(name)) record without a version has keys \(keyList), which match no version of \(name) \
                 (expected one of: \(expected))
                 """)
         }
@@ -163,7 +163,7 @@ extension ModelChain {
         throw KeepsakeError(
             .ambiguousRecord,
             """
-            a \(name) record without a version has keys \(keyList), which match several versions \
+            \(withArticle(name)) record without a version has keys \(keyList), which match several versions \
             (\(matching)); store it with a version to migrate it
             """)
     }

@@ -189,7 +189,7 @@ public struct StoreBackends: Sendable {
                 .invalidArgument, store: uri.description,
                 """
                 the option \(unused) applies only to \(users.isEmpty ? "no store" : users.joined(separator: ", ")) \
-                stores; a \(uri.scheme): store does not use it, so leave it out or use another store
+                stores; \(withArticle(uri.scheme.rawValue)): store does not use it, so leave it out or use another store
                 """)
         }
         return try backend.open(uri, options: options)

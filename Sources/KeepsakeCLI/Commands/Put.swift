@@ -8,7 +8,10 @@ extension Migrate {
             cachedConfiguration {
                 CommandConfiguration(
                     abstract: "Store standard input under a key, exactly as given (to seed or restore records).",
-                    usage: "\(CLI.name) put <key> --store <uri> [--string] [--strip-newline | --from-backup <path>]",
+                    usage: """
+                        \(CLI.name) put <key> --store <uri> [--string] [--strip-newline]
+                        \(CLI.name) put <key> --store <uri> --from-backup <path>
+                        """,
                     discussion: """
                         The bytes read are stored exactly, a trailing newline included; --strip-newline removes one trailing newline (what echo adds). Nothing is migrated or checked beyond what the store needs (a defaults suite holds JSON values). Use --string to store the input as a JSON string, the way UserDefaults-era apps stored JSON records. A defaults: suite file is created if it does not exist.
 

@@ -136,10 +136,10 @@ enum Failure {
             }
             let commandName = path.joined(separator: " ")
             if let guess = suggestion(for: word, among: names) {
-                return ("'\(word)' is not a \(commandName) command; did you mean '\(guess)'?", command)
+                return ("'\(word)' is not \(withArticle(commandName)) command; did you mean '\(guess)'?", command)
             }
             return (
-                "'\(word)' is not a \(commandName) command; the commands are \(names.joined(separator: ", "))", command
+                "'\(word)' is not \(withArticle(commandName)) command; the commands are \(names.joined(separator: ", "))", command
             )
         }
         return nil

@@ -59,7 +59,7 @@ struct StoreLocationOptions<Role: StoreRole>: ParsableArguments {
         if let backend = store.backend, !backend.persists {
             throw usageError(
                 """
-                \(Self.optionName): a \(store.uri.scheme): store lives only inside one process; \(CLI.name) \
+                \(Self.optionName): \(withArticle(store.uri.scheme.rawValue)): store lives only inside one process; \(CLI.name) \
                 works on \(CLI.backends.forms(persistentOnly: true))
                 """)
         }
