@@ -298,7 +298,9 @@ extension MasterKeySource {
                 this store is protected by a key (a key file or a keyring), but \(withArticle(String(describing: self))) was given
                 """)
         case (_, .passphrase):
-            throw KeepsakeError(.wrongKey, "this store is protected by a passphrase, but \(withArticle(String(describing: self))) was given")
+            throw KeepsakeError(
+                .wrongKey,
+                "this store is protected by a passphrase, but \(withArticle(String(describing: self))) was given")
         }
     }
 

@@ -301,7 +301,9 @@ final class VersionEntry: Sendable {
         migrate = { previous, context in
             guard let previous = previous as? V.Predecessor else {
                 // Unreachable: the chain walks versions in order. Kept as an error, not a trap.
-                throw KeepsakeError(.migrationFailed, "the step to \(V.self) was given \(withArticle(String(describing: Swift.type(of: previous))))")
+                throw KeepsakeError(
+                    .migrationFailed,
+                    "the step to \(V.self) was given \(withArticle(String(describing: Swift.type(of: previous))))")
             }
             return try V(migrating: previous, context: context)
         }

@@ -59,7 +59,8 @@ struct ParsedRecord: Sendable {
     func layout(for name: String) throws(KeepsakeError) -> Layout {
         guard case let .object(object) = root else {
             throw KeepsakeError(
-                .unrecognisedRecord, "expected a JSON object for \(withArticle(name)) record but found \(root.kindName)")
+                .unrecognisedRecord, "expected a JSON object for \(withArticle(name)) record but found \(root.kindName)"
+            )
         }
         if StoredEnvelope.schema(of: object) != nil { return .envelope(object) }
         if let version = object[StoredEnvelope.versionKey] { return .inlineVersion(object, version: version) }

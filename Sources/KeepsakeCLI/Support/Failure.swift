@@ -139,7 +139,8 @@ enum Failure {
                 return ("'\(word)' is not \(withArticle(commandName)) command; did you mean '\(guess)'?", command)
             }
             return (
-                "'\(word)' is not \(withArticle(commandName)) command; the commands are \(names.joined(separator: ", "))", command
+                "'\(word)' is not \(withArticle(commandName)) command; the commands are \(names.joined(separator: ", "))",
+                command
             )
         }
         return nil
