@@ -132,6 +132,10 @@ let package = Package(
         // Not a product.
         .executableTarget(
             name: "keepsake-stress", dependencies: ["Keepsake", "KeepsakeStores"], path: "Tests/Stress"),
+        // Test-only: the crash loop (scripts/crash-loop, docs/RELIABILITY.md): SIGKILLs `migrate run`
+        // and `migrate rekey` at random moments and checks that no record is lost or torn. Drives the
+        // `migrate` binary as a black box: Foundation only, no Keepsake module. Not a product.
+        .executableTarget(name: "keepsake-crash-loop", path: "Tests/CrashLoop"),
         // Release-mode benchmarks: `swift run -c release keepsake-bench` (the codec), and the store
         // benchmarks the scripts/bench-* scripts run beside their floors and peers.
         .executableTarget(
