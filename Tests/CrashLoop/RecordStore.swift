@@ -153,7 +153,7 @@ struct RecordStore {
     /// One write: a put and a delete of a probe key.
     func probeWrite() throws {
         let probe = "\(scratch)/probe"
-        try Files.create(probe, holding: Array("\"probe\"\n".utf8))
+        try Files.create(probe, holding: Array("\"probe\"".utf8))
         try migrate.must(["put", "crash-loop-probe"] + storeArguments, stdin: .file(probe))
         try migrate.must(["delete", "crash-loop-probe"] + storeArguments)
     }
