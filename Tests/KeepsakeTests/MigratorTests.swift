@@ -47,6 +47,25 @@ struct MigratorTests {
         Migrator(store: store, chains: SampleModels.all, context: context, keyModels: ["broken": "Person"])
     }
 
+    @Test(
+        "a record that does not parse but names its model and a newer version is reported as that model's, unreadable, with both"
+    )
+    func unparsableNamedRecord() throws {
+        let duplicate = bytes(#"{"schema":"Person","version":9,"data":{"alias":"A","alias":"B"}}"#)
+        let store = InMemoryStore(contents: ["elsewhere": duplicate, "stray": bytes(#"{"a":1,"a":2}"#)])
+        let reports = try migrator(store).plan()
+        let named = try #require(reports.first { $0.key == "elsewhere" })
+        #expect(named.state == .unreadable)
+        #expect(named.schema == "Person")
+        #expect(named.storedVersion == 9)
+        #expect(named.latestVersion == 3)
+        let message = try #require(named.error.map { "\($0)" })
+        #expect(message.contains("duplicate"), "\(message)")
+        #expect(message.contains("it names Person version 9, newer than this release's latest (3)"), "\(message)")
+        #expect(reports.first { $0.key == "stray" }?.state == .unmanaged)
+        #expect(try store.data(forKey: "elsewhere") == duplicate)
+    }
+
     @Test("plan reports every key's model, versions and state without writing")
     func plan() throws {
         let store = seededStore()

@@ -296,6 +296,52 @@ enum VersionClaim {
         return objectVersion(array, &index)
     }
 
+    /// The top-level `"schema"` string of `bytes` (or of the JSON text of a JSON string, once
+    /// unwrapped), when the record names exactly one; `nil` otherwise. For a report on a record
+    /// that does not parse but says which model it belongs to.
+    static func schema(in bytes: Data) -> String? {
+        let array = [UInt8](bytes)
+        var index = 0
+        skipSpace(array, &index)
+        guard index < array.count else { return nil }
+        if array[index] == UInt8(ascii: "\"") {
+            guard let inner = string(array, &index) else { return nil }
+            var innerIndex = 0
+            skipSpace(inner, &innerIndex)
+            return objectSchema(inner, &innerIndex)
+        }
+        return objectSchema(array, &index)
+    }
+
+    private static func objectSchema(_ bytes: [UInt8], _ index: inout Int) -> String? {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return nil }
+        index += 1
+        let schemaKey = Array(StoredEnvelope.Member.schema.rawValue.utf8)
+        var found: [UInt8]?
+        while true {
+            skipSpace(bytes, &index)
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), let key = string(bytes, &index) else {
+                break
+            }
+            skipSpace(bytes, &index)
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { break }
+            index += 1
+            skipSpace(bytes, &index)
+            if key == schemaKey, index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
+                guard let value = string(bytes, &index) else { break }
+                // Two different names: the record does not say which it is.
+                if let found, found != value { return nil }
+                found = value
+            } else {
+                skipValue(bytes, &index)
+            }
+            skipSpace(bytes, &index)
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ",") else { break }
+            index += 1
+        }
+        return found.flatMap { String(validating: $0, as: UTF8.self) }
+    }
+
     /// `5` for 5, `5.5` for 5.5.
     static func describe(_ version: Double) -> String {
         if version.rounded() == version, abs(version) < 1e15 { return String(Int64(version)) }

@@ -189,13 +189,27 @@ public struct Migrator: Sendable {
         do throws(KeepsakeError) {
             parsed = try ParsedRecord.parse(bytes)
         } catch {
-            guard let chain = chainByKey(key) else {
+            // A record that does not parse may still name its model and version (read leniently,
+            // in linear time): the report says both, instead of calling it unmanaged.
+            let claimedChain = VersionClaim.schema(in: bytes).flatMap { self.chain(named: $0) }
+            guard let chain = claimedChain ?? chainByKey(key) else {
                 return Evaluation(report: RecordReport(key: key, state: .unmanaged))
+            }
+            var error = error.located(store: store.uri, key: key)
+            var claimed: Int?
+            if let version = VersionClaim.highest(in: bytes) {
+                if version.rounded() == version, abs(version) < 1e9 { claimed = Int(version) }
+                if version > Double(chain.latestVersion) {
+                    error.message += """
+                        ; it names \(chain.name) version \(VersionClaim.describe(version)), newer than this \
+                        release's latest (\(chain.latestVersion)): a newer release may read it
+                        """
+                }
             }
             return Evaluation(
                 report: RecordReport(
-                    key: key, schema: chain.name, latestVersion: chain.latestVersion, state: .unreadable,
-                    error: error.located(store: store.uri, key: key)))
+                    key: key, schema: chain.name, storedVersion: claimed, latestVersion: chain.latestVersion,
+                    state: .unreadable, error: error))
         }
         let chain: AnyModelChain
         if let schema = parsed.envelopeSchema {
