@@ -49,8 +49,13 @@ let package = Package(
         .target(
             name: "KeepsakeSodium",
             dependencies: ["Keepsake", "CSodium", .product(name: "Logging", package: "swift-log")]),
-        // libsecret, reached only from KeepsakeKeyring.
-        .systemLibrary(name: "CLibsecret", pkgConfig: "libsecret-1", providers: [.apt(["libsecret-1-dev"])]),
+        // libsecret, reached only from KeepsakeKeyring. No `pkgConfig:`: libsecret-1.pc's cflags carry
+        // GLib's `-pthread`, which SwiftPM drops with a "prohibited flag(s)" warning in every build of
+        // this package and of its dependents, and a package cannot steer that lookup. The module
+        // declares the GLib and libsecret API it uses itself (Sources/CLibsecret/glib-subset.h, checked
+        // against the real headers by scripts/check-clibsecret, which scripts/lint runs) and links
+        // the libraries by name: libsecret-1-dev must be installed (scripts/install-deps).
+        .systemLibrary(name: "CLibsecret"),
         // The Secret Service (libsecret) keyring store.
         .target(
             name: "KeepsakeKeyring",

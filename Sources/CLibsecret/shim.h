@@ -1,7 +1,14 @@
 // libsecret, plus the few Secret Service calls KeepsakeKeyring makes itself over one private
 // D-Bus connection (GVariant building and GLib's variadic constructors cannot be called from Swift).
-#define SECRET_API_SUBJECT_TO_CHANGE 1
-#include <libsecret/secret.h>
+//
+// The GLib and libsecret API comes from glib-subset.h, our own declarations of exactly what is
+// used here and in KeepsakeKeyring, not from <libsecret/secret.h>: see there why, and how
+// scripts/check-clibsecret proves them equal to the real headers. So GLib's function-like
+// macros are spelled out below: g_signal_connect as g_signal_connect_data, g_new0 as
+// g_malloc0_n, g_atomic_int_* as the compiler's atomics GLib's expand to, SECRET_TYPE_SERVICE as
+// secret_service_get_type(), and the checked casts (G_DBUS_PROXY, G_DBUS_CONNECTION) as plain
+// casts of objects whose type is known.
+#include "glib-subset.h"
 
 #define KEEPSAKE_SECRETS_NAME "org.freedesktop.secrets"
 #define KEEPSAKE_SECRETS_PATH "/org/freedesktop/secrets"
@@ -30,22 +37,23 @@ static inline SecretService *keepsake_service_open(GMainContext *context, GCance
                                                    gchar **owner, GError **error) {
     g_main_context_push_thread_default(context);
     SecretService *service = g_initable_new(
-        SECRET_TYPE_SERVICE, cancellable, error,
+        secret_service_get_type(), cancellable, error,
         "g-flags", G_DBUS_PROXY_FLAGS_DO_NOT_CONNECT_SIGNALS | G_DBUS_PROXY_FLAGS_DO_NOT_LOAD_PROPERTIES,
         "g-name", KEEPSAKE_SECRETS_NAME, "g-bus-type", G_BUS_TYPE_SESSION, "g-object-path", KEEPSAKE_SECRETS_PATH,
         "g-interface-name", "org.freedesktop.Secret.Service", "flags", SECRET_SERVICE_OPEN_SESSION, NULL);
     g_main_context_pop_thread_default(context);
     if (service == NULL) return NULL;
     // Connected before the class handlers run (they run last): emission stops here.
-    g_signal_connect(service, "g-properties-changed", G_CALLBACK(keepsake_stop_properties_changed), NULL);
-    g_signal_connect(service, "g-signal", G_CALLBACK(keepsake_stop_signal), NULL);
-    *owner = g_dbus_proxy_get_name_owner(G_DBUS_PROXY(service));
+    g_signal_connect_data(service, "g-properties-changed", (GCallback)keepsake_stop_properties_changed, NULL, NULL,
+                          (GConnectFlags)0);
+    g_signal_connect_data(service, "g-signal", (GCallback)keepsake_stop_signal, NULL, NULL, (GConnectFlags)0);
+    *owner = g_dbus_proxy_get_name_owner((GDBusProxy *)service);
     return service;
 }
 
 /// The connection `service` talks on (a new reference).
 static inline GDBusConnection *keepsake_service_bus(SecretService *service) {
-    return G_DBUS_CONNECTION(g_object_ref(g_dbus_proxy_get_connection(G_DBUS_PROXY(service))));
+    return (GDBusConnection *)g_object_ref(g_dbus_proxy_get_connection((GDBusProxy *)service));
 }
 
 /// Dispatches what is pending on `context` (signals for the proxy), without waiting.
@@ -116,7 +124,7 @@ typedef struct {
 
 static inline void keepsake_reply_arrived(GObject *source, GAsyncResult *result, gpointer data) {
     KeepsakeReply *slot = (KeepsakeReply *)data;
-    slot->reply = g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), result, &slot->error);
+    slot->reply = g_dbus_connection_call_finish((GDBusConnection *)source, result, &slot->error);
     slot->done = TRUE;
 }
 
@@ -130,7 +138,7 @@ static inline gboolean keepsake_read_items(GDBusConnection *bus, const gchar *de
                                            GVariant **secrets, GError **error) {
     GMainContext *context = g_main_context_new();
     g_main_context_push_thread_default(context);
-    KeepsakeReply *slots = g_new0(KeepsakeReply, count + 1);
+    KeepsakeReply *slots = (KeepsakeReply *)g_malloc0_n(count + 1, sizeof(KeepsakeReply));
     guint total = count + (service != NULL ? 1 : 0);
     for (guint i = 0; i < count; i++) {
         g_dbus_connection_call(bus, dest, paths[i], "org.freedesktop.DBus.Properties", "GetAll",
@@ -274,7 +282,7 @@ static inline int keepsake_run_prompt(GDBusConnection *bus, const gchar *dest, c
                                       GCancellable *cancellable, GVariant **result, GError **error) {
     GMainContext *context = g_main_context_new();
     g_main_context_push_thread_default(context);
-    KeepsakePrompt *prompt = g_new0(KeepsakePrompt, 1);
+    KeepsakePrompt *prompt = (KeepsakePrompt *)g_malloc0_n(1, sizeof(KeepsakePrompt));
     // Subscribed before the prompt is started, on this thread's context: the signal cannot be missed.
     guint subscription = g_dbus_connection_signal_subscribe(
         bus, dest, "org.freedesktop.Secret.Prompt", "Completed", path, NULL, G_DBUS_SIGNAL_FLAGS_NONE,
@@ -436,7 +444,7 @@ typedef struct {
 } KeepsakeWatch;
 
 static inline void keepsake_watch_released(gpointer data) {
-    g_atomic_int_dec_and_test(&((KeepsakeWatch *)data)->live);
+    __atomic_fetch_sub(&((KeepsakeWatch *)data)->live, 1, __ATOMIC_SEQ_CST);
 }
 
 // org.freedesktop.Secret.Collection ItemCreated/ItemChanged/ItemDeleted, and
@@ -462,7 +470,7 @@ static inline void keepsake_watch_owner(GDBusConnection *bus, const gchar *sende
     g_variant_get(parameters, "(&s&s&s)", &name, &old_owner, &new_owner);
     if (new_owner[0] == '\0') return;
     gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-    while (!g_atomic_int_get(&watch->stopping) && g_get_monotonic_time() < deadline) {
+    while (!__atomic_load_n(&watch->stopping, __ATOMIC_SEQ_CST) && g_get_monotonic_time() < deadline) {
         GVariant *reply = g_dbus_connection_call_sync(
             bus, new_owner, KEEPSAKE_SECRETS_PATH, "org.freedesktop.Secret.Service", "ReadAlias",
             g_variant_new("(s)", "default"), G_VARIANT_TYPE("(o)"), G_DBUS_CALL_FLAGS_NO_AUTO_START, 1000, NULL, NULL);
@@ -515,7 +523,7 @@ static inline void keepsake_watch_release(KeepsakeWatch *watch) {
     for (int i = 0; i < KEEPSAKE_WATCH_SUBSCRIPTIONS; i++) {
         g_dbus_connection_signal_unsubscribe(watch->bus, watch->subscriptions[i]);
     }
-    while (g_atomic_int_get(&watch->live) > 0) g_main_context_iteration(watch->context, TRUE);
+    while (__atomic_load_n(&watch->live, __ATOMIC_SEQ_CST) > 0) g_main_context_iteration(watch->context, TRUE);
     g_main_context_pop_thread_default(watch->context);
 }
 
@@ -534,7 +542,7 @@ static inline void keepsake_watch_free(KeepsakeWatch *watch) {
 /// that round trip fails; nothing is left subscribed then.
 static inline KeepsakeWatch *keepsake_watch_new(GDBusConnection *bus, const gchar *service, KeepsakeHintFunc report,
                                                 void *data, GCancellable *cancellable, GError **error) {
-    KeepsakeWatch *watch = g_new0(KeepsakeWatch, 1);
+    KeepsakeWatch *watch = (KeepsakeWatch *)g_malloc0_n(1, sizeof(KeepsakeWatch));
     watch->bus = g_object_ref(bus);
     watch->context = g_main_context_new();
     watch->service = g_strdup(service);
@@ -580,13 +588,13 @@ static inline KeepsakeWatch *keepsake_watch_new(GDBusConnection *bus, const gcha
 /// can run after this returns). Once only.
 static inline void keepsake_watch_run(KeepsakeWatch *watch) {
     g_main_context_push_thread_default(watch->context);
-    while (!g_atomic_int_get(&watch->stopping)) g_main_context_iteration(watch->context, TRUE);
+    while (!__atomic_load_n(&watch->stopping, __ATOMIC_SEQ_CST)) g_main_context_iteration(watch->context, TRUE);
     g_main_context_pop_thread_default(watch->context);
     keepsake_watch_release(watch);
 }
 
 /// Makes keepsake_watch_run return (from any thread).
 static inline void keepsake_watch_stop(KeepsakeWatch *watch) {
-    g_atomic_int_set(&watch->stopping, 1);
+    __atomic_store_n(&watch->stopping, 1, __ATOMIC_SEQ_CST);
     g_main_context_wakeup(watch->context);
 }

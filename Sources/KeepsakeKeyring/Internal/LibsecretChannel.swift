@@ -79,7 +79,7 @@ final class LibsecretLink: @unchecked Sendable {
     // key, which is read-only once the session is open; the context is drained under the
     // channel's lock only.
     fileprivate let bus: OpaquePointer
-    fileprivate let service: UnsafeMutablePointer<SecretService>
+    fileprivate let service: OpaquePointer
     /// The daemon's unique name (`:1.42`): every request goes there.
     fileprivate let owner: String
     private let context: OpaquePointer
@@ -106,7 +106,7 @@ final class LibsecretLink: @unchecked Sendable {
         guard let owner else {
             // The provider was started by this very request (D-Bus activation) and the proxy did
             // not learn its name: open again, now that it runs.
-            g_object_unref(service)
+            g_object_unref(UnsafeMutableRawPointer(service))
             g_main_context_unref(context)
             throw LibsecretFailure(
                 stage: .openService, kind: .other,
@@ -122,7 +122,7 @@ final class LibsecretLink: @unchecked Sendable {
     }
 
     deinit {
-        g_object_unref(service)
+        g_object_unref(UnsafeMutableRawPointer(service))
         g_object_unref(UnsafeMutableRawPointer(bus))
         drain()
         g_main_context_unref(context)
@@ -168,7 +168,7 @@ struct LibsecretCall {
     let isRetry: Bool
 
     private var bus: OpaquePointer { link.bus }
-    private var cancellable: UnsafeMutablePointer<GCancellable> { deadline.cancellable }
+    private var cancellable: OpaquePointer { deadline.cancellable }
 
     private func failure(_ stage: LibsecretFailure.Stage, _ error: UnsafeMutablePointer<GError>?) -> LibsecretFailure {
         LibsecretFailure(stage: stage, error: error, deadlineExpired: deadline.expired)
@@ -474,7 +474,7 @@ final class LibsecretDeadline: @unchecked Sendable {
     /// worker thread of the global queues is blocked in a keyring call.
     private static let timers = DispatchQueue(label: "org.keepsake.keyring.deadlines")
 
-    var cancellable: UnsafeMutablePointer<GCancellable> { token.pointer }
+    var cancellable: OpaquePointer { token.pointer }
 
     /// Whether the deadline has passed (the cancellable was cancelled).
     var expired: Bool { g_cancellable_is_cancelled(token.pointer) != 0 }
@@ -493,8 +493,8 @@ final class LibsecretDeadline: @unchecked Sendable {
 /// A `GCancellable` reference, released with the value.
 private final class CancellableToken: @unchecked Sendable {
     // @unchecked: GCancellable is thread-safe; the pointer never changes.
-    let pointer: UnsafeMutablePointer<GCancellable>
+    let pointer: OpaquePointer
     init() { pointer = g_cancellable_new() }
-    deinit { g_object_unref(pointer) }
+    deinit { g_object_unref(UnsafeMutableRawPointer(pointer)) }
     func cancel() { g_cancellable_cancel(pointer) }
 }
