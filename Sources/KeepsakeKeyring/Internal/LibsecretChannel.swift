@@ -327,7 +327,12 @@ struct LibsecretCall {
         switch outcome {
         case 1: return path ?? ""
         case 0:
-            let result = try runPrompt(path ?? "/", doing: .createItem)
+            let result: String?
+            do throws(LibsecretFailure) {
+                result = try runPrompt(path ?? "/", doing: .createItem)
+            } catch  where error.kind == .locked {
+                throw afterDismissedCreate(error, attributes: all, secret: secret)
+            }
             guard let created = result else {
                 throw LibsecretFailure(
                     stage: .createItem, kind: .other,
@@ -337,6 +342,49 @@ struct LibsecretCall {
             return created
         default: throw failure(.createItem, error)
         }
+    }
+
+    /// `failure` (a create prompt the provider dismissed), once what the provider may have made
+    /// anyway is gone: KeePassXC has been seen to leave an item with an empty secret behind a
+    /// dismissed create. An item of Keepsake's schema with these attributes whose secret is empty
+    /// or the one being written is removed (the caller's lock keeps other Keepsake writers away,
+    /// and the write is reported as not done); the message says what was found, removed or left.
+    private func afterDismissedCreate(
+        _ failure: LibsecretFailure, attributes: [String: String], secret: Data
+    ) -> LibsecretFailure {
+        var failure = failure
+        let nothingChanged = "; nothing was changed"
+        let base =
+            failure.message.hasSuffix(nothingChanged)
+            ? String(failure.message.dropLast(nothingChanged.count)) : failure.message
+        let found: [LibsecretItem]
+        do throws(LibsecretFailure) {
+            found = try readItems(search(attributes).unlocked, loadSecrets: true)
+        } catch {
+            failure.message = base + "; whether it left an item behind could not be checked (\(error.message))"
+            return failure
+        }
+        var removed: [String] = [], left: [String] = []
+        for item in found where item.secret == nil || item.secret?.isEmpty == true || item.secret == secret {
+            do throws(LibsecretFailure) {
+                try delete(item)
+                removed.append(item.path)
+            } catch {
+                left.append(item.path)
+            }
+        }
+        if left.isEmpty {
+            failure.message =
+                removed.isEmpty
+                ? base + nothingChanged
+                : base
+                    + "; the item it made anyway (\(removed.joined(separator: ", "))) was removed, so nothing was changed"
+        } else {
+            failure.message =
+                base + "; it left an item behind (\(left.joined(separator: ", "))) that could not be removed: "
+                + "remove it in the keyring provider"
+        }
+        return failure
     }
 
     /// Runs the prompt at `path` that the provider asked for before `stage` (Prompt.Prompt with
