@@ -63,7 +63,9 @@ extension ModelChain {
     ) throws(KeepsakeError) -> Data {
         let own: JSONObject
         do {
-            guard case let .object(object) = try JSONParser.parse(CanonicalJSON.encode(value)) else {
+            guard
+                case let .object(object) = try JSONParser.parse(CanonicalJSON.encode(value, dates: Latest.dateEncoding))
+            else {
                 throw KeepsakeError(.encodingFailed, "\(name) version \(latestVersion) does not encode as an object")
             }
             own = object
@@ -97,8 +99,8 @@ extension ModelChain {
         let readBack: Data?
         let expected: Data?
         if case let .newerReadable(record) = outcome(of: bytes, context: .verification) {
-            readBack = try? CanonicalJSON.encode(record.value)
-            expected = try? CanonicalJSON.encode(value)
+            readBack = try? CanonicalJSON.encode(record.value, dates: Latest.dateEncoding)
+            expected = try? CanonicalJSON.encode(value, dates: Latest.dateEncoding)
         } else {
             readBack = nil
             expected = nil
