@@ -10,7 +10,7 @@ private let schemasURL = URL(fileURLWithPath: #filePath)
     .appendingPathComponent("Migrations").appendingPathComponent("Schemas")
 
 // A small chain with a field of every kind, named "Sample".
-private enum Kind: String, Codable { case note, task }
+private enum Kind: String, Codable, CaseIterable { case note, task }
 private struct Owner: Codable, Equatable {
     let name: String
     let id: UUID
@@ -180,7 +180,15 @@ private let sampleSnapshotJSON = """
             },
             "kind" : {
               "required" : true,
-              "type" : "string"
+              "type" : {
+                "enum" : {
+                  "raw" : "string",
+                  "values" : [
+                    "note",
+                    "task"
+                  ]
+                }
+              }
             },
             "note" : {
               "required" : false,
@@ -323,7 +331,7 @@ struct SchemaSnapshotTests {
         #expect(try JSONDecoder().decode(SchemaSnapshot.self, from: snapshot.encoded()) == snapshot)
         #expect(
             snapshot.versions[1].shape?.description == """
-                {createdAt: date, kind: string, note?: string, owner: {id: uuid, name: string}, scores: [string: number], \
+                {createdAt: date, kind: string enum (note, task), note?: string, owner: {id: uuid, name: string}, scores: [string: number], \
                 tags: [string], title: string}
                 """)
     }
@@ -361,9 +369,11 @@ struct SchemaSnapshotTests {
             error.changes == [
                 .init(
                     kind: .shapeChanged, version: 1, typeName: "RemovedV1", key: "kind",
-                    reason: "removed (was: required string)")
+                    reason: "removed (was: required string enum (note, task))")
             ])
-        #expect(error.description.contains("version 1 (RemovedV1), key 'kind': removed (was: required string)"))
+        #expect(
+            error.description.contains(
+                "version 1 (RemovedV1), key 'kind': removed (was: required string enum (note, task))"))
     }
 
     @Test("a retyped field fails, naming the path to it, nested and in a map")
@@ -666,8 +676,8 @@ struct RecordShapeTests {
                     "flag": .required(.bool),
                     "ratio": .required(.number),
                     "small": .required(.integer),
-                    "level": .required(.integer),
-                    "payload": .required(.unknown),
+                    "level": .required(.rawEnum(.integer, values: nil)),
+                    "payload": .required(.taggedEnum(cases: nil)),
                     "blob": .required(.data),
                     "link": .required(.url),
                     "amount": .required(.decimal),
