@@ -261,8 +261,9 @@ enum RecordMerge {
                 for member in object.members { pending.append((member.value, valueType)) }
             case let (.array(elements), .array(element)?):
                 for element2 in elements { pending.append((element2, element)) }
-            case (.object, .unknown?):
+            case (.object, .unknown?), (.object, .taggedEnum?):
                 // A value of a type the probe could not read: nothing can be said about its keys.
+                // An enum with associated values is replaced whole by the older release's case.
                 continue
             case let (.object(object), _):
                 // An object where this release expects something else (or knows no shape).
