@@ -585,7 +585,10 @@ struct SchemaSnapshotTests {
         let readme = root.appendingPathComponent("Tests/KeepsakeTests/Fixtures/Schemas/Settings.json")
         #expect(try SchemaSnapshot.check(Settings.chain, file: readme, record: .never).checked == [0, 1])
         let example = root.appendingPathComponent("Examples/SettingsApp/Schemas/Settings.json")
-        #expect(try JSONDecoder().decode(SchemaSnapshot.self, from: Data(contentsOf: example)).chain == "Settings")
+        let exampleSnapshot = try JSONDecoder().decode(SchemaSnapshot.self, from: Data(contentsOf: example))
+        #expect(exampleSnapshot.chain == "Settings")
+        // In the current format: the bytes the check writes.
+        #expect(try exampleSnapshot.encoded() == Data(contentsOf: example))
     }
 
     // MARK: Ambiguous chains
