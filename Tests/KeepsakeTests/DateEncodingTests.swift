@@ -85,6 +85,12 @@ struct YearOnlyStamp: StampVersion {
     var at: Date
 }
 
+struct DayStamp: StampVersion {
+    static let version = 0
+    static let dateEncoding = DateEncoding.formatted("yyyy-MM-dd")
+    var at: Date
+}
+
 /// A version declaring version 0's readers compatible, though it stores dates another way.
 struct MismatchedReaderV1: ModelVersion {
     typealias Predecessor = DefaultStamp
@@ -262,9 +268,12 @@ struct DateEncodingTests {
     @Test(
         "validation refuses a format that cannot hold a date to the second, and compatible readers that read dates another way"
     )
-    func validation() {
+    func validation() throws {
         let yearOnly = ModelChain<YearOnlyStamp>(name: "Stamp", defaultKeys: [])
         #expect(yearOnly.problems.contains { $0.reason.contains("\"yyyy\"") })
+        #expect(ModelChain<DayStamp>(name: "Stamp", defaultKeys: []).problems.isEmpty)
+        #expect(try stamp(DayStamp.self, #""2024-05-01""#).at == Self.mayFirst.addingTimeInterval(-36_000))
+        #expect(throws: KeepsakeError.self) { try written(DayStamp(at: Self.mayFirst)) }
         let mismatched = ModelChain<MismatchedReaderV1>(name: "Stamp", defaultKeys: [])
         #expect(mismatched.problems.contains { $0.reason.contains("reads dates as deferredToDate") })
         #expect(Account.chain.problems.isEmpty)

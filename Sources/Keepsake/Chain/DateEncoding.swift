@@ -46,7 +46,9 @@ public enum DateEncoding: Sendable, Hashable, CustomStringConvertible {
     /// A string in a fixed `DateFormatter` format (`"yyyy-MM-dd HH:mm:ss"`), read and written
     /// with the `en_US_POSIX` locale, the Gregorian calendar and UTC unless the format names
     /// a zone. A stored string must be exactly what the format writes for the date it names; a
-    /// date the format cannot hold exactly (finer than it writes) cannot be written.
+    /// date the format cannot hold exactly (finer than it writes: a time of day under
+    /// `"yyyy-MM-dd"`) cannot be written. Chain validation refuses a format that does not read
+    /// back the date it writes (one without a day, such as `"yyyy"`).
     case formatted(String)
 
     public var description: String {

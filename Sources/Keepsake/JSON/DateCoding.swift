@@ -89,11 +89,12 @@ extension DateEncoding {
         }
     }
 
-    /// What is wrong with this form, for chain validation: a format that cannot write a date
-    /// to the second and read it back.
+    /// What is wrong with this form, for chain validation: a format that does not read back the
+    /// date it writes for a midnight (a date-only format is fine; a date finer than it writes
+    /// cannot be saved in it, which `encodingFailed` says when it happens).
     var problem: String? {
         guard case let .formatted(format) = self else { return nil }
-        let sample = Date(timeIntervalSince1970: 1_714_557_600)  // 2024-05-01T10:00:00Z
+        let sample = Date(timeIntervalSince1970: 1_714_521_600)  // 2024-05-01T00:00:00Z
         do throws(ISO8601.Failure) {
             guard case let .string(text) = try written(sample), try date(from: .string(text)) == sample else {
                 return "its date format \"\(format)\" does not read back the date it writes"
@@ -101,8 +102,8 @@ extension DateEncoding {
             return nil
         } catch {
             return """
-                its date format "\(format)" cannot hold a date to the second (\(error.reason)); use a format \
-                with year, month, day, hours, minutes and seconds
+                its date format "\(format)" does not read back the date it writes for 2024-05-01T00:00:00Z \
+                (\(error.reason)); use a format with at least the year, month and day
                 """
         }
     }
