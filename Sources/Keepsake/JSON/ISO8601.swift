@@ -368,6 +368,9 @@ package enum ISO8601 {
         guard seconds.fraction.count <= maxKeptFractionDigits else { throw tooFine }
         let date = try nearestDate(to: seconds)
         try check(date)
+        // Whole milliseconds in the range always read back as written (one correctly rounded
+        // division each way, as `decimalSeconds(of:)`'s fast path reads it): no second look.
+        if seconds.fraction.count <= 3 { return date }
         let kept = try decimalSeconds(of: date)
         guard kept == seconds else {
             throw Failure(
