@@ -12,7 +12,9 @@ import Keepsake
 ///
 /// It checks that versions run 0, 1, 2, … without gaps; that each version's stored keys can be
 /// read off its `Decodable` conformance (or are declared); that no record stored without a
-/// version could match two versions; and that each version writes exactly the keys it reads.
+/// version could match two versions; that each version writes exactly the keys it reads; that a
+/// declared date format reads back the dates it writes; and that a version older readers read
+/// compatibly stores dates as they read them and no enum case they do not know.
 public enum ChainValidation {
     /// Validates `chain`.
     ///

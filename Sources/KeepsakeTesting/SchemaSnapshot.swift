@@ -1,8 +1,8 @@
 import Foundation
 import Keepsake
 
-/// Every version of a chain as its records are stored — number, type, oldest reader, keys and
-/// `RecordShape` — committed as a JSON file beside the app's models, so that a test fails
+/// Every version of a chain as its records are stored — number, type, oldest reader, keys,
+/// `RecordShape` (with every enum's cases) and date encoding — committed as a JSON file beside the app's models, so that a test fails
 /// when a released version changes.
 ///
 /// A released version is frozen: its records are on users' disks, and the version type is how
@@ -76,11 +76,15 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
         /// The records' JSON shape; `nil` when it cannot be read off the type's `Decodable`
         /// conformance (then only its keys are checked).
         public var shape: RecordShape?
+        /// How the version's dates are stored (`ModelVersion.dateEncoding`, as its description:
+        /// `secondsSince1970`, `formatted(yyyy-MM-dd)`); `nil` for the default, `deferredToDate`,
+        /// which the file then leaves out.
+        public var dateEncoding: String?
 
         /// A version as a snapshot holds it.
         public init(
             version: Int, type: String, oldestReader: Int, keys: [String]?, optionalKeys: [String]?,
-            shape: RecordShape?
+            shape: RecordShape?, dateEncoding: String? = nil
         ) {
             self.version = version
             self.type = type
@@ -88,6 +92,7 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
             self.keys = keys
             self.optionalKeys = optionalKeys
             self.shape = shape
+            self.dateEncoding = dateEncoding
         }
     }
 
@@ -107,7 +112,8 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
                     version: summary.version, type: summary.typeName, oldestReader: summary.oldestReader,
                     keys: summary.storedKeys.map { $0.required.sorted() },
                     optionalKeys: summary.storedKeys.map { $0.optional.sorted() },
-                    shape: shapes[summary.version])
+                    shape: shapes[summary.version],
+                    dateEncoding: summary.dateEncoding == .deferredToDate ? nil : summary.dateEncoding.description)
             })
     }
 
@@ -167,7 +173,8 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
     ///
     /// Each version in the file must still be in the chain, with the same keys, each key as
     /// required or optional as it was, each value of the same JSON type (recursively through
-    /// nested objects, arrays and maps) and the same oldest reader; no two versions of the chain
+    /// nested objects, arrays and maps), every enum with the same cases (raw values, or keys
+    /// and payload shapes), the same oldest reader and the same date encoding; no two versions of the chain
     /// may match one record stored without a version. Versions the file does not have are
     /// written into it, and a missing file is written whole, when `record` allows it (see
     /// ``RecordMode``); otherwise they fail the check. The file is written only when the check
@@ -205,10 +212,19 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
                     give one a required key the other cannot have
                     """)
         }
-        let unreadableShapes = current.versions.filter { $0.shape == nil }.map { version in
-            "version \(version.version)'s shape cannot be read off \(version.type)'s Decodable conformance; "
-                + "only its keys are checked"
-        }
+        let unreadableShapes =
+            current.versions.filter { $0.shape == nil }.map { version in
+                "version \(version.version)'s shape cannot be read off \(version.type)'s Decodable conformance; "
+                    + "only its keys are checked"
+            }
+            + current.versions.flatMap { version in
+                (version.shape.map(undeclaredEnums(in:)) ?? []).map { path in
+                    """
+                    version \(version.version) (\(version.type)), key '\(path)': an enum whose cases are not declared, \
+                    so they are not frozen; make it CaseIterable or DeclaredCases
+                    """
+                }
+            }
         let fileName = file.lastPathComponent
         if record == .all {
             guard changes.isEmpty else {
@@ -318,6 +334,24 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
         try check(chain.erased, file: file, record: record)
     }
 
+    /// The paths of the enums in `shape` whose cases are not declared.
+    private static func undeclaredEnums(in shape: RecordShape) -> [String] {
+        var found: [String] = []
+        var pending: [(RecordShape.Value, String)] = shape.fields.map { ($0.value.type, $0.key) }
+        while let (value, path) = pending.popLast() {
+            switch value {
+            case .rawEnum(_, nil), .taggedEnum(nil): found.append(path)
+            case let .taggedEnum(cases?): pending += cases.map { ($0.value, "\(path)(\($0.key))") }
+            case let .array(element): pending.append((element, path + "[]"))
+            case let .map(element): pending.append((element, path + "[*]"))
+            case let .nullable(inner): pending.append((inner, path))
+            case let .object(inner): pending += inner.fields.map { ($0.value.type, "\(path).\($0.key)") }
+            default: break
+            }
+        }
+        return found.sorted()
+    }
+
     private func typeName(of version: Int) -> String? {
         versions.first { $0.version == version }?.type
     }
@@ -353,6 +387,11 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
                 }
             }
         }
+        if old.dateEncoding != new.dateEncoding {
+            let was = old.dateEncoding ?? DateEncoding.deferredToDate.description
+            let now = new.dateEncoding ?? DateEncoding.deferredToDate.description
+            found.append((nil, "its date encoding changed from \(was) to \(now), so its stored dates would be misread"))
+        }
         if old.oldestReader != new.oldestReader {
             found.append((nil, "its oldestReader changed from \(old.oldestReader) to \(new.oldestReader)"))
         }
@@ -387,11 +426,56 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
         return found
     }
 
+    /// What changed among an enum's cases: each removed, added or renamed case, and each case
+    /// whose payload changed (at `path(case)`).
+    private static func caseDifferences(
+        _ old: [String: RecordShape.Value], _ new: [String: RecordShape.Value], path: String
+    ) -> [(key: String?, reason: String)] {
+        let removed = old.keys.filter { new[$0] == nil }.sorted()
+        let added = new.keys.filter { old[$0] == nil }.sorted()
+        var found: [(key: String?, reason: String)] = []
+        if removed.count == 1, added.count == 1 {
+            found.append((path, "case '\(removed[0])' renamed to '\(added[0])' (or removed and another added)"))
+        } else {
+            found += removed.map { (path, "case '\($0)' removed") }
+            found += added.map { (path, "case '\($0)' added") }
+        }
+        for key in old.keys.sorted() {
+            guard let was = old[key], let now = new[key] else { continue }
+            found += valueDifferences(was, now, path: "\(path)(\(key))").map { change in
+                (change.key, "case '\(key)': \(change.reason)")
+            }
+        }
+        return found
+    }
+
     private static func valueDifferences(
         _ old: RecordShape.Value, _ new: RecordShape.Value, path: String
     ) -> [(key: String?, reason: String)] {
         // An unknown recorded before matches anything: the probe reads further now.
         if old == new || old == .unknown { return [] }
+        switch (old, new) {
+        // Recorded before enums' cases were: the raw type, or cases not declared, then.
+        case let (.string, .rawEnum(raw, _)), let (.integer, .rawEnum(raw, _)), let (.number, .rawEnum(raw, _)):
+            if raw == old { return [] }
+        case let (.rawEnum(was, nil), .rawEnum(now, _)) where was == now: return []
+        case (.taggedEnum(nil), .taggedEnum): return []
+        case let (.rawEnum(was, wasValues?), .rawEnum(now, nowValues)) where was == now:
+            guard let nowValues else {
+                return [(path, "its cases are no longer declared (were \(wasValues.joined(separator: ", ")))")]
+            }
+            return caseDifferences(
+                Dictionary(uniqueKeysWithValues: wasValues.map { ($0, RecordShape.Value.unknown) }),
+                Dictionary(uniqueKeysWithValues: nowValues.map { ($0, RecordShape.Value.unknown) }), path: path)
+        case let (.taggedEnum(wasCases?), .taggedEnum(nowCases)):
+            guard let nowCases else {
+                return [
+                    (path, "its cases are no longer declared (were \(wasCases.keys.sorted().joined(separator: ", ")))")
+                ]
+            }
+            return caseDifferences(wasCases, nowCases, path: path)
+        default: break
+        }
         switch (old, new) {
         case let (.object(was), .object(now)): return fieldDifferences(was.fields, now.fields, path: path)
         case let (.array(was), .array(now)): return valueDifferences(was, now, path: path + "[]")

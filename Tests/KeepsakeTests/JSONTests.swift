@@ -142,7 +142,7 @@ struct ISO8601Tests {
     func exactRoundTrip() throws {
         var generator = SystemRandomNumberGenerator()
         var samples: [Double] = [
-            0, -0.0, Double.leastNonzeroMagnitude, -Double.leastNonzeroMagnitude, 1e-300, -1e-300, ISO8601.earliest,
+            0, -0.0, 0.001.nextUp, -0.001.nextDown, 1e-3, -1e-3, ISO8601.earliest,
             ISO8601.end.nextDown,
             ISO8601.earliest.nextUp, 1.0.nextUp, -1.0.nextDown, Date().timeIntervalSinceReferenceDate
         ]
@@ -153,6 +153,17 @@ struct ISO8601Tests {
             #expect(try ISO8601.date(from: text).timeIntervalSinceReferenceDate == seconds, "\(seconds) → \(text)")
             #expect(text.utf8.count >= 24 && text.hasSuffix("Z"))
         }
+    }
+
+    @Test(
+        "a date needing more than 20 digits after the seconds' point (within a millisecond of 2001) cannot be written",
+        arguments: [Double.leastNonzeroMagnitude, -Double.leastNonzeroMagnitude, 1e-300, -1e-300, 1e-21])
+    func tooFine(_ seconds: Double) {
+        let found = reason { () throws(ISO8601.Failure) in
+            _ = try ISO8601.string(from: date(seconds))
+            return date(seconds)
+        }
+        #expect(found?.contains("more than 20 digits") == true)
     }
 
     @Test("the last instant of 9999 is written in 9999, never wrapped to year 0000")

@@ -14,12 +14,14 @@ import Testing
 // SettingsV0.swift — released in 1.0. Frozen: never edit a released version.
 public struct SettingsV0: ModelVersion {
     public static let version = 0
+    public static let dateEncoding = DateEncoding.secondsSince1970  // how 1.0's JSONEncoder wrote dates
     public var id: UUID
     public var darkMode: Bool
+    public var lastOpened: Date
 }
 
 // SettingsV1.swift — released in 1.1.
-public enum Theme: String, Codable, Sendable { case light, dark, system }
+public enum Theme: String, Codable, Sendable, CaseIterable { case light, dark, system }
 
 public struct SettingsV1: ModelVersion, Equatable {
     public typealias Predecessor = SettingsV0
@@ -33,15 +35,17 @@ public struct SettingsV1: ModelVersion, Equatable {
     public var id: UUID
     public var theme: Theme
     public var window: Window?
+    public var lastOpened: Date?
 
-    public init(id: UUID, theme: Theme, window: Window? = nil) {
+    public init(id: UUID, theme: Theme, window: Window? = nil, lastOpened: Date? = nil) {
         self.id = id
         self.theme = theme
         self.window = window
+        self.lastOpened = lastOpened
     }
 
     public init(migrating previous: SettingsV0, context: MigrationContext) {
-        self.init(id: previous.id, theme: previous.darkMode ? .dark : .light)
+        self.init(id: previous.id, theme: previous.darkMode ? .dark : .light, lastOpened: previous.lastOpened)
     }
 }
 
@@ -83,11 +87,14 @@ extension ReadmeTests {
         defer { unsetenv("XDG_CONFIG_HOME") }
         let suite = config + "/com.example.notes/main.json"
         try FileManager.default.createDirectory(atPath: config + "/com.example.notes", withIntermediateDirectories: true)
-        try bytes(#"{"settings":{"id":"6F1C2B9A-7E55-4D7B-9B0E-2F4C1A3D5E6F","darkMode":false}}"#)
+        try bytes(#"{"settings":{"id":"6F1C2B9A-7E55-4D7B-9B0E-2F4C1A3D5E6F","darkMode":false,"lastOpened":1714557600}}"#)
             .write(to: URL(fileURLWithPath: suite))
         try app()
+        // 1714557600 seconds since 1970 is 2024-05-01T10:00:00Z, exactly (not 2055, as seconds since 2001).
         #expect(try DefaultsStore(path: suite).data(forKey: "settings") == bytes(
-            #"{"data":{"id":"6F1C2B9A-7E55-4D7B-9B0E-2F4C1A3D5E6F","theme":"dark"},"schema":"Settings","version":1}"#))
+            #"{"data":{"id":"6F1C2B9A-7E55-4D7B-9B0E-2F4C1A3D5E6F","lastOpened":"2024-05-01T10:00:00.000Z","theme":"dark"},"schema":"Settings","version":1}"#))
+        let saved = try Vault(store: DefaultsStore(path: suite)).value(.settings)
+        #expect(saved.lastOpened == Date(timeIntervalSince1970: 1_714_557_600))
     }
 
     @Test("with nothing stored, the key's default is used and the app's change saved")

@@ -10,7 +10,7 @@ private let schemasURL = URL(fileURLWithPath: #filePath)
     .appendingPathComponent("Migrations").appendingPathComponent("Schemas")
 
 // A small chain with a field of every kind, named "Sample".
-private enum Kind: String, Codable { case note, task }
+private enum Kind: String, Codable, CaseIterable { case note, task }
 private struct Owner: Codable, Equatable {
     let name: String
     let id: UUID
@@ -180,7 +180,15 @@ private let sampleSnapshotJSON = """
             },
             "kind" : {
               "required" : true,
-              "type" : "string"
+              "type" : {
+                "enum" : {
+                  "raw" : "string",
+                  "values" : [
+                    "note",
+                    "task"
+                  ]
+                }
+              }
             },
             "note" : {
               "required" : false,
@@ -323,7 +331,7 @@ struct SchemaSnapshotTests {
         #expect(try JSONDecoder().decode(SchemaSnapshot.self, from: snapshot.encoded()) == snapshot)
         #expect(
             snapshot.versions[1].shape?.description == """
-                {createdAt: date, kind: string, note?: string, owner: {id: uuid, name: string}, scores: [string: number], \
+                {createdAt: date, kind: string enum (note, task), note?: string, owner: {id: uuid, name: string}, scores: [string: number], \
                 tags: [string], title: string}
                 """)
     }
@@ -361,9 +369,11 @@ struct SchemaSnapshotTests {
             error.changes == [
                 .init(
                     kind: .shapeChanged, version: 1, typeName: "RemovedV1", key: "kind",
-                    reason: "removed (was: required string)")
+                    reason: "removed (was: required string enum (note, task))")
             ])
-        #expect(error.description.contains("version 1 (RemovedV1), key 'kind': removed (was: required string)"))
+        #expect(
+            error.description.contains(
+                "version 1 (RemovedV1), key 'kind': removed (was: required string enum (note, task))"))
     }
 
     @Test("a retyped field fails, naming the path to it, nested and in a map")
@@ -575,7 +585,10 @@ struct SchemaSnapshotTests {
         let readme = root.appendingPathComponent("Tests/KeepsakeTests/Fixtures/Schemas/Settings.json")
         #expect(try SchemaSnapshot.check(Settings.chain, file: readme, record: .never).checked == [0, 1])
         let example = root.appendingPathComponent("Examples/SettingsApp/Schemas/Settings.json")
-        #expect(try JSONDecoder().decode(SchemaSnapshot.self, from: Data(contentsOf: example)).chain == "Settings")
+        let exampleSnapshot = try JSONDecoder().decode(SchemaSnapshot.self, from: Data(contentsOf: example))
+        #expect(exampleSnapshot.chain == "Settings")
+        // In the current format: the bytes the check writes.
+        #expect(try exampleSnapshot.encoded() == Data(contentsOf: example))
     }
 
     // MARK: Ambiguous chains
@@ -666,8 +679,8 @@ struct RecordShapeTests {
                     "flag": .required(.bool),
                     "ratio": .required(.number),
                     "small": .required(.integer),
-                    "level": .required(.integer),
-                    "payload": .required(.unknown),
+                    "level": .required(.rawEnum(.integer, values: nil)),
+                    "payload": .required(.taggedEnum(cases: nil)),
                     "blob": .required(.data),
                     "link": .required(.url),
                     "amount": .required(.decimal),

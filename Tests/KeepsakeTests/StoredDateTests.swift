@@ -91,7 +91,7 @@ struct StoredDateTests {
     func saveIsLossless() throws {
         let store = InMemoryStore(name: "dates")
         let vault = Vault(store: store, context: context)
-        for seconds in [700_000_000.000_123_456, -0.000_1, 1e-300, Date().timeIntervalSinceReferenceDate] {
+        for seconds in [700_000_000.000_123_456, -0.000_1, 0.001 + 1e-17, Date().timeIntervalSinceReferenceDate] {
             let value = TrialInfoV2(startDate: Date(timeIntervalSinceReferenceDate: seconds), deviceId: "d")
             try vault.save(value, in: TrialInfo.chain)
             #expect(try vault.load(TrialInfo.chain)?.value == value)

@@ -81,18 +81,6 @@ extension Envelope: Encodable where Model: Encodable {
     }
 }
 
-extension Envelope where Model == JSONObject {
-    /// The envelope as a parsed tree, members sorted by key: what a merged record writes.
-    var json: JSONValue {
-        var members: [(key: String, value: JSONValue)] = []
-        writeMembers(
-            data: { members.append(($0.rawValue, .object($1))) },
-            integer: { members.append(($0.rawValue, .number(String($1)))) },
-            string: { members.append(($0.rawValue, .string($1))) })
-        return .object(JSONObject(members: members))
-    }
-}
-
 /// An envelope as stored: its data a parsed tree, not yet decoded. Its members are read where
 /// they were parsed, by static functions, rather than copied into a value.
 typealias StoredEnvelope = Envelope<JSONValue>

@@ -46,7 +46,9 @@ extension ModelChain {
         guard let reader = detected.oldestReader, reader <= latestVersion,
             case let .object(newerFields) = detected.fields
         else { throw newerError(detected.version) }
-        return try merge(value, into: newerFields, version: detected.version, oldestReader: reader)
+        return try merge(
+            value, into: newerFields, version: detected.version, oldestReader: reader, stored: existing,
+            stringWrapped: parsed.stringWrapped)
     }
 
     /// The bytes a save of `value` writes over `existing` (see the `plain:` form).
@@ -56,14 +58,31 @@ extension ModelChain {
     }
 
     /// `value`'s fields merged into a newer record's: every value this release knows comes from
-    /// `value`, every key it does not know stays as the newer release wrote it, at every depth
-    /// (``RecordMerge``).
+    /// `value`, every key it does not know stays as the newer release wrote it — byte for byte,
+    /// from `stored` — at every depth (``RecordMerge``), and the record keeps its stored form (a
+    /// JSON string holding it, when it was one).
     private func merge(
-        _ value: Latest, into newer: JSONObject, version: Int, oldestReader: Int
+        _ value: Latest, into newer: JSONObject, version: Int, oldestReader: Int, stored: Data, stringWrapped: Bool
     ) throws(KeepsakeError) -> Data {
+        // Where the newer record's values lie in its text (the string's, when string-wrapped).
+        let source: Data
+        let spans: JSONSpans
+        do throws(JSONSyntaxError) {
+            if stringWrapped, case let .string(text) = try JSONParser.parse(stored) {
+                source = Data(text.utf8)
+            } else {
+                source = stored
+            }
+            spans = try JSONSpans.of(source)
+        } catch {
+            // Unreachable: the same bytes parsed a moment ago.
+            throw KeepsakeError(.corruptRecord, "the stored record does not parse again", cause: error.cause)
+        }
         let own: JSONObject
         do {
-            guard case let .object(object) = try JSONParser.parse(CanonicalJSON.encode(value)) else {
+            guard
+                case let .object(object) = try JSONParser.parse(CanonicalJSON.encode(value, dates: Latest.dateEncoding))
+            else {
                 throw KeepsakeError(.encodingFailed, "\(name) version \(latestVersion) does not encode as an object")
             }
             own = object
@@ -77,11 +96,11 @@ extension ModelChain {
         let shape = versions.last?.shape
         let topKnown = Set(
             (shape.map { Array($0.fields.keys) } ?? Array(versions.last?.keys?.all ?? [])).map(ExactString.init))
-        let merged: JSONObject
+        let merged: MergedJSON
         do throws(RecordMerge.Refusal) {
             merged = try RecordMerge.object(
-                own: own, newer: newer, known: topKnown, fields: shape?.fields,
-                path: EnvelopeMember.data.rawValue)
+                own: own, newer: newer, newerSpans: spans[member: EnvelopeMember.data.rawValue]?.value, known: topKnown,
+                fields: shape?.fields, path: EnvelopeMember.data.rawValue)
         } catch {
             throw KeepsakeError(
                 .mergeRefused,
@@ -91,14 +110,33 @@ extension ModelChain {
                 with a release that knows version \(version)
                 """)
         }
-        var bytes = Data()
-        Envelope(schema: name, version: version, oldestReader: oldestReader, data: merged).json.write(to: &bytes)
+        // The envelope's members in the order Keepsake writes them, the data as merged.
+        var members: [Data] = []
+        func member(_ name: EnvelopeMember, _ write: (inout Data) -> Void) {
+            var out = Data()
+            CanonicalJSON.appendString(name.rawValue, to: &out)
+            out.append(UInt8(ascii: ":"))
+            write(&out)
+            members.append(out)
+        }
+        Envelope(schema: name, version: version, oldestReader: oldestReader, data: merged).writeMembers(
+            data: { name, data in member(name) { data.write(to: &$0, source: source) } },
+            integer: { name, number in member(name) { $0.append(contentsOf: Array(String(number).utf8)) } },
+            string: { name, text in member(name) { CanonicalJSON.appendString(text, to: &$0) } })
+        var bytes = Data("{".utf8)
+        bytes.append(contentsOf: members.joined(separator: Data(",".utf8)))
+        bytes.append(UInt8(ascii: "}"))
+        if stringWrapped {
+            var wrapped = Data()
+            CanonicalJSON.appendString(String(decoding: bytes, as: UTF8.self), to: &wrapped)
+            bytes = wrapped
+        }
         // Verify: the merged record reads back, compatibly, as exactly `value`.
         let readBack: Data?
         let expected: Data?
         if case let .newerReadable(record) = outcome(of: bytes, context: .verification) {
-            readBack = try? CanonicalJSON.encode(record.value)
-            expected = try? CanonicalJSON.encode(value)
+            readBack = try? CanonicalJSON.encode(record.value, dates: Latest.dateEncoding)
+            expected = try? CanonicalJSON.encode(value, dates: Latest.dateEncoding)
         } else {
             readBack = nil
             expected = nil
@@ -130,6 +168,9 @@ extension ModelChain {
 /// The merge recurses only where both values hold a container at the same path, so no deeper
 /// than the older release's own encoded value, which its own types bound: a deeply nested
 /// stored record cannot make it recurse deeper.
+///
+/// What the newer release wrote and this release keeps is written back as it was stored, byte
+/// for byte (``MergedJSON/stored(_:)``): from ``JSONSpans`` of the stored text.
 enum RecordMerge {
     /// Why a merge would lose the newer release's data, and where.
     struct Refusal: Error {
@@ -138,63 +179,73 @@ enum RecordMerge {
     }
 
     static func object(
-        own: JSONObject, newer: JSONObject, known: Set<ExactString>, fields: [String: RecordShape.Field]?, path: String
-    ) throws(Refusal) -> JSONObject {
+        own: JSONObject, newer: JSONObject, newerSpans: JSONSpans?, known: Set<ExactString>,
+        fields: [String: RecordShape.Field]?, path: String
+    ) throws(Refusal) -> MergedJSON {
         var newerByKey: [ExactString: JSONValue] = [:]
         for member in newer.members { newerByKey[ExactString(member.key)] = member.value }
         let fieldsByKey = fields.map { fields in
             Dictionary(fields.map { (ExactString($0.key), $0.value.type) }, uniquingKeysWith: { first, _ in first })
         }
-        var members: [(key: String, value: JSONValue)] = []
+        var members: [MergedJSON.Member] = []
         var ownKeys = Set<ExactString>()
         for member in own.members {
             let key = ExactString(member.key)
             ownKeys.insert(key)
             guard let theirs = newerByKey[key] else {
-                members.append(member)
+                members.append(MergedJSON.Member(key: member.key, value: .value(member.value)))
                 continue
             }
             let type = fieldsByKey?[key]
-            members.append(
-                (member.key, try value(own: member.value, newer: theirs, type: type, path: "\(path).\(member.key)")))
+            let merged = try value(
+                own: member.value, newer: theirs, newerSpans: newerSpans?[member: member.key]?.value, type: type,
+                path: "\(path).\(member.key)")
+            members.append(MergedJSON.Member(key: member.key, value: merged))
         }
         for member in newer.members {
             let key = ExactString(member.key)
             // A key the older release knows and left out was cleared by it; any other key is
-            // the newer release's own.
+            // the newer release's own, kept as it was stored.
             guard !ownKeys.contains(key), !known.contains(key) else { continue }
-            members.append(member)
+            if let stored = newerSpans?[member: member.key] {
+                members.append(
+                    MergedJSON.Member(key: member.key, storedName: stored.name, value: .stored(stored.value.range)))
+            } else {
+                members.append(MergedJSON.Member(key: member.key, value: .value(member.value)))
+            }
         }
-        return JSONObject(members: members).sortedByKey
+        return .object(members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
     }
 
     static func value(
-        own: JSONValue, newer: JSONValue, type: RecordShape.Value?, path: String
-    ) throws(Refusal) -> JSONValue {
+        own: JSONValue, newer: JSONValue, newerSpans: JSONSpans?, type: RecordShape.Value?, path: String
+    ) throws(Refusal) -> MergedJSON {
         var type = type
         if case let .nullable(inner)? = type { type = inner }
         switch (own, newer, type) {
         case let (.object(mine), .object(theirs), .object(shape)?):
             let known = Set(shape.fields.keys.map(ExactString.init))
-            return .object(try object(own: mine, newer: theirs, known: known, fields: shape.fields, path: path))
+            return try object(
+                own: mine, newer: theirs, newerSpans: newerSpans, known: known, fields: shape.fields, path: path)
         case let (.object(mine), .object(theirs), .map(valueType)?):
             // A dictionary: every key is the older release's to keep or drop.
-            let known = Set(theirs.members.map { ExactString($0.key) })
-            return .object(try mapObject(own: mine, newer: theirs, known: known, valueType: valueType, path: path))
+            return try mapObject(own: mine, newer: theirs, newerSpans: newerSpans, valueType: valueType, path: path)
         case let (.object(mine), .object(theirs), nil):
             // No shape (the probe could not read this release's type): the keys this release
             // wrote are the ones it knows.
             let known = Set(mine.members.map { ExactString($0.key) })
-            return .object(try object(own: mine, newer: theirs, known: known, fields: nil, path: path))
+            return try object(own: mine, newer: theirs, newerSpans: newerSpans, known: known, fields: nil, path: path)
         case let (.array(mine), .array(theirs), _):
             var element: RecordShape.Value?
             if case let .array(inner)? = type { element = inner }
             if mine.count == theirs.count {
-                var merged: [JSONValue] = []
+                var merged: [MergedJSON] = []
                 merged.reserveCapacity(mine.count)
                 for index in mine.indices {
                     merged.append(
-                        try value(own: mine[index], newer: theirs[index], type: element, path: "\(path)[\(index)]"))
+                        try value(
+                            own: mine[index], newer: theirs[index], newerSpans: newerSpans?[element: index],
+                            type: element, path: "\(path)[\(index)]"))
                 }
                 return .array(merged)
             }
@@ -206,10 +257,10 @@ enum RecordMerge {
                         hold keys it does not know, which cannot be matched to the new elements
                         """)
             }
-            return own
+            return .value(own)
         case (.null, _, _):
             // The older release cleared an optional value: the value and whatever it held go.
-            return own
+            return .value(own)
         default:
             if holdsUnknown(newer, type: type) {
                 throw Refusal(
@@ -218,28 +269,29 @@ enum RecordMerge {
                         "this release writes \(own.kindName) where the newer record holds \(newer.kindName) with keys it does not know"
                 )
             }
-            return own
+            return .value(own)
         }
     }
 
+    /// A dictionary: every key is the older release's to keep or drop; an entry in both is
+    /// merged with the newer one.
     private static func mapObject(
-        own: JSONObject, newer: JSONObject, known: Set<ExactString>, valueType: RecordShape.Value, path: String
-    ) throws(Refusal) -> JSONObject {
+        own: JSONObject, newer: JSONObject, newerSpans: JSONSpans?, valueType: RecordShape.Value, path: String
+    ) throws(Refusal) -> MergedJSON {
         var newerByKey: [ExactString: JSONValue] = [:]
         for member in newer.members { newerByKey[ExactString(member.key)] = member.value }
-        var members: [(key: String, value: JSONValue)] = []
+        var members: [MergedJSON.Member] = []
         for member in own.members {
             guard let theirs = newerByKey[ExactString(member.key)] else {
-                members.append(member)
+                members.append(MergedJSON.Member(key: member.key, value: .value(member.value)))
                 continue
             }
-            members.append(
-                (
-                    member.key,
-                    try value(own: member.value, newer: theirs, type: valueType, path: "\(path).\(member.key)")
-                ))
+            let merged = try value(
+                own: member.value, newer: theirs, newerSpans: newerSpans?[member: member.key]?.value, type: valueType,
+                path: "\(path).\(member.key)")
+            members.append(MergedJSON.Member(key: member.key, value: merged))
         }
-        return JSONObject(members: members).sortedByKey
+        return .object(members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
     }
 
     /// Whether `value` holds an object key that `type` does not know, at any depth. Iterative:
@@ -259,8 +311,9 @@ enum RecordMerge {
                 for member in object.members { pending.append((member.value, valueType)) }
             case let (.array(elements), .array(element)?):
                 for element2 in elements { pending.append((element2, element)) }
-            case (.object, .unknown?):
+            case (.object, .unknown?), (.object, .taggedEnum?):
                 // A value of a type the probe could not read: nothing can be said about its keys.
+                // An enum with associated values is replaced whole by the older release's case.
                 continue
             case let (.object(object), _):
                 // An object where this release expects something else (or knows no shape).
@@ -273,6 +326,61 @@ enum RecordMerge {
             }
         }
         return false
+    }
+}
+
+/// A merged record's data: this release's values (written as Keepsake writes them) and the
+/// newer release's, kept as stored (their bytes in the stored text).
+indirect enum MergedJSON {
+    /// A member of a merged object: its name, and the bytes the newer release stored it under
+    /// when it is the newer release's own.
+    struct Member {
+        let key: String
+        var storedName: Range<Int>?
+        let value: MergedJSON
+
+        init(key: String, storedName: Range<Int>? = nil, value: MergedJSON) {
+            self.key = key
+            self.storedName = storedName
+            self.value = value
+        }
+    }
+
+    /// A value as this release has it.
+    case value(JSONValue)
+    /// A value as the newer release stored it: these bytes of the stored text.
+    case stored(Range<Int>)
+    case object([Member])
+    case array([MergedJSON])
+
+    /// Writes the value: parsed values as ``JSONValue/write(to:)`` does, stored ones as their
+    /// bytes in `source`.
+    func write(to out: inout Data, source: Data) {
+        switch self {
+        case let .value(value): value.write(to: &out)
+        case let .stored(range):
+            out.append(source[(source.startIndex + range.lowerBound)..<(source.startIndex + range.upperBound)])
+        case let .object(members):
+            out.append(UInt8(ascii: "{"))
+            for (index, member) in members.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                if let name = member.storedName {
+                    out.append(source[(source.startIndex + name.lowerBound)..<(source.startIndex + name.upperBound)])
+                } else {
+                    CanonicalJSON.appendString(member.key, to: &out)
+                }
+                out.append(UInt8(ascii: ":"))
+                member.value.write(to: &out, source: source)
+            }
+            out.append(UInt8(ascii: "}"))
+        case let .array(elements):
+            out.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                element.write(to: &out, source: source)
+            }
+            out.append(UInt8(ascii: "]"))
+        }
     }
 }
 

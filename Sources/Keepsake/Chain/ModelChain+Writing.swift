@@ -49,7 +49,8 @@ extension ModelChain {
         do {
             let oldestReader = Latest.oldestReader < latestVersion ? Latest.oldestReader : nil
             return try CanonicalJSON.encodeEnvelope(
-                schema: name, version: latestVersion, oldestReader: oldestReader, data: value)
+                schema: name, version: latestVersion, oldestReader: oldestReader, data: value,
+                dates: Latest.dateEncoding)
         } catch {
             throw KeepsakeError(
                 .encodingFailed, "\(name) version \(latestVersion) could not be encoded",

@@ -41,7 +41,8 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
     public var versionSummaries: [VersionSummary] {
         versions.map {
             VersionSummary(
-                version: $0.version, typeName: $0.typeName, storedKeys: $0.keys, oldestReader: $0.oldestReader)
+                version: $0.version, typeName: $0.typeName, storedKeys: $0.keys, oldestReader: $0.oldestReader,
+                dateEncoding: $0.dateEncoding)
         }
     }
 
@@ -90,6 +91,11 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
                         field: problem.field, problem.reason))
             }
         }
+        for entry in versions {
+            if let reason = entry.dateEncoding.problem {
+                found.append(ChainError(chain: name, version: entry.version, typeName: entry.typeName, reason))
+            }
+        }
         found += compatibilityProblems
         for (index, first) in versions.enumerated() {
             guard let firstKeys = first.keys else { continue }
@@ -124,6 +130,18 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
                         \(entry.version)
                         """))
                 continue
+            }
+            if let reader = versions[entry.oldestReader..<entry.version].first(where: {
+                $0.dateEncoding != entry.dateEncoding
+            }) {
+                found.append(
+                    ChainError(
+                        chain: name, version: entry.version, typeName: entry.typeName,
+                        """
+                        it declares readers from version \(entry.oldestReader) compatible, but version \(reader.version) \
+                        (\(reader.typeName)) reads dates as \(reader.dateEncoding) and \(entry.typeName) stores them as \
+                        \(entry.dateEncoding); a version older readers read must store dates as they read them
+                        """))
             }
             guard let keys = entry.keys else { continue }
             for reader in versions[entry.oldestReader..<entry.version] {
@@ -231,6 +249,8 @@ public struct VersionSummary: Sendable, Hashable {
     public let storedKeys: StoredKeys?
     /// The oldest version whose readers can read this version's records (``ModelVersion/oldestReader``).
     public let oldestReader: Int
+    /// How the version's dates are stored (``ModelVersion/dateEncoding``).
+    public let dateEncoding: DateEncoding
 }
 
 /// What is wrong with a model chain: the chain, the version, the type and field, and why.
@@ -274,6 +294,8 @@ final class VersionEntry: Sendable {
     let typeName: String
     /// The oldest version whose readers can read this version's records.
     let oldestReader: Int
+    /// How the version's dates are stored.
+    let dateEncoding: DateEncoding
     /// Decodes the version from a parsed tree.
     let decode: @Sendable (JSONValue) throws -> any ModelVersion
     /// Decodes the version from a parsed tree and says which of its top-level keys it read.
@@ -293,9 +315,11 @@ final class VersionEntry: Sendable {
         version = V.version
         typeName = String(describing: V.self)
         oldestReader = V.oldestReader
-        decode = { value in try JSONValueDecoder.decode(V.self, from: value) }
+        dateEncoding = V.dateEncoding
+        decode = { value in try JSONValueDecoder.decode(V.self, from: value, dates: V.dateEncoding) }
         decodeTrackingKeys = { value in
-            let (decoded, readKeys) = try JSONValueDecoder.decodeTrackingKeys(V.self, from: value)
+            let (decoded, readKeys) = try JSONValueDecoder.decodeTrackingKeys(
+                V.self, from: value, dates: V.dateEncoding)
             return (decoded, readKeys)
         }
         migrate = { previous, context in

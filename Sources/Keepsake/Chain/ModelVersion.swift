@@ -66,11 +66,35 @@ public protocol ModelVersion: Codable, Sendable {
     /// Every version from `oldestReader` up must find all of its required keys, with the same
     /// meaning, in this version's records; `ChainValidation` checks the keys.
     static var oldestReader: Int { get }
+
+    /// How this version's dates are stored — top-level and nested, in arrays, dictionaries and
+    /// optionals: the form the encoder of the release that stored them wrote. By default
+    /// ``DateEncoding/deferredToDate``, Foundation's default: a number is seconds since
+    /// 2001-01-01T00:00:00Z, a string is ISO 8601 (what Keepsake writes).
+    ///
+    /// Declare the form a released app's `JSONEncoder` used, so that its records' dates are read
+    /// exactly rather than misread:
+    ///
+    /// ```swift
+    /// public struct AccountV0: ModelVersion {
+    ///     public static let version = 0
+    ///     public static let dateEncoding = DateEncoding.secondsSince1970
+    ///     public let lastLogin: Date  // stored as "lastLogin":1714557600
+    /// }
+    /// ```
+    ///
+    /// Records of this version are read in this form, and written in it when this version is the
+    /// latest a release writes. Like everything else about a released version, it never changes;
+    /// a later version may declare another form (migration hands over `Date` values, not text).
+    /// A stored date that does not fit the form is that record's
+    /// ``KeepsakeError/Code/corruptRecord`` error naming the field.
+    static var dateEncoding: DateEncoding { get }
 }
 
 extension ModelVersion {
     public static var storedKeys: StoredKeys { .inferred }
     public static var oldestReader: Int { version }
+    public static var dateEncoding: DateEncoding { .deferredToDate }
 }
 
 extension ModelVersion where Predecessor == NoPredecessor {

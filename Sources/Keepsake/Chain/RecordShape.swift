@@ -12,7 +12,11 @@ import Foundation
 /// `{"required": true, "type": …}`, where a type is a string for a plain value (`"string"`,
 /// `"integer"`, `"number"`, `"bool"`, `"date"`, `"data"`, `"url"`, `"uuid"`, `"decimal"`,
 /// `"unknown"`) and a one-key object otherwise (`{"array": …}`, `{"map": …}`,
-/// `{"nullable": …}`, `{"object": {…keys…}}`):
+/// `{"nullable": …}`, `{"object": {…keys…}}`, `{"enum": …}`). An enum records its cases: a
+/// raw-value enum `{"enum": {"raw": "string", "values": ["dark", "light"]}}`, an enum with
+/// associated values `{"enum": {"cases": {"none": {"object": {}}, "password": {"object": {…}}}}}`
+/// — each case's key and its payload's type — and either, when its cases cannot be known
+/// (see ``DeclaredCases``), `"values"` or `"cases"` as `"not declared"`:
 ///
 /// ```json
 /// {
@@ -80,10 +84,17 @@ public struct RecordShape: Codable, Sendable, Hashable, CustomStringConvertible 
         case map(Value)
         /// This type, or `null`.
         case nullable(Value)
-        /// A value whose type cannot be read off its `Decodable` conformance: an enum with
-        /// associated values, a type whose decoder the probe cannot satisfy, or a recursive type
-        /// where it recurs.
+        /// A value whose type cannot be read off its `Decodable` conformance: a type whose
+        /// decoder the probe cannot satisfy, or a recursive type where it recurs.
         case unknown
+        /// A raw-value enum: the JSON type of its raw values (``string`` or ``integer``) and
+        /// the raw values of its cases, sorted — `nil` when they cannot be known (the enum is
+        /// neither `CaseIterable` nor ``DeclaredCases``).
+        case rawEnum(Value, values: [String]?)
+        /// An enum with associated values: each case's key and the type of its payload (an
+        /// ``object(_:)`` of its labels; empty for a case without one) — `nil` when the cases
+        /// cannot be known (the enum is not ``DeclaredCases``).
+        case taggedEnum(cases: [String: Value]?)
 
         private static let plain: [String: Value] = [
             "string": .string, "integer": .integer, "number": .number, "bool": .bool, "date": .date,
@@ -92,7 +103,15 @@ public struct RecordShape: Codable, Sendable, Hashable, CustomStringConvertible 
 
         private enum CodingKeys: String, CodingKey {
             case array, object, map, nullable
+            case enumeration = "enum"
         }
+
+        private enum EnumKeys: String, CodingKey {
+            case raw, values, cases
+        }
+
+        /// How an enum whose cases cannot be known records them.
+        static let notDeclared = "not declared"
 
         public init(from decoder: any Decoder) throws {
             if let single = try? decoder.singleValueContainer(), let name = try? single.decode(String.self) {
@@ -111,10 +130,22 @@ public struct RecordShape: Codable, Sendable, Hashable, CustomStringConvertible 
                     .init(
                         codingPath: decoder.codingPath,
                         debugDescription: """
-                            a value type is a name or an object with exactly one of the keys array, object, map, nullable
+                            a value type is a name or an object with exactly one of the keys array, object, map, \
+                            nullable, enum
                             """))
             }
             switch key {
+            case .enumeration:
+                let inner = try container.nestedContainer(keyedBy: EnumKeys.self, forKey: .enumeration)
+                if let raw = try inner.decodeIfPresent(Value.self, forKey: .raw) {
+                    let values = try? inner.decode([String].self, forKey: .values)
+                    if values == nil { try Self.expectNotDeclared(inner, .values) }
+                    self = .rawEnum(raw, values: values)
+                } else {
+                    let cases = try? inner.decode([String: Value].self, forKey: .cases)
+                    if cases == nil { try Self.expectNotDeclared(inner, .cases) }
+                    self = .taggedEnum(cases: cases)
+                }
             case .array: self = .array(try container.decode(Value.self, forKey: .array))
             case .object: self = .object(try container.decode(RecordShape.self, forKey: .object))
             case .map: self = .map(try container.decode(Value.self, forKey: .map))
@@ -122,8 +153,35 @@ public struct RecordShape: Codable, Sendable, Hashable, CustomStringConvertible 
             }
         }
 
+        /// `key` holds ``notDeclared``, or the snapshot is not one Keepsake wrote.
+        private static func expectNotDeclared(_ container: KeyedDecodingContainer<EnumKeys>, _ key: EnumKeys) throws {
+            guard try container.decode(String.self, forKey: key) == notDeclared else {
+                throw DecodingError.dataCorrupted(
+                    .init(
+                        codingPath: container.codingPath + [key],
+                        debugDescription: "an enum's \(key.stringValue) are a list or \"\(notDeclared)\""))
+            }
+        }
+
         public func encode(to encoder: any Encoder) throws {
             switch self {
+            case let .rawEnum(raw, values):
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                var inner = container.nestedContainer(keyedBy: EnumKeys.self, forKey: .enumeration)
+                try inner.encode(raw, forKey: .raw)
+                if let values {
+                    try inner.encode(values, forKey: .values)
+                } else {
+                    try inner.encode(Self.notDeclared, forKey: .values)
+                }
+            case let .taggedEnum(cases):
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                var inner = container.nestedContainer(keyedBy: EnumKeys.self, forKey: .enumeration)
+                if let cases {
+                    try inner.encode(cases, forKey: .cases)
+                } else {
+                    try inner.encode(Self.notDeclared, forKey: .cases)
+                }
             case let .array(element):
                 var container = encoder.container(keyedBy: CodingKeys.self)
                 try container.encode(element, forKey: .array)
@@ -155,7 +213,7 @@ public struct RecordShape: Codable, Sendable, Hashable, CustomStringConvertible 
             case .uuid: "uuid"
             case .decimal: "decimal"
             case .unknown: "unknown"
-            case .array, .object, .map, .nullable: description
+            case .array, .object, .map, .nullable, .rawEnum, .taggedEnum: description
             }
         }
 
@@ -167,6 +225,13 @@ public struct RecordShape: Codable, Sendable, Hashable, CustomStringConvertible 
             case let .object(shape): shape.description
             case let .map(value): "[string: \(value)]"
             case let .nullable(value): "\(value) or null"
+            case let .rawEnum(raw, values):
+                "\(raw) enum (" + (values.map { $0.joined(separator: ", ") } ?? "cases not declared") + ")"
+            case let .taggedEnum(cases):
+                "enum ("
+                    + (cases.map { cases in
+                        cases.keys.sorted().map { "\($0): \(cases[$0] ?? .unknown)" }.joined(separator: ", ")
+                    } ?? "cases not declared") + ")"
             default: name
             }
         }
@@ -264,6 +329,21 @@ extension RecordShape {
                 values.append((element, readsElement, "\(path)[*]"))
             case let (.object(inner), .object(readsInner)):
                 pending.append((inner, readsInner, path))
+            case let (.rawEnum(raw, values?), .rawEnum(readsRaw, readsValues?)) where raw == readsRaw:
+                if let unknown = values.first(where: { !readsValues.contains($0) }) {
+                    return (path, "\(reads), which does not know the stored case '\(unknown)'")
+                }
+            case (.rawEnum(let raw, _), .rawEnum(let readsRaw, _)) where raw == readsRaw:
+                continue
+            case let (.taggedEnum(cases?), .taggedEnum(readsCases?)):
+                for key in cases.keys.sorted() {
+                    guard let reads = readsCases[key], let payload = cases[key] else {
+                        return (path, "an enum without the stored case '\(key)'")
+                    }
+                    values.append((payload, reads, "\(path)(\(key))"))
+                }
+            case (.taggedEnum, .taggedEnum):
+                continue
             default:
                 if value != reads { return (path, "\(reads), which is stored as \(value)") }
             }

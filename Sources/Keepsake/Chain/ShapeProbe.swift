@@ -20,10 +20,17 @@ struct ProbeProblem: Error, Sendable, Equatable {
 /// dictionary's) is offered one key by `allKeys`, so that `Dictionary.init(from:)` decodes one
 /// value, and is a map. `Date`, `Data`, `URL`, `UUID` and `Decimal` are known by their type.
 ///
-/// What cannot be told is ``RecordShape/Value/unknown``: an enum with associated values (its
-/// decoder asks which of its cases' keys are present, and no probe can list them all), a type
-/// whose `init(from:)` throws on placeholders, a recursive type where it recurs, anything
-/// nested deeper than ``maxDepth``.
+/// An enum's cases are recorded when it lists them (`CaseIterable`, or ``DeclaredCases``): each
+/// case is encoded to learn its raw value or key, and an enum with associated values is decoded
+/// once per case — its keyed container offering that case's key — to read the payload's shape.
+/// An enum that does not list them is recorded with its cases not declared: a raw-value enum
+/// (`RawRepresentable`, an enum by its `Mirror`) as its raw type, an enum with associated values
+/// (its decoder asks which of its cases' keys are present, and no probe can list them all) as
+/// ``RecordShape/Value/taggedEnum(cases:)`` with `nil`.
+///
+/// What cannot be told is ``RecordShape/Value/unknown``: a type whose `init(from:)` throws on
+/// placeholders, a recursive type where it recurs (one level: a type inside itself is recorded
+/// once), anything nested deeper than ``maxDepth``.
 ///
 /// Where a value is needed without its shape — a recursive type where it recurs, a type whose
 /// `init(from:)` refused the probed values — the same decoder *builds* one
@@ -49,6 +56,9 @@ final class ShapeProbe: Decoder {
         /// Whether the probe builds the smallest value the type accepts (empty collections,
         /// absent optionals, nulls where asked), reading no shape.
         var building = false
+        /// The key this decoder's keyed container offers when asked for its keys: the case of an
+        /// enum with associated values being probed. Not handed down to nested values.
+        var offeredCase: String?
 
         /// A value one level down, inside a container of the same type.
         var nested: Context { Context(depth: depth + 1, ancestors: ancestors, building: building) }
@@ -114,12 +124,97 @@ final class ShapeProbe: Decoder {
         guard context.depth < maxDepth, !context.ancestors.contains(id) else {
             return (try placeholder(T.self, context: context), FixedShape(.unknown))
         }
+        if let cases = caseValues(T.self) {
+            let shape = enumShape(T.self, cases: cases, context: context)
+            let value = try (cases.first as? T) ?? placeholder(T.self, context: context)
+            return (value, FixedShape(shape))
+        }
         let decoder = ShapeProbe(context: context.entering(id))
         do {
-            return (try T(from: decoder), decoder.log)
+            let value = try T(from: decoder)
+            if let undeclared = undeclaredRawEnum(value, decoder.log.value) { return (value, FixedShape(undeclared)) }
+            return (value, decoder.log)
         } catch {
             // A raw-value enum refusing the placeholder raw value still said what it decodes.
-            return (try placeholder(T.self, context: context), FixedShape(decoder.log.valueAfterFailure))
+            let value = try placeholder(T.self, context: context)
+            let shape = decoder.log.valueAfterFailure
+            return (value, FixedShape(undeclaredRawEnum(value, shape) ?? shape))
+        }
+    }
+
+    /// One value of each case of an enum that lists them (``DeclaredCases``, or `CaseIterable`
+    /// and `Encodable`); `nil` for any other type.
+    private static func caseValues<T>(_ type: T.Type) -> [any Encodable]? {
+        if let declared = T.self as? any DeclaredCases.Type { return declaredCases(of: declared) }
+        if let iterable = T.self as? any (CaseIterable & Encodable).Type { return allCases(of: iterable) }
+        return nil
+    }
+
+    private static func declaredCases<C: DeclaredCases>(of type: C.Type) -> [any Encodable] {
+        C.declaredCases.map { $0 }
+    }
+
+    private static func allCases<C: CaseIterable & Encodable>(of type: C.Type) -> [any Encodable] {
+        C.allCases.map { $0 }
+    }
+
+    /// The cases of the enum `T`, from one value of each: a raw-value enum's raw values, or each
+    /// case's key and payload shape. A value that encodes as neither a raw value nor an object of
+    /// one key leaves the cases not declared.
+    private static func enumShape<T: Decodable>(_ type: T.Type, cases: [any Encodable], context: Context) -> Value {
+        var rawType: Value?
+        var rawValues: [String] = []
+        var tagged: [String: Value] = [:]
+        for sample in cases {
+            let json: JSONValue
+            do {
+                json = try JSONParser.parse(CanonicalJSON.encode(sample))
+            } catch {
+                return .taggedEnum(cases: nil)
+            }
+            switch json {
+            case let .string(text):
+                rawType = .string
+                rawValues.append(text)
+            case let .number(text):
+                rawType = text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) ? .number : .integer
+                rawValues.append(text)
+            case let .object(object) where object.members.count == 1:
+                let key = object.members[0].key
+                tagged[key] = caseShape(T.self, key: key, context: context)
+            default:
+                return .taggedEnum(cases: nil)
+            }
+        }
+        if let rawType, tagged.isEmpty { return .rawEnum(rawType, values: rawValues.sorted()) }
+        if rawType == nil { return .taggedEnum(cases: tagged) }
+        return .taggedEnum(cases: nil)
+    }
+
+    /// The payload shape of the case stored under `key`: `T` decoded with its keyed container
+    /// offering that key. ``RecordShape/Value/unknown`` when `T` refuses the placeholders.
+    private static func caseShape<T: Decodable>(_ type: T.Type, key: String, context: Context) -> Value {
+        var inner = context.entering(ObjectIdentifier(T.self))
+        inner.offeredCase = key
+        let decoder = ShapeProbe(context: inner)
+        do {
+            _ = try T(from: decoder)
+        } catch {
+            return .unknown
+        }
+        guard let keyed = decoder.log.container as? KeyedShape, case let .object(shape) = keyed.value,
+            let field = shape.fields[key]
+        else { return .unknown }
+        return field.type
+    }
+
+    /// A raw-value enum that does not list its cases, decoded as `shape`: recorded with its cases
+    /// not declared. `nil` for anything else (a `RawRepresentable` struct has no cases).
+    private static func undeclaredRawEnum<T>(_ value: T, _ shape: Value) -> Value? {
+        guard T.self is any RawRepresentable.Type, Mirror(reflecting: value).displayStyle == .enum else { return nil }
+        switch shape {
+        case .string, .integer, .number: return .rawEnum(shape, values: nil)
+        default: return nil
         }
     }
 
@@ -282,7 +377,7 @@ final class KeyedShape: ShapeLog {
     }
 
     var value: RecordShape.Value {
-        if askedWhichCase { return .unknown }
+        if askedWhichCase { return .taggedEnum(cases: nil) }
         if let offeredEntry, entries.keys.allSatisfy({ $0 == offeredEntry }) {
             return .map(entries[offeredEntry].map(type(of:)) ?? .unknown)
         }
@@ -339,6 +434,7 @@ extension ShapeProbe {
         /// with associated values: offer its first case, so that it decodes, and record it as
         /// unknown. Building, a dictionary is offered nothing: it is empty.
         var allKeys: [Key] {
+            if let offered = context.offeredCase, let key = Key(stringValue: offered) { return [key] }
             if !context.building, let any = Key(stringValue: "*") {
                 let key = Key(intValue: 0) ?? any
                 shape.offeredEntry = key.stringValue

@@ -48,7 +48,8 @@ final class VersionProbe: Sendable {
     static func roundTripProblem<V: ModelVersion>(of value: V, keys: StoredKeys) -> ProbeProblem? {
         let written: [String]
         do {
-            guard case let .object(object) = try JSONParser.parse(CanonicalJSON.encode(value)) else {
+            guard case let .object(object) = try JSONParser.parse(CanonicalJSON.encode(value, dates: V.dateEncoding))
+            else {
                 return ProbeProblem(field: nil, reason: "\(V.self) does not encode as a JSON object")
             }
             written = object.keys

@@ -1,7 +1,7 @@
 import Foundation
 
 // Keepsake's own `Encoder` for canonical JSON: the bytes Foundation's `JSONEncoder` writes with
-// `.sortedKeys`, `.withoutEscapingSlashes`, base64 data and ISO 8601 dates (what
+// `.sortedKeys`, `.withoutEscapingSlashes`, base64 data and dates in the version's form (what
 // `CanonicalJSON.foundationEncode` configures), without its per-value boxing and generic
 // metadata lookups. `JSONTests` compares the two byte for byte over the sample models and
 // random values. A type this encoder does not know how to write the way `JSONEncoder` does
@@ -69,10 +69,20 @@ final class CanonicalEncoder: Encoder {
     /// thrown, so that a conformance that swallows the error (`try?`) still sends the whole
     /// value to `JSONEncoder` instead of losing the member.
     private(set) var needsFoundation = false
+    /// How dates are written: the form the encoded version declares.
+    let dates: DateEncoding
 
-    init(parent: CanonicalEncoder?, key: (any CodingKey)?) {
+    init(parent: CanonicalEncoder, key: (any CodingKey)?) {
         self.parent = parent
         self.key = key
+        self.dates = parent.dates
+    }
+
+    /// A root encoder writing dates in the form `dates`.
+    init(dates: DateEncoding) {
+        self.parent = nil
+        self.key = nil
+        self.dates = dates
     }
 
     /// Marks this encode (on its root encoder) as needing `JSONEncoder`, and throws.
@@ -134,7 +144,10 @@ final class CanonicalEncoder: Encoder {
 
     func wrapDate(_ date: Date, key: (any CodingKey)?) throws -> CanonicalNode {
         do throws(ISO8601.Failure) {
-            return .string(try ISO8601.string(from: date))
+            switch try dates.written(date) {
+            case let .string(text): return .string(text)
+            case let .number(text): return .number(text)
+            }
         } catch {
             var path = codingPath
             if let key { path.append(key) }

@@ -1,20 +1,20 @@
 import Foundation
 
-/// The one way Keepsake writes JSON: UTF-8, keys sorted, no escaped slashes,
-/// dates as ISO 8601 UTC with at least milliseconds, losslessly (see ``ISO8601``).
+/// The one way Keepsake writes JSON: UTF-8, keys sorted, no escaped slashes, dates in the
+/// version's ``DateEncoding`` (by default ISO 8601 UTC with at least milliseconds), losslessly.
 package enum CanonicalJSON {
     /// - Throws: `EncodingError.invalidValue` at the field's coding path for a date that
     ///   cannot be written exactly (outside the years 0001–9999, not finite), and what the
     ///   value's own `encode(to:)` throws.
     ///
     /// Written by Keepsake's own encoder (`CanonicalEncoder`), which writes the bytes
-    /// ``foundationEncode(_:)`` writes; a value holding a type it leaves to `JSONEncoder`
-    /// (`Data`, `URL`, `Decimal`, 128-bit integers) is encoded by ``foundationEncode(_:)``.
-    package static func encode<T: Encodable>(_ value: T) throws -> Data {
+    /// ``foundationEncode(_:dates:)`` writes; a value holding a type it leaves to `JSONEncoder`
+    /// (`Data`, `URL`, `Decimal`, 128-bit integers) is encoded by ``foundationEncode(_:dates:)``.
+    package static func encode<T: Encodable>(_ value: T, dates: DateEncoding = .deferredToDate) throws -> Data {
         do {
-            return try ownEncode(value)
+            return try ownEncode(value, dates: dates)
         } catch is CanonicalEncoderUnsupported {
-            return try foundationEncode(value)
+            return try foundationEncode(value, dates: dates)
         }
     }
 
@@ -22,9 +22,11 @@ package enum CanonicalJSON {
     /// them, with the envelope's own members set directly, in the order
     /// ``EnvelopeMember/forEachWritten(oldestReader:_:)`` gives, rather than through a keyed
     /// container.
-    static func encodeEnvelope<T: Encodable>(schema: String, version: Int, oldestReader: Int?, data: T) throws -> Data {
+    static func encodeEnvelope<T: Encodable>(
+        schema: String, version: Int, oldestReader: Int?, data: T, dates: DateEncoding = .deferredToDate
+    ) throws -> Data {
         do {
-            let root = CanonicalEncoder(parent: nil, key: nil)
+            let root = CanonicalEncoder(dates: dates)
             let object = CanonicalObject()
             try EnvelopeMember.forEachWritten(oldestReader: oldestReader != nil) { member in
                 switch member {
@@ -41,14 +43,14 @@ package enum CanonicalJSON {
             return Data(out)
         } catch is CanonicalEncoderUnsupported {
             return try foundationEncode(
-                Envelope(schema: schema, version: version, oldestReader: oldestReader, data: data))
+                Envelope(schema: schema, version: version, oldestReader: oldestReader, data: data), dates: dates)
         }
     }
 
     /// `value` through Keepsake's own encoder; throws `CanonicalEncoderUnsupported` for a type
     /// it leaves to `JSONEncoder`.
-    static func ownEncode<T: Encodable>(_ value: T) throws -> Data {
-        let encoder = CanonicalEncoder(parent: nil, key: nil)
+    static func ownEncode<T: Encodable>(_ value: T, dates: DateEncoding = .deferredToDate) throws -> Data {
+        let encoder = CanonicalEncoder(dates: dates)
         let node: CanonicalNode
         if T.self == Date.self, let date = value as? Date {
             node = try encoder.wrapDate(date, key: nil)
@@ -74,13 +76,13 @@ package enum CanonicalJSON {
 
     /// `value` through Foundation's `JSONEncoder`, configured as the canonical form: the
     /// reference ``encode(_:)`` is checked against.
-    static func foundationEncode<T: Encodable>(_ value: T) throws -> Data {
+    static func foundationEncode<T: Encodable>(_ value: T, dates: DateEncoding = .deferredToDate) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
-            let text: String
+            let written: DateEncoding.WrittenDate
             do throws(ISO8601.Failure) {
-                text = try ISO8601.string(from: date)
+                written = try dates.written(date)
             } catch {
                 throw EncodingError.invalidValue(
                     date,
@@ -88,7 +90,20 @@ package enum CanonicalJSON {
                         codingPath: encoder.codingPath, debugDescription: "Cannot write the date: \(error.reason)."))
             }
             var container = encoder.singleValueContainer()
-            try container.encode(text)
+            switch written {
+            case let .string(text): try container.encode(text)
+            case let .number(text):
+                // `JSONEncoder` writes a `Decimal` as its digits: exact for a date's at most
+                // 35 significant digits (its mantissa holds 38).
+                guard let number = Decimal(string: text, locale: nil), number.description == text else {
+                    throw EncodingError.invalidValue(
+                        date,
+                        .init(
+                            codingPath: encoder.codingPath,
+                            debugDescription: "Cannot write the date exactly as the number \(written)."))
+                }
+                try container.encode(number)
+            }
         }
         encoder.dataEncodingStrategy = .base64
         return try encoder.encode(value)

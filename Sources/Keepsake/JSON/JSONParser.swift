@@ -415,3 +415,65 @@ package struct JSONParser: ~Copyable {
         return start..<offset
     }
 }
+
+// MARK: - Spans
+
+extension JSONParser {
+    /// Reads one value and returns where it and its parts lie (``JSONSpans``).
+    mutating func parseSpans(depth: Int) throws(JSONSyntaxError) -> JSONSpans {
+        let first = try peek()
+        let start = offset
+        switch first {
+        case UInt8(ascii: "{"):
+            guard depth < JSONParser.spanDepth else { return .leaf(try skipValue(depth: depth)) }
+            offset += 1
+            var members: [ExactString: (name: Range<Int>, value: JSONSpans)] = [:]
+            if try peek() == UInt8(ascii: "}") {
+                offset += 1
+                return .object(start..<offset, members)
+            }
+            while true {
+                guard try peek() == UInt8(ascii: "\"") else {
+                    throw JSONSyntaxError(offset: offset, reason: "expected a member name")
+                }
+                let nameStart = offset
+                let name = try parseString()
+                let nameRange = nameStart..<offset
+                try expect(UInt8(ascii: ":"), "':'")
+                let value = try parseSpans(depth: depth + 1)
+                guard members.updateValue((nameRange, value), forKey: ExactString(name)) == nil else {
+                    throw JSONSyntaxError(offset: nameStart, reason: "duplicate member name")
+                }
+                if try peek() == UInt8(ascii: ",") {
+                    offset += 1
+                    continue
+                }
+                try expect(UInt8(ascii: "}"), "',' or '}'")
+                return .object(start..<offset, members)
+            }
+        case UInt8(ascii: "["):
+            guard depth < JSONParser.spanDepth else { return .leaf(try skipValue(depth: depth)) }
+            offset += 1
+            var elements: [JSONSpans] = []
+            if try peek() == UInt8(ascii: "]") {
+                offset += 1
+                return .array(start..<offset, elements)
+            }
+            while true {
+                elements.append(try parseSpans(depth: depth + 1))
+                if try peek() == UInt8(ascii: ",") {
+                    offset += 1
+                    continue
+                }
+                try expect(UInt8(ascii: "]"), "',' or ']'")
+                return .array(start..<offset, elements)
+            }
+        default:
+            return .leaf(try skipValue(depth: depth))
+        }
+    }
+
+    /// How deep spans are told apart; deeper values are one leaf each (and still validated by
+    /// `skipValue`, which bounds its own nesting).
+    static let spanDepth = 64
+}

@@ -2,8 +2,8 @@ import Foundation
 
 extension JSONValue {
     /// The value as compact JSON: members in the order given, numbers as their literal text,
-    /// strings escaped as ``CanonicalJSON`` escapes them. Used to write back keys Keepsake does
-    /// not decode (a newer release's) exactly as they were read.
+    /// strings escaped as ``CanonicalJSON`` escapes them. Used to write this release's values
+    /// into a merged record (`MergedJSON`).
     func write(to out: inout Data) {
         switch self {
         case .null: out.append(contentsOf: Array("null".utf8))
@@ -27,12 +27,5 @@ extension JSONValue {
             }
             out.append(UInt8(ascii: "}"))
         }
-    }
-}
-
-extension JSONObject {
-    /// The members sorted by key, as the canonical writer sorts them.
-    var sortedByKey: JSONObject {
-        JSONObject(members: members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
     }
 }

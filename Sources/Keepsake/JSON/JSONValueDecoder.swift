@@ -3,19 +3,23 @@ import Foundation
 /// Decodes `Decodable` types straight from a parsed ``JSONValue`` tree, so that a record is
 /// parsed once (to detect its version) and decoded once (into that version).
 ///
-/// Dates are read in both forms stored records use: a number (seconds since 2001-01-01,
-/// Foundation's default) or an ISO 8601 string. `Data` is base64, `URL` a string.
+/// Dates are read in the form the decoded version declares (``DateEncoding``: by default a
+/// number of seconds since 2001-01-01, Foundation's default, or an ISO 8601 string), exactly.
+/// `Data` is base64, `URL` a string.
 struct JSONValueDecoder: Decoder {
     let value: JSONValue
     let codingPath: [any CodingKey]
     /// Records the keys read from this decoder's object (the record's top level only).
     let readKeys: ReadKeys?
+    /// How the dates below this decoder are stored.
+    let dates: DateEncoding
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(_ value: JSONValue, codingPath: [any CodingKey] = [], readKeys: ReadKeys? = nil) {
+    init(_ value: JSONValue, codingPath: [any CodingKey] = [], readKeys: ReadKeys? = nil, dates: DateEncoding) {
         self.value = value
         self.codingPath = codingPath
         self.readKeys = readKeys
+        self.dates = dates
     }
 
     /// The top-level keys a decode read (asked for, or asked whether present), as exact strings.
@@ -23,16 +27,21 @@ struct JSONValueDecoder: Decoder {
         var keys = Set<ExactString>()
     }
 
-    static func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
-        try decodeAny(type, from: value, path: [])
+    static func decode<T: Decodable>(_ type: T.Type, from value: JSONValue, dates: DateEncoding = .deferredToDate)
+        throws -> T
+    {
+        try decodeAny(type, from: value, path: [], dates: dates)
     }
 
     /// Decodes `type` from `value` and returns the top-level keys its `init(from:)` read, so a
     /// caller can tell whether the object held keys the type does not know.
-    static func decodeTrackingKeys<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> (T, Set<ExactString>)
+    static func decodeTrackingKeys<T: Decodable>(
+        _ type: T.Type, from value: JSONValue, dates: DateEncoding = .deferredToDate
+    ) throws
+        -> (T, Set<ExactString>)
     {
         let readKeys = ReadKeys()
-        let decoded = try T(from: JSONValueDecoder(value, readKeys: readKeys))
+        let decoded = try T(from: JSONValueDecoder(value, readKeys: readKeys, dates: dates))
         return (decoded, readKeys.keys)
     }
 
@@ -40,22 +49,25 @@ struct JSONValueDecoder: Decoder {
         guard case let .object(object) = value else {
             throw mismatch([String: Any].self, value, codingPath)
         }
-        return KeyedDecodingContainer(KeyedContainer<Key>(object: object, codingPath: codingPath, readKeys: readKeys))
+        return KeyedDecodingContainer(
+            KeyedContainer<Key>(object: object, codingPath: codingPath, readKeys: readKeys, dates: dates))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard case let .array(elements) = value else { throw mismatch([Any].self, value, codingPath) }
-        return UnkeyedContainer(elements: elements, codingPath: codingPath)
+        return UnkeyedContainer(elements: elements, codingPath: codingPath, dates: dates)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
-        SingleContainer(value: value, codingPath: codingPath)
+        SingleContainer(value: value, codingPath: codingPath, dates: dates)
     }
 
     // MARK: Leaves
 
-    static func decodeAny<T: Decodable>(_ type: T.Type, from value: JSONValue, path: [any CodingKey]) throws -> T {
-        if T.self == Date.self { return try decodeDate(value, path) as! T }
+    static func decodeAny<T: Decodable>(
+        _ type: T.Type, from value: JSONValue, path: [any CodingKey], dates: DateEncoding
+    ) throws -> T {
+        if T.self == Date.self { return try decodeDate(value, path, dates) as! T }
         if T.self == Data.self {
             guard case let .string(text) = value, let data = Data(base64Encoded: text) else {
                 throw mismatch(Data.self, value, path)
@@ -77,19 +89,16 @@ struct JSONValueDecoder: Decoder {
             }
             return url as! T
         }
-        return try T(from: JSONValueDecoder(value, codingPath: path))
+        return try T(from: JSONValueDecoder(value, codingPath: path, dates: dates))
     }
 
-    /// A date in either stored form, read exactly. A date Keepsake could not write back
-    /// identically (not finite, outside the years 0001–9999, an impossible calendar date) is a
-    /// `dataCorrupted` error at the field's coding path.
-    private static func decodeDate(_ value: JSONValue, _ path: [any CodingKey]) throws -> Date {
+    /// A date in the declared form, read exactly. A value that does not fit the form, or a date
+    /// Keepsake could not write back identically (not finite, outside the years 0001–9999, an
+    /// impossible calendar date, finer than a `Date` holds) is a `dataCorrupted` error at the
+    /// field's coding path.
+    private static func decodeDate(_ value: JSONValue, _ path: [any CodingKey], _ dates: DateEncoding) throws -> Date {
         do throws(ISO8601.Failure) {
-            switch value {
-            case let .number(text): return try ISO8601.date(secondsSinceReference: text)
-            case let .string(text): return try ISO8601.date(from: text)
-            default: break
-            }
+            if let date = try dates.date(from: value) { return date }
         } catch {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: path, debugDescription: "Invalid date: \(error.reason)."))
@@ -143,6 +152,7 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let object: JSONObject
     let codingPath: [any CodingKey]
     let readKeys: JSONValueDecoder.ReadKeys?
+    let dates: DateEncoding
 
     var allKeys: [Key] { object.members.compactMap { Key(stringValue: $0.key) } }
 
@@ -209,38 +219,40 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try JSONValueDecoder.decodeAny(type, from: value(key), path: codingPath + [key])
+        try JSONValueDecoder.decodeAny(type, from: value(key), path: codingPath + [key], dates: dates)
     }
 
     func nestedContainer<NestedKey: CodingKey>(
         keyedBy type: NestedKey.Type, forKey key: Key
     ) throws -> KeyedDecodingContainer<NestedKey> {
-        try JSONValueDecoder(value(key), codingPath: codingPath + [key]).container(keyedBy: type)
+        try JSONValueDecoder(value(key), codingPath: codingPath + [key], dates: dates).container(keyedBy: type)
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        try JSONValueDecoder(value(key), codingPath: codingPath + [key]).unkeyedContainer()
+        try JSONValueDecoder(value(key), codingPath: codingPath + [key], dates: dates).unkeyedContainer()
     }
 
     func superDecoder() throws -> any Decoder {
         readKeys?.keys.insert(ExactString("super"))
-        return JSONValueDecoder(object["super"] ?? .null, codingPath: codingPath)
+        return JSONValueDecoder(object["super"] ?? .null, codingPath: codingPath, dates: dates)
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
         readKeys?.keys.insert(ExactString(key.stringValue))
-        return JSONValueDecoder(object[key.stringValue] ?? .null, codingPath: codingPath + [key])
+        return JSONValueDecoder(object[key.stringValue] ?? .null, codingPath: codingPath + [key], dates: dates)
     }
 }
 
 private struct UnkeyedContainer: UnkeyedDecodingContainer {
     let elements: [JSONValue]
     let codingPath: [any CodingKey]
+    let dates: DateEncoding
     var currentIndex = 0
 
-    init(elements: [JSONValue], codingPath: [any CodingKey]) {
+    init(elements: [JSONValue], codingPath: [any CodingKey], dates: DateEncoding) {
         self.elements = elements
         self.codingPath = codingPath
+        self.dates = dates
     }
 
     var count: Int? { elements.count }
@@ -326,30 +338,31 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         let (v, p) = try next(type)
-        return try JSONValueDecoder.decodeAny(type, from: v, path: p)
+        return try JSONValueDecoder.decodeAny(type, from: v, path: p, dates: dates)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
         NestedKey
     > {
         let (v, p) = try next([String: Any].self)
-        return try JSONValueDecoder(v, codingPath: p).container(keyedBy: type)
+        return try JSONValueDecoder(v, codingPath: p, dates: dates).container(keyedBy: type)
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
         let (v, p) = try next([Any].self)
-        return try JSONValueDecoder(v, codingPath: p).unkeyedContainer()
+        return try JSONValueDecoder(v, codingPath: p, dates: dates).unkeyedContainer()
     }
 
     mutating func superDecoder() throws -> any Decoder {
         let (v, p) = try next(Any.self)
-        return JSONValueDecoder(v, codingPath: p)
+        return JSONValueDecoder(v, codingPath: p, dates: dates)
     }
 }
 
 private struct SingleContainer: SingleValueDecodingContainer {
     let value: JSONValue
     let codingPath: [any CodingKey]
+    let dates: DateEncoding
 
     func decodeNil() -> Bool {
         if case .null = value { return true }
@@ -372,6 +385,6 @@ private struct SingleContainer: SingleValueDecodingContainer {
     func decode(_ type: UInt64.Type) throws -> UInt64 { try decodeInteger(type, value, codingPath) }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try JSONValueDecoder.decodeAny(type, from: value, path: codingPath)
+        try JSONValueDecoder.decodeAny(type, from: value, path: codingPath, dates: dates)
     }
 }
