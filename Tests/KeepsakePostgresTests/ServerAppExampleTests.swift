@@ -3,6 +3,7 @@
 import Foundation
 import Keepsake
 import KeepsakePostgres
+import Synchronization
 import Testing
 
 // The "Server apps" example of the KeepsakePostgres article: a Hummingbird-shaped app (its
@@ -85,12 +86,24 @@ func rotateWebhookSecret(_ request: TenantRequest, vault: Vault) async throws ->
     return WebhookResponse(url: settings.webhookURL, hasSecret: true)
 }
 
+/// Where the article's app reloads its webhooks; here, what it was given.
+func reloadWebhooks(_ settings: TenantSettingsV0) { reloaded.withLock { $0.append(settings.webhookURL) } }
+let reloaded = Mutex<[String]>([])
+
+/// The article's watch, verbatim: every instance reloads a tenant's webhooks when any instance changes them.
+func watchTenant(vault: Vault) async {
+    for await update in vault.updates(of: TenantSettings.chain, forKey: "tenant-42") {
+        if let settings = update.value { reloadWebhooks(settings) }
+    }
+}
+
 extension PostgresServerTests {
     @Suite("The Server apps example of the KeepsakePostgres article")
     struct ServerAppExampleTests {
         @Test("the handlers load, rotate and refuse an unknown tenant against a real table")
         func handlers() async throws {
-            let vault = try ServerAppExample.makeVault(uri: TestServer.uniqueURI(prefix: "serverapp"))
+            let uri = TestServer.uniqueURI(prefix: "serverapp")
+            let vault = try ServerAppExample.makeVault(uri: uri)
             try await vault.save(
                 TenantSettingsV0(webhookURL: "https://example.com/hook", webhookSecret: "whsec_1"),
                 in: TenantSettings.chain, forKey: "tenant-42")
@@ -100,6 +113,20 @@ extension PostgresServerTests {
             let secret = try await vault.load(TenantSettings.chain, forKey: "tenant-42")?.value.webhookSecret
             #expect(secret != "whsec_1" && secret?.hasPrefix("whsec_") == true)
             await #expect(throws: NotFound.self) { try await webhook(TenantRequest(tenantID: "7"), vault: vault) }
+
+            // The watch: the stored settings first, then another instance's change.
+            let watching = Task { await watchTenant(vault: vault) }
+            defer { watching.cancel() }
+            let other = try ServerAppExample.makeVault(uri: uri)
+            let deadline = ContinuousClock.now + .seconds(60)
+            while reloaded.withLock({ $0.isEmpty }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            try await other.save(
+                TenantSettingsV0(webhookURL: "https://example.com/new", webhookSecret: "whsec_2"),
+                in: TenantSettings.chain, forKey: "tenant-42")
+            while !reloaded.withLock({ $0.contains("https://example.com/new") }), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(reloaded.withLock { $0 }.last == "https://example.com/new", "\(reloaded.withLock { $0 })")
         }
     }
 }

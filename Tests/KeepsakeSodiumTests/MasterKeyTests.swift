@@ -50,14 +50,14 @@ struct MasterKeyTests {
         }
     }
 
-    @Test("A missing key file is an I/O error naming its path; a key file of another length is refused")
+    @Test("A missing key file is notFound naming its path (errno kept); a key file of another length is refused")
     func badKeyFiles() throws {
         try withTemporaryDirectory { directory in
             _ = try makeKeyFileStore(in: directory)
             let missing = try #require(throws: KeepsakeError.self) {
                 _ = try SodiumFileStore(directory: directory + "/store", key: .keyFile(path: directory + "/none.key"))
             }
-            #expect(missing.code == .io)
+            #expect(missing.code == .notFound)
             #expect(missing.errno == ENOENT)
             #expect(missing.message.contains(directory + "/none.key"))
             for length in [0, 31, 33, 64] {

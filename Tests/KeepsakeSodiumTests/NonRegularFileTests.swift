@@ -40,7 +40,7 @@ struct NonRegularFileTests {
         }
     }
 
-    @Test("a FIFO as a record file is that record's error; the other records are read and migrated")
+    @Test("a FIFO as a record file is that record's error (a damaged store); the other records are read and migrated")
     func recordFile() throws {
         try withTemporaryDirectory { directory in
             let store = try makeKeyFileStore(in: directory)
@@ -48,7 +48,8 @@ struct NonRegularFileTests {
             let name = store.subkeys.fileName(of: "trialInfo")
             try makeFIFO(directory + "/store/" + name)
             let error = try #require(throws: KeepsakeError.self) { _ = try store.data(forKey: "trialInfo") }
-            #expect(error.code == .invalidArgument)
+            #expect(error.code == .corruptStore)
+            #expect(error.message.contains("the store holds a FIFO where the record file \(name) belongs"))
             #expect(error.key == "trialInfo")
             #expect(error.cause == fifoCause)
             #expect(try store.keys() == ["person"])

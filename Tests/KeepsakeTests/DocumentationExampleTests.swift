@@ -2,6 +2,7 @@
 // (The README or a DocC catalog quotes code of this file verbatim, so its layout is kept as written.)
 import Foundation
 import Keepsake
+import KeepsakeDefaults
 import KeepsakeMemory
 import KeepsakeTesting
 import Migrations
@@ -85,7 +86,51 @@ struct DocumentationExampleTests {
     func contract(_ check: StoreContract.Check) throws {
         try check.run(on: InMemoryStore())
     }
+
+    /// The KeepsakeMemory catalog's example, verbatim.
+    func memoryExample() throws -> LoadedRecord<PersonV3>? {
+        let store = InMemoryStore(name: "preview", contents: ["person": Data(#"{"name":"Ada","age":"36"}"#.utf8)])
+        let vault = Vault(store: store)
+        let person = try vault.load(Person.chain)   // the bare V0 object, migrated and written back
+        return person
+    }
+
+    @Test("the KeepsakeMemory example migrates its bare V0 record")
+    func memoryExampleRuns() throws {
+        let person = try #require(try memoryExample())
+        #expect(person.value.alias == "Ada")
+        #expect(person.storedVersion == 0)
+        #expect(person.writeBack == .written)
+    }
+
+    /// The KeepsakeDefaults catalog's example, verbatim.
+    func defaultsExample() throws -> LoadedRecord<PersonV3>? {
+        let defaults = try DefaultsStore(suite: "settings", app: "com.example.notes")
+        try defaults.set("dark", forKey: "theme")               // a plain value beside the records
+        let vault = Vault(store: defaults)
+        let person = try vault.load(Person.chain)               // a record: migrated and written back
+        return person
+    }
 }
 
 /// The folder of golden fixtures, as the article names it.
 private let fixtures = fixturesURL
+
+// In the serialized README suite: it sets XDG_CONFIG_HOME, which that suite's other tests read.
+extension ReadmeTests {
+    @Test("the KeepsakeDefaults example keeps a plain value beside a migrated record")
+    func defaultsExampleRuns() throws {
+        let config = try temporaryDirectory()
+        let path = config + "/com.example.notes/settings.json"
+        try FileManager.default.createDirectory(
+            atPath: config + "/com.example.notes", withIntermediateDirectories: true)
+        try Data(#"{"person":{"name":"Ada","age":"36"}}"#.utf8).write(to: URL(fileURLWithPath: path))
+        setenv("XDG_CONFIG_HOME", config, 1)
+        defer { unsetenv("XDG_CONFIG_HOME") }
+        let person = try #require(try DocumentationExampleTests().defaultsExample())
+        #expect(person.value.alias == "Ada")
+        let suite = DefaultsStore(path: path)
+        #expect(try suite.value(String.self, forKey: "theme") == "dark")
+        #expect(try suite.keys() == ["person", "theme"])
+    }
+}

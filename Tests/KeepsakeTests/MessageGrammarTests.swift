@@ -10,6 +10,11 @@ struct MessageGrammarTests {
         var owner: String
     }
 
+    struct LinkV0: ModelVersion, Equatable {
+        static let version = 0
+        var url: URL
+    }
+
     @Test("an Account record, a Person record, an account-migrate command")
     func articles() throws {
         #expect(withArticle("Account") == "an Account")
@@ -21,5 +26,15 @@ struct MessageGrammarTests {
         let store = InMemoryStore(contents: ["account": Data("[1]".utf8)])
         let error = try #require(throws: KeepsakeError.self) { _ = try Vault(store: store).load(chain) }
         #expect(error.message.contains("for an Account record"), "\(error.message)")
+    }
+
+    @Test("a URL field holding an empty string says so, not that a string is not a URL")
+    func emptyURL() throws {
+        let chain = ModelChain<LinkV0>(name: "Link", defaultKeys: ["link"])
+        let store = InMemoryStore(contents: ["link": Data(#"{"version":0,"url":""}"#.utf8)])
+        let error = try #require(throws: KeepsakeError.self) { _ = try Vault(store: store).load(chain) }
+        #expect(error.code == .corruptRecord)
+        #expect("\(error)".contains("an empty string is not a valid URL"), "\(error)")
+        #expect(try store.data(forKey: "link") == Data(#"{"version":0,"url":""}"#.utf8))
     }
 }

@@ -84,8 +84,11 @@ struct JSONValueDecoder: Decoder {
             return decimal as! T
         }
         if T.self == URL.self {
-            guard case let .string(text) = value, let url = URL(string: text) else {
-                throw mismatch(URL.self, value, path)
+            guard case let .string(text) = value else { throw mismatch(URL.self, value, path) }
+            guard let url = URL(string: text) else {
+                let shown = text.isEmpty ? "an empty string" : "the string \"\(text.prefix(80))\""
+                throw DecodingError.dataCorrupted(
+                    .init(codingPath: path, debugDescription: "\(shown) is not a valid URL."))
             }
             return url as! T
         }

@@ -1,0 +1,63 @@
+// swift-format-ignore-file
+// (A DocC catalog quotes code of this file verbatim, so its layout is kept as written.)
+import Foundation
+import Keepsake
+import KeepsakeMemory
+import Synchronization
+import Testing
+
+extension SettingsV1 {
+    /// What the Observing changes article's app applies when nothing is stored.
+    static let defaults = SettingsV1(id: UUID(), theme: .system)
+}
+
+/// The app of the Observing changes article (Keepsake.docc/ObservingChanges.md): its example
+/// verbatim, with what it calls.
+final class ObservingExample: Sendable {
+    let applied = Mutex<[Theme]>([])
+    let locked = Mutex(false)
+    let reported = Mutex<[KeepsakeError]>([])
+
+    func apply(_ settings: SettingsV1) { applied.withLock { $0.append(settings.theme) } }
+    func showLockedBanner() { locked.withLock { $0 = true } }
+    func report(_ error: KeepsakeError) { reported.withLock { $0.append(error) } }
+
+    func watch(_ store: some RecordStore) async {
+        let vault = Vault(store: store)
+        for await update in vault.updates(for: .settings) {
+            switch update {
+            case let .record(record): apply(record.value)
+            case .absent: apply(.defaults)
+            case .locked: showLockedBanner()
+            case let .unreadable(error), let .failed(error): report(error)
+            }
+        }
+    }
+}
+
+@Suite("The Observing changes example")
+struct ObservingExampleTests {
+    @Test("the example applies the stored settings, then a change, then the defaults when they are removed")
+    func watches() async throws {
+        let store = InMemoryStore()
+        let vault = Vault(store: store)
+        try await vault.save(SettingsV1(id: UUID(), theme: .dark), for: .settings)
+        let app = ObservingExample()
+        let watching = Task { await app.watch(store) }
+        defer { watching.cancel() }
+        func waitFor(_ count: Int) async throws {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while app.applied.withLock({ $0.count }) < count, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        try await waitFor(1)
+        try await vault.save(SettingsV1(id: UUID(), theme: .light), for: .settings)
+        try await waitFor(2)
+        try await vault.remove(.settings)
+        try await waitFor(3)
+        #expect(app.applied.withLock { $0 } == [.dark, .light, .system])
+        #expect(!app.locked.withLock { $0 })
+        #expect(app.reported.withLock { $0.isEmpty })
+    }
+}
