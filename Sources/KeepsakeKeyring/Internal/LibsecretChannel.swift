@@ -330,7 +330,7 @@ struct LibsecretCall {
             let result: String?
             do throws(LibsecretFailure) {
                 result = try runPrompt(path ?? "/", doing: .createItem)
-            } catch  where error.kind == .locked {
+            } catch  where error.kind == .locked || error.kind == .timedOut {
                 throw afterDismissedCreate(error, attributes: all, secret: secret)
             }
             guard let created = result else {
@@ -344,7 +344,8 @@ struct LibsecretCall {
         }
     }
 
-    /// `failure` (a create prompt the provider dismissed), once what the provider may have made
+    /// `failure` (a create prompt the provider dismissed, or one dismissed at the deadline: then
+    /// the call's time is up and the check below can only say so), once what the provider may have made
     /// anyway is gone: KeePassXC has been seen to leave an item with an empty secret behind a
     /// dismissed create. An item of Keepsake's schema with these attributes whose secret is empty
     /// or the one being written is removed (the caller's lock keeps other Keepsake writers away,
@@ -354,9 +355,13 @@ struct LibsecretCall {
     ) -> LibsecretFailure {
         var failure = failure
         let nothingChanged = "; nothing was changed"
-        let base =
-            failure.message.hasSuffix(nothingChanged)
-            ? String(failure.message.dropLast(nothingChanged.count)) : failure.message
+        let dismissedAtDeadline = "; it was dismissed and nothing was changed"
+        var base = failure.message
+        if base.hasSuffix(dismissedAtDeadline) {
+            base = String(base.dropLast(dismissedAtDeadline.count)) + "; it was dismissed"
+        } else if base.hasSuffix(nothingChanged) {
+            base = String(base.dropLast(nothingChanged.count))
+        }
         let found: [LibsecretItem]
         do throws(LibsecretFailure) {
             found = try readItems(search(attributes).unlocked, loadSecrets: true)
