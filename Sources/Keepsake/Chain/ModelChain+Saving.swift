@@ -391,96 +391,76 @@ enum VersionClaim {
     /// The highest top-level `"version"` number in `bytes` (or in the JSON text of a JSON
     /// string, once unwrapped), or `nil` when there is none.
     static func highest(in bytes: Data) -> Double? {
-        let array = [UInt8](bytes)
-        var index = 0
-        skipSpace(array, &index)
-        guard index < array.count else { return nil }
-        if array[index] == UInt8(ascii: "\"") {
-            guard let inner = string(array, &index) else { return nil }
-            var innerIndex = 0
-            skipSpace(inner, &innerIndex)
-            return objectVersion(inner, &innerIndex)
+        let versionKey = Array(StoredEnvelope.versionKey.utf8)
+        var highest: Double?
+        forEachTopLevelMember(of: bytes) { key, bytes, index in
+            guard key == versionKey else { return }
+            let start = index
+            while index < bytes.count, isNumberByte(bytes[index]) { index += 1 }
+            if let number = Double(String(decoding: bytes[start..<index], as: UTF8.self)), number.isFinite {
+                highest = max(highest ?? number, number)
+            }
         }
-        return objectVersion(array, &index)
+        return highest
     }
 
     /// The top-level `"schema"` string of `bytes` (or of the JSON text of a JSON string, once
     /// unwrapped), when the record names exactly one; `nil` otherwise. For a report on a record
     /// that does not parse but says which model it belongs to.
     static func schema(in bytes: Data) -> String? {
-        let array = [UInt8](bytes)
-        var index = 0
-        skipSpace(array, &index)
-        guard index < array.count else { return nil }
-        if array[index] == UInt8(ascii: "\"") {
-            guard let inner = string(array, &index) else { return nil }
-            var innerIndex = 0
-            skipSpace(inner, &innerIndex)
-            return objectSchema(inner, &innerIndex)
+        let schemaKey = Array(StoredEnvelope.Member.schema.rawValue.utf8)
+        var names: Set<[UInt8]> = []
+        forEachTopLevelMember(of: bytes) { key, bytes, index in
+            guard key == schemaKey, index < bytes.count, bytes[index] == UInt8(ascii: "\""),
+                let name = string(bytes, &index)
+            else { return }
+            names.insert(name)
         }
-        return objectSchema(array, &index)
+        // None, or two different names: the record does not say which model it is.
+        guard names.count == 1, let name = names.first else { return nil }
+        return String(validating: name, as: UTF8.self)
     }
 
-    private static func objectSchema(_ bytes: [UInt8], _ index: inout Int) -> String? {
-        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return nil }
+    /// Calls `visit` with each top-level member's name and the index of its value, in the
+    /// object `bytes` hold (or the JSON text of a JSON string, once unwrapped); a value
+    /// `visit` does not read past is skipped. Stops where the bytes stop making sense.
+    private static func forEachTopLevelMember(
+        of data: Data, _ visit: (_ key: [UInt8], _ bytes: [UInt8], _ index: inout Int) -> Void
+    ) {
+        var bytes = [UInt8](data)
+        var index = 0
+        skipSpace(bytes, &index)
+        guard index < bytes.count else { return }
+        if bytes[index] == UInt8(ascii: "\"") {
+            guard let inner = string(bytes, &index) else { return }
+            bytes = inner
+            index = 0
+            skipSpace(bytes, &index)
+        }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return }
         index += 1
-        let schemaKey = Array(StoredEnvelope.Member.schema.rawValue.utf8)
-        var found: [UInt8]?
         while true {
             skipSpace(bytes, &index)
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), let key = string(bytes, &index) else {
-                break
+                return
             }
             skipSpace(bytes, &index)
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { break }
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return }
             index += 1
             skipSpace(bytes, &index)
-            if key == schemaKey, index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
-                guard let value = string(bytes, &index) else { break }
-                // Two different names: the record does not say which it is.
-                if let found, found != value { return nil }
-                found = value
-            } else {
-                skipValue(bytes, &index)
-            }
+            let start = index
+            visit(key, bytes, &index)
+            if index == start { skipValue(bytes, &index) }
             skipSpace(bytes, &index)
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ",") else { break }
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ",") else { return }
             index += 1
         }
-        return found.flatMap { String(validating: $0, as: UTF8.self) }
     }
 
     /// `5` for 5, `5.5` for 5.5.
     static func describe(_ version: Double) -> String {
         if version.rounded() == version, abs(version) < 1e15 { return String(Int64(version)) }
         return String(version)
-    }
-
-    private static func objectVersion(_ bytes: [UInt8], _ index: inout Int) -> Double? {
-        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return nil }
-        index += 1
-        let versionKey = Array(StoredEnvelope.versionKey.utf8)
-        var highest: Double?
-        while true {
-            skipSpace(bytes, &index)
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return highest }
-            guard let key = string(bytes, &index) else { return highest }
-            skipSpace(bytes, &index)
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return highest }
-            index += 1
-            skipSpace(bytes, &index)
-            if key == versionKey {
-                let start = index
-                while index < bytes.count, isNumberByte(bytes[index]) { index += 1 }
-                if let number = Double(String(decoding: bytes[start..<index], as: UTF8.self)), number.isFinite {
-                    highest = max(highest ?? number, number)
-                }
-            }
-            skipValue(bytes, &index)
-            skipSpace(bytes, &index)
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ",") else { return highest }
-            index += 1
-        }
     }
 
     private static func isNumberByte(_ byte: UInt8) -> Bool {
