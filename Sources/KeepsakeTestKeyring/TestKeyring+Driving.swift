@@ -57,14 +57,25 @@ extension TestKeyring {
         }
     }
 
-    /// Unlocks the provider's collection. None has a prompt-free unlock over D-Bus, so this
-    /// restarts the daemon with the password (see ``restartDaemon()``).
+    /// Unlocks the provider's collection and returns once it is the unlocked default again (up
+    /// to 15 s). KeePassXC unlocks its database in place, given the password over its own D-Bus
+    /// interface; gnome-keyring and KWallet have no prompt-free unlock over D-Bus, so their
+    /// daemon is restarted with the password (see ``restartDaemon()``).
     ///
-    /// - Throws: Like ``restartDaemon()``.
+    /// KeePassXC is never restarted to unlock it: a KeePassXC 2.7.4 that has just opened its
+    /// database at start-up crashes (SIGSEGV) when a client searches it while it is still
+    /// showing that database — which is when a watching client reads again.
+    ///
+    /// - Throws: Like ``restartDaemon()``; `.operationFailed` when KeePassXC refuses the unlock.
     /// - Important: When it throws, the keyring may have no daemon; a later ``restartDaemon()``
     ///   starts one.
     public func unlock() throws(TestKeyringError) {
-        try restartDaemon()
+        if provider == .keePassXC, try hasOwner(Self.keePassXCWindow) {
+            try unlockKeePassXC()
+            try waitUntilReady()
+        } else {
+            try restartDaemon()
+        }
     }
 
     /// Runs `body` with the login collection locked, then unlocks it whatever `body` did, so

@@ -50,6 +50,21 @@ extension TestKeyring {
             stdin: Data("\(password)\n".utf8))
     }
 
+    /// KeePassXC's own D-Bus name, with its main window's interface at `/keepassxc`.
+    static let keePassXCWindow = "org.keepassxc.KeePassXC.MainWindow"
+
+    /// Unlocks the database of a running KeePassXC with the password, without any dialog:
+    /// `openDatabase` of a database that is already open, and locked, unlocks it in place.
+    /// Returns once KeePassXC has answered; ``waitUntilReady()`` waits for the collection.
+    func unlockKeePassXC() throws(TestKeyringError) {
+        // Quoted: gdbus would read an unquoted hexadecimal password such as 12e4… as a number.
+        _ = try gdbusChecked(
+            [
+                "--dest", Self.keePassXCWindow, "--object-path", "/keepassxc",
+                "--method", "\(Self.keePassXCWindow).openDatabase", "'\(keePassXCDatabase.path)'", "'\(password)'"
+            ], doing: "unlocking the KeePassXC database")
+    }
+
     /// A new database whose root group is exposed over the Secret Service: created, exported
     /// to XML, marked (`FDO_SECRETS_EXPOSED_GROUP` in its metadata) and imported again —
     /// keepassxc-cli cannot set that mark directly.
