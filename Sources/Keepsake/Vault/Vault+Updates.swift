@@ -35,16 +35,25 @@ public enum RecordUpdate<Latest: ModelVersion>: Sendable {
             }
         case .absent: return "a"
         case let .unreadable(error): return "u\(error.code):\(error.message)"
-        case .locked: return "l"
+        case .locked: return Self.lockedFingerprint
         case let .failed(error): return "f\(error.code)"
         }
     }
+
+    /// The fingerprint of ``locked(_:)``.
+    fileprivate static var lockedFingerprint: String { "l" }
 }
 
 extension Vault {
     /// How often a store that cannot report its changes (it is not an ``ObservableStore``) is
     /// read again by `updates(for:)`: every second.
     public static let updatesPollInterval: Duration = .seconds(1)
+
+    /// How long a record that was locked and reads as absent right after is read again before
+    /// `updates(for:)` reports it absent: a provider may say it is unlocked a moment before it
+    /// shows its items again (KeePassXC adds them back one by one as its database opens), and
+    /// an unlock is not a deletion.
+    static let unlockSettle: Duration = .seconds(2)
 
     /// The record under `key` now, then each change to it, by any writer — a task of this
     /// process, another process, another instance — for as long as the sequence is consumed.
@@ -100,7 +109,19 @@ extension Vault {
         let task = Task(priority: Task.currentPriority) {
             var last: String?
             func refresh() async {
-                let update = await vault.currentUpdate(of: chain, key: name)
+                var update = await vault.currentUpdate(of: chain, key: name)
+                if case .absent = update, last == RecordUpdate<Latest>.lockedFingerprint {
+                    // Just unlocked: absent only if it stays absent (see `unlockSettle`).
+                    let deadline = ContinuousClock.now + Vault.unlockSettle
+                    while case .absent = update, ContinuousClock.now < deadline {
+                        do {
+                            try await Task.sleep(for: .milliseconds(50))
+                        } catch {
+                            return  // cancelled
+                        }
+                        update = await vault.currentUpdate(of: chain, key: name)
+                    }
+                }
                 guard update.fingerprint != last else { return }
                 last = update.fingerprint
                 continuation.yield(update)
