@@ -198,6 +198,7 @@ KEEPSAKE_GLIB_ENUM(SecretServiceFlags, KEEPSAKE_SECRETSERVICEFLAGS)
 
 #define G_USEC_PER_SEC 1000000
 #define G_SOURCE_REMOVE FALSE
+#define G_SOURCE_CONTINUE TRUE
 #define G_VARIANT_TYPE(type_string) (g_variant_type_checked_ ((type_string)))
 #define G_VARIANT_TYPE_BOOLEAN ((const GVariantType *) "b")
 #define G_VARIANT_TYPE_OBJECT_PATH ((const GVariantType *) "o")
@@ -237,6 +238,7 @@ guint (g_source_attach)(GSource *source, GMainContext *context);
 void (g_source_destroy)(GSource *source);
 void (g_source_unref)(GSource *source);
 void (g_source_set_callback)(GSource *source, GSourceFunc func, gpointer data, GDestroyNotify notify);
+GSource *(g_timeout_source_new)(guint interval);
 
 const GVariantType *(g_variant_type_checked_)(const gchar *);
 GVariant *(g_variant_new)(const gchar *format_string, ...);

@@ -430,6 +430,19 @@ typedef void (*KeepsakeHintFunc)(int hint, const gchar *key, void *data);
 
 #define KEEPSAKE_WATCH_SUBSCRIPTIONS 5
 
+/// When the watch reports a provider that appeared (microseconds): once it has had a default
+/// collection for SETTLE, and QUIET has passed since the last hint it deferred, but no later
+/// than SETTLE_MAX after the collection appeared. Why: KeePassXC 2.7.4 crashes (SIGSEGV, on its
+/// main thread, in a nested event loop while it shows its window at start-up) when a client
+/// searches it in the moments after its default collection appears, while it still announces
+/// it (CollectionCreated, then CollectionChanged twice). Those came within 120 ms of the
+/// collection here, within 410 ms on a loaded machine (load 5 on 2 cores); a search among them
+/// took it down every time (7 of 7), none 250 ms to 1 s after the collection appeared (6 of 6).
+/// QUIET follows a slower start: its announcements are deferred hints.
+#define KEEPSAKE_WATCH_SETTLE_USEC (1 * G_USEC_PER_SEC)
+#define KEEPSAKE_WATCH_QUIET_USEC (G_USEC_PER_SEC / 2)
+#define KEEPSAKE_WATCH_SETTLE_MAX_USEC (5 * G_USEC_PER_SEC)
+
 /// Signal subscriptions on the session bus whose callbacks run on a GMainContext of their own,
 /// iterated by keepsake_watch_run on a thread of the caller's.
 typedef struct {
@@ -441,10 +454,69 @@ typedef struct {
     guint subscriptions[KEEPSAKE_WATCH_SUBSCRIPTIONS];
     gint live;      // subscriptions whose user data GDBus may still use
     gint stopping;  // set by keepsake_watch_stop
+    // A provider that appeared and is not reported yet (keepsake_watch_owner): its unique
+    // name, when it is reported even if it never has a default collection, when it had one
+    // (0 until then), when QUIET has passed since the last deferred hint, and the timer that
+    // polls it. Only the watch's thread touches them.
+    gchar *arriving;
+    gint64 arrival_deadline;
+    gint64 arrival_ready;
+    gint64 arrival_quiet;
+    GSource *arrival;
 } KeepsakeWatch;
 
 static inline void keepsake_watch_released(gpointer data) {
     __atomic_fetch_sub(&((KeepsakeWatch *)data)->live, 1, __ATOMIC_SEQ_CST);
+}
+
+/// Reports a hint, unless a provider's arrival is pending: then it is deferred into the one
+/// KEEPSAKE_HINT_ANY that the arrival reports once it is settled (a full re-read, which covers
+/// whatever the hint was about), so that nothing asks the new provider anything meanwhile.
+static inline void keepsake_watch_hint(KeepsakeWatch *watch, int hint, const gchar *key) {
+    if (watch->arriving != NULL) {
+        watch->arrival_quiet = g_get_monotonic_time() + KEEPSAKE_WATCH_QUIET_USEC;
+        return;
+    }
+    watch->report(hint, key, watch->data);
+}
+
+/// Ends a pending arrival without reporting it.
+static inline void keepsake_watch_arrival_end(KeepsakeWatch *watch) {
+    if (watch->arrival != NULL) {
+        g_source_destroy(watch->arrival);
+        g_source_unref(watch->arrival);
+        watch->arrival = NULL;
+    }
+    g_free(watch->arriving);
+    watch->arriving = NULL;
+}
+
+/// The arrival's timer, every 100 ms: asks the new provider for its default collection
+/// (ReadAlias only, which is safe), until it has one or the deadline passes; then, once it has
+/// settled (KEEPSAKE_WATCH_SETTLE_USEC), reports KEEPSAKE_HINT_ANY, the arrival's and every
+/// deferred hint's one re-read.
+static inline gboolean keepsake_watch_arrival_tick(gpointer data) {
+    KeepsakeWatch *watch = data;
+    if (watch->arrival_ready == 0 && g_get_monotonic_time() < watch->arrival_deadline) {
+        GVariant *reply = g_dbus_connection_call_sync(
+            watch->bus, watch->arriving, KEEPSAKE_SECRETS_PATH, "org.freedesktop.Secret.Service", "ReadAlias",
+            g_variant_new("(s)", "default"), G_VARIANT_TYPE("(o)"), G_DBUS_CALL_FLAGS_NO_AUTO_START, 1000, NULL, NULL);
+        if (reply == NULL) return G_SOURCE_CONTINUE;
+        const gchar *collection = NULL;
+        g_variant_get(reply, "(&o)", &collection);
+        gboolean ready = g_strcmp0(collection, "/") != 0;
+        g_variant_unref(reply);
+        if (!ready) return G_SOURCE_CONTINUE;
+        watch->arrival_ready = g_get_monotonic_time();
+    }
+    if (watch->arrival_ready != 0) {
+        gint64 now = g_get_monotonic_time(), ready = watch->arrival_ready;
+        gboolean quiet = now >= ready + KEEPSAKE_WATCH_SETTLE_USEC && now >= watch->arrival_quiet;
+        if (!quiet && now < ready + KEEPSAKE_WATCH_SETTLE_MAX_USEC) return G_SOURCE_CONTINUE;
+    }
+    keepsake_watch_arrival_end(watch);  // destroys this timer: GLib holds it until this returns
+    watch->report(KEEPSAKE_HINT_ANY, NULL, watch->data);
+    return G_SOURCE_REMOVE;
 }
 
 // org.freedesktop.Secret.Collection ItemCreated/ItemChanged/ItemDeleted, and
@@ -452,15 +524,18 @@ static inline void keepsake_watch_released(gpointer data) {
 static inline void keepsake_watch_any(GDBusConnection *bus, const gchar *sender, const gchar *path, const gchar *interface,
                                       const gchar *signal, GVariant *parameters, gpointer data) {
     KeepsakeWatch *watch = data;
-    watch->report(KEEPSAKE_HINT_ANY, NULL, watch->data);
+    keepsake_watch_hint(watch, KEEPSAKE_HINT_ANY, NULL);
 }
 
 // NameOwnerChanged(name, old, new) of org.freedesktop.secrets. A provider that went away is
 // not reported: a read then would have D-Bus start another provider (gnome-keyring for a
-// KeePassXC user). A provider that appeared is reported once it has a default collection (or
-// after 30 s): KeePassXC owns the name before its database is open, and a client that searches
-// then makes it open a dialog. Only ReadAlias is asked meanwhile, which is safe; the watch's
-// other signals wait in its context until then.
+// KeePassXC user). A provider that appeared is reported once it has had a default collection
+// for a while (KEEPSAKE_WATCH_SETTLE_USEC; or after 30 s without one): KeePassXC owns the name
+// before its database is open, and a client that searches then makes it open a dialog; just
+// after, a search crashes KeePassXC 2.7.4. Only ReadAlias is asked meanwhile, which is safe
+// (timer: keepsake_watch_arrival_tick); the watch's other hints are deferred into the
+// arrival's report (keepsake_watch_hint). Another arrival meanwhile starts the wait again, for
+// the newer owner.
 static inline void keepsake_watch_owner(GDBusConnection *bus, const gchar *sender, const gchar *path,
                                         const gchar *interface, const gchar *signal, GVariant *parameters,
                                         gpointer data) {
@@ -469,22 +544,16 @@ static inline void keepsake_watch_owner(GDBusConnection *bus, const gchar *sende
     if (!g_variant_is_of_type(parameters, G_VARIANT_TYPE("(sss)"))) return;
     g_variant_get(parameters, "(&s&s&s)", &name, &old_owner, &new_owner);
     if (new_owner[0] == '\0') return;
-    gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-    while (!__atomic_load_n(&watch->stopping, __ATOMIC_SEQ_CST) && g_get_monotonic_time() < deadline) {
-        GVariant *reply = g_dbus_connection_call_sync(
-            bus, new_owner, KEEPSAKE_SECRETS_PATH, "org.freedesktop.Secret.Service", "ReadAlias",
-            g_variant_new("(s)", "default"), G_VARIANT_TYPE("(o)"), G_DBUS_CALL_FLAGS_NO_AUTO_START, 1000, NULL, NULL);
-        gboolean ready = FALSE;
-        if (reply != NULL) {
-            const gchar *collection = NULL;
-            g_variant_get(reply, "(&o)", &collection);
-            ready = g_strcmp0(collection, "/") != 0;
-            g_variant_unref(reply);
-        }
-        if (ready) break;
-        g_usleep(100 * 1000);
+    g_free(watch->arriving);
+    watch->arriving = g_strdup(new_owner);
+    watch->arrival_deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+    watch->arrival_ready = 0;
+    watch->arrival_quiet = 0;
+    if (watch->arrival == NULL) {
+        watch->arrival = g_timeout_source_new(100);
+        g_source_set_callback(watch->arrival, keepsake_watch_arrival_tick, watch, NULL);
+        g_source_attach(watch->arrival, watch->context);
     }
-    watch->report(KEEPSAKE_HINT_ANY, NULL, watch->data);
 }
 
 // org.freedesktop.DBus.Properties.PropertiesChanged of a collection or an item: `Locked` says
@@ -500,7 +569,7 @@ static inline void keepsake_watch_properties(GDBusConnection *bus, const gchar *
         if (g_variant_lookup(changed, "Locked", "b", &locked)) hint = locked ? KEEPSAKE_HINT_LOCKED : KEEPSAKE_HINT_UNLOCKED;
         g_variant_unref(changed);
     }
-    watch->report(hint, NULL, watch->data);
+    keepsake_watch_hint(watch, hint, NULL);
 }
 
 // org.keepsake.Keyring.RecordChanged(service, key) from any Keepsake writer: only this
@@ -513,12 +582,14 @@ static inline void keepsake_watch_record(GDBusConnection *bus, const gchar *send
     if (!g_variant_is_of_type(parameters, G_VARIANT_TYPE("(ss)"))) return;
     const gchar *service = NULL, *key = NULL;
     g_variant_get(parameters, "(&s&s)", &service, &key);
-    if (g_strcmp0(service, watch->service) == 0) watch->report(KEEPSAKE_HINT_KEY, key, watch->data);
+    if (g_strcmp0(service, watch->service) == 0) keepsake_watch_hint(watch, KEEPSAKE_HINT_KEY, key);
 }
 
-/// Unsubscribes and dispatches the watch's context until GDBus has released every
-/// subscription: no callback runs after this returns. On the thread that iterates the context.
+/// Drops a pending arrival, unsubscribes and dispatches the watch's context until GDBus has
+/// released every subscription: no callback runs after this returns. On the thread that
+/// iterates the context.
 static inline void keepsake_watch_release(KeepsakeWatch *watch) {
+    keepsake_watch_arrival_end(watch);
     g_main_context_push_thread_default(watch->context);
     for (int i = 0; i < KEEPSAKE_WATCH_SUBSCRIPTIONS; i++) {
         g_dbus_connection_signal_unsubscribe(watch->bus, watch->subscriptions[i]);

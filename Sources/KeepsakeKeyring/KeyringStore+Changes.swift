@@ -5,8 +5,11 @@ extension KeyringStore: ObservableStore {
     /// `.any` for an item created, changed or deleted (the provider's signals do not say which
     /// record), `.key(key)` for a write by a Keepsake store of this ``service`` (in this process
     /// or another), `.locked` / `.unlocked` when a collection's lock changes, and `.any` when a
-    /// provider starts or is replaced, once it has a default collection. A provider that goes
-    /// away is not reported: reading then would have D-Bus start another one.
+    /// provider starts or is replaced, once it has had a default collection for a second (and
+    /// its signals have been quiet for half a second, at most 5 s): KeePassXC 2.7.4 crashes
+    /// when it is searched as it starts. Hints that come meanwhile are folded into that `.any`.
+    /// A provider that goes away is not reported: reading then would have D-Bus start another
+    /// one.
     ///
     /// Every hint is only a reason to read again: a provider that hides its items when it locks
     /// (KeePassXC sends `ItemDeleted` for each) is read as locked, never as empty. Writes by

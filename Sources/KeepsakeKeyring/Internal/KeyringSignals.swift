@@ -17,8 +17,11 @@ import Keepsake
 ///   `SetSecret`; closing the wallet emits `CollectionChanged`.
 ///
 /// So every Keepsake writer also announces its writes (``announce(service:key:timeout:)``),
-/// which covers gnome-keyring's silent in-place replace; a provider's restart (which is how a
-/// test keyring unlocks) is seen as its bus name changing owner. Each is only a hint: the
+/// which covers gnome-keyring's silent in-place replace; a provider's (re)start is seen as its
+/// bus name changing owner, and reported once its default collection has been there for a
+/// second and its signals have been quiet for half a second — KeePassXC 2.7.4 crashes when it
+/// is searched while it still announces its collection at start-up. Every other hint meanwhile
+/// is folded into that one report (`keepsake_watch_owner` in shim.h). Each is only a hint: the
 /// observer reads the record again, so a lock that hides items is read as locked, never as a
 /// deletion.
 final class KeyringSignals: @unchecked Sendable {
