@@ -145,7 +145,9 @@ let package = Package(
         // benchmarks the scripts/bench-* scripts run beside their floors and peers.
         .executableTarget(
             name: "keepsake-bench",
-            dependencies: ["KeepsakeDefaults", "Keepsake", "KeepsakeKeyring", "KeepsakeSodium", "Migrations"]),
+            dependencies: [
+                "KeepsakeDefaults", "Keepsake", "KeepsakeKeyring", "KeepsakeMemory", "KeepsakeSodium", "Migrations"
+            ]),
         // The PostgreSQL store's release-mode benchmark (Migrator.run over 100k records, Vault.load
         // per record), run by scripts/bench-postgres beside a libpq floor. Its own target, so that
         // the codec benchmark does not build postgres-nio.

@@ -64,6 +64,14 @@ extension DefaultsStore: ValueConstrainedStore {
         return document.entries.map { ($0.key, .success(document.bytes[$0.range])) }
     }
 
+    /// Every member of the suite as parsed once, each value a slice of the suite's bytes.
+    public func forEachRecord(
+        _ body: (_ count: Int, _ key: String, _ result: Result<Data, KeepsakeError>) -> Void
+    ) throws(KeepsakeError) {
+        let document = try currentDocument()
+        for entry in document.entries { body(document.entries.count, entry.key, .success(document.bytes[entry.range])) }
+    }
+
     /// A defaults suite holds exactly one JSON value per key (text as a JSON string).
     ///
     /// - Throws: `KeepsakeError.Code.valueRefused` when `value` is not exactly one JSON value.

@@ -126,21 +126,33 @@ public final class DefaultsStore: RecordStore {
         var changed = false
         let newDocument: Data
         if zip(writes, writes.dropFirst()).allSatisfy({ $0.key.precedesExactly($1.key) }) {
-            // Each key once, in order (a migration run's batch): no index of the changes needed.
-            var changes: [(key: String, value: Data?)] = []
-            changes.reserveCapacity(writes.count)
-            for write in writes {
+            // Each key once, in order (a migration run's batch): no index of the changes needed,
+            // only which writes apply.
+            var applied: [Int] = []
+            applied.reserveCapacity(writes.count)
+            for (position, write) in writes.enumerated() {
                 let current = document.slice(forKey: write.key)
                 guard write.expects(current) else {
                     results.append(.conflict)
                     continue
                 }
                 if current != write.value { changed = true }
-                changes.append((write.key, write.value))
+                applied.append(position)
                 results.append(.applied)
             }
+            let changes = AppliedWrites(writes: writes, applied: applied)
             guard changed else { return results }
-            newDocument = document.applying(sorted: changes)
+            removeLeftovers()
+            do throws(SystemFailure) {
+                try fileSystem.replace(fileName, in: directory) { fd throws(SystemFailure) in
+                    try document.write(applying: changes) { chunk throws(SystemFailure) in
+                        try Syscall.writeAll(fd, chunk)
+                    }
+                }
+            } catch {
+                throw error.error(store: uri, "cannot write the suite file; it was left as it was")
+            }
+            return results
         } else {
             var changes: [ExactString: Data?] = [:]
             for write in writes {
@@ -241,6 +253,19 @@ public final class DefaultsStore: RecordStore {
         if let settled = cache.settledDocument(at: path) { return settled }
         removeLeftoversIfUnlocked()
         let readAt = SuiteCache.now()
+        if let (document, generation) = cache.cached() {
+            // Compared with the cached bytes as it is read, chunk by chunk: a large suite that
+            // did not change is not held twice (a run's commit reads the suite again).
+            do throws(SystemFailure) {
+                if let identity = try Self.suite(path, holds: document.bytes) {
+                    cache.confirm(generation: generation, identity: identity, readAt: readAt)
+                    return document
+                }
+            } catch {
+                // Not an answer either way: the full read below meets the same failure and
+                // reports it, naming the store.
+            }
+        }
         let read: (bytes: Data, identity: FileIdentity?)?
         do throws(SystemFailure) {
             read = try Self.readSuite(path)
@@ -264,6 +289,46 @@ public final class DefaultsStore: RecordStore {
                 repair it or move it away
                 """, cause: error.cause)
         }
+    }
+
+    /// The identity of the regular file at `path` when it holds exactly `expected` and did not
+    /// change while it was compared; `nil` when it differs, changed, or is not there. Read in
+    /// chunks of 256 KB into one buffer, so that nothing the size of the suite is allocated.
+    private static func suite(_ path: String, holds expected: Data) throws(SystemFailure) -> FileIdentity? {
+        let fd: Int32
+        let before: stat
+        do throws(SystemFailure) {
+            (fd, before) = try Syscall.openRegularFile(path)
+        } catch {
+            if error.errno == ENOENT { return nil }
+            throw error
+        }
+        defer { Syscall.close(fd) }
+        guard Int(clamping: before.st_size) == expected.count else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 1 << 18)
+        var compared = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw SystemFailure(call: "read", errno: errno)
+            }
+            if count == 0 { break }
+            guard compared + count <= expected.count else { return nil }
+            let start = expected.startIndex + compared
+            let same = expected[start..<(start + count)].withUnsafeBytes { stored in
+                buffer.withUnsafeBytes { read in
+                    guard let stored = stored.baseAddress, let read = read.baseAddress else { return false }
+                    return memcmp(stored, read, count) == 0
+                }
+            }
+            guard same else { return nil }
+            compared += count
+        }
+        guard compared == expected.count else { return nil }
+        var after = stat()
+        guard fstat(fd, &after) == 0, FileIdentity(after) == FileIdentity(before) else { return nil }
+        return FileIdentity(before)
     }
 
     /// The bytes of the regular file at `path` (symbolic links not followed), and its identity
@@ -427,53 +492,88 @@ struct DefaultsDocument: Sendable {
     }
 
     /// ``applying(_:)`` with the changes as a list sorted by key (UTF-8 bytes), each key once.
-    func applying(sorted changes: [(key: String, value: Data?)]) -> Data {
-        // Built in a `Data` of the final size (a `[UInt8]` converted at the end would hold the
-        // new document twice at the peak), each member appended from a reused key buffer.
+    func applying<Changes: RandomAccessCollection<(key: String, value: Data?)>>(sorted changes: Changes) -> Data
+    where Changes.Index == Int {
+        // Built in a `Data` of the final size, each chunk appended as it is filled.
         var out = Data(capacity: bytes.count + changes.reduce(0) { $0 + ($1.value?.count ?? 0) + 64 } + 16)
+        write(applying: changes) { chunk in out.append(contentsOf: chunk) }
+        return out
+    }
+
+    /// Writes the document with `changes` applied (sorted by key, UTF-8 bytes, each key once)
+    /// through `sink`, in chunks of at most about `chunk` bytes, merging the sorted members with
+    /// the sorted changes in one pass: a commit streams the new suite into its temporary file
+    /// this way, so that a million-record suite is never held twice.
+    ///
+    /// - Throws: What `sink` throws; then what was written is incomplete.
+    func write<Changes: RandomAccessCollection<(key: String, value: Data?)>, Failure: Error>(
+        applying changes: Changes, chunk: Int = 1 << 18,
+        to sink: (UnsafeRawBufferPointer) throws(Failure) -> Void
+    ) throws(Failure) where Changes.Index == Int {
+        var out: [UInt8] = []
+        out.reserveCapacity(chunk + 4096)
+        func flush() throws(Failure) {
+            let result = out.withUnsafeBytes { buffer in Result { () throws(Failure) in try sink(buffer) } }
+            out.removeAll(keepingCapacity: true)
+            try result.get()
+        }
         out.append(UInt8(ascii: "{"))
         var first = true
-        var keyBytes: [UInt8] = []
         let firstSeparator: [UInt8] = Array("\n  ".utf8)
         let separator: [UInt8] = Array(",\n  ".utf8)
         let colon: [UInt8] = Array(": ".utf8)
-        func member(_ key: String, _ value: UnsafeRawBufferPointer) {
-            keyBytes.removeAll(keepingCapacity: true)
-            keyBytes.append(contentsOf: first ? firstSeparator : separator)
+        func member(_ key: String, _ value: UnsafeRawBufferPointer) throws(Failure) {
+            out.append(contentsOf: first ? firstSeparator : separator)
             first = false
-            CanonicalJSON.appendString(key, to: &keyBytes)
-            keyBytes.append(contentsOf: colon)
-            out.append(contentsOf: keyBytes)
+            CanonicalJSON.appendString(key, to: &out)
+            out.append(contentsOf: colon)
             out.append(contentsOf: value)
+            if out.count >= chunk { try flush() }
         }
-        func member(_ key: String, _ value: Data) {
-            value.withUnsafeBytes { member(key, $0) }
+        func member(_ key: String, _ value: Data) throws(Failure) {
+            try value.withUnsafeBytes { buffer in Result { () throws(Failure) in try member(key, buffer) } }.get()
         }
         // Merge the sorted members with the sorted changed keys.
-        var next = 0
-        bytes.withUnsafeBytes { raw in
-            let base = bytes.startIndex
-            for entry in entries {
-                while next < changes.count, changes[next].key.precedesExactly(entry.key) {
-                    if let value = changes[next].value { member(changes[next].key, value) }
-                    next += 1
+        var next = changes.startIndex
+        try bytes.withUnsafeBytes { raw in
+            Result { () throws(Failure) in
+                let base = bytes.startIndex
+                for entry in entries {
+                    while next < changes.endIndex, changes[next].key.precedesExactly(entry.key) {
+                        if let value = changes[next].value { try member(changes[next].key, value) }
+                        next += 1
+                    }
+                    if next < changes.endIndex, changes[next].key.isExactly(entry.key) {
+                        if let value = changes[next].value { try member(entry.key, value) }
+                        next += 1
+                        continue
+                    }
+                    try member(
+                        entry.key,
+                        UnsafeRawBufferPointer(
+                            rebasing: raw[(entry.range.lowerBound - base)..<(entry.range.upperBound - base)]))
                 }
-                if next < changes.count, changes[next].key.isExactly(entry.key) {
-                    if let value = changes[next].value { member(entry.key, value) }
-                    next += 1
-                    continue
-                }
-                member(
-                    entry.key,
-                    UnsafeRawBufferPointer(
-                        rebasing: raw[(entry.range.lowerBound - base)..<(entry.range.upperBound - base)]))
             }
-        }
-        while next < changes.count {
-            if let value = changes[next].value { member(changes[next].key, value) }
+        }.get()
+        while next < changes.endIndex {
+            if let value = changes[next].value { try member(changes[next].key, value) }
             next += 1
         }
         out.append(contentsOf: Array((first ? "}\n" : "\n}\n").utf8))
-        return out
+        try flush()
+    }
+}
+
+/// The writes of a batch that apply, in order, as the (key, value) changes a document is
+/// written with: indices into the batch rather than a copy of it.
+struct AppliedWrites: RandomAccessCollection {
+    let writes: [StoreWrite]
+    let applied: [Int]
+
+    var startIndex: Int { 0 }
+    var endIndex: Int { applied.count }
+    subscript(position: Int) -> (key: String, value: Data?) {
+        let write = writes[applied[position]]
+        return (write.key, write.value)
     }
 }

@@ -55,7 +55,11 @@ final class SuiteCache: Sendable {
         /// `CLOCK_REALTIME` seconds just before the bytes were read.
         var readAt: timespec
         var document: DefaultsDocument
+        /// Which parse this is: a new one for every document cached.
+        var generation: Int
     }
+
+    private let generations = Atomic<Int>(0)
 
     private let entry = Mutex<Entry?>(nil)
 
@@ -98,9 +102,29 @@ final class SuiteCache: Sendable {
         if let reused { return reused }
         let document = try parse(bytes)
         entry.withLock { entry in
-            entry = identity.map { Entry(identity: $0, readAt: readAt, document: document) }
+            let generation = generations.add(1, ordering: .relaxed).newValue
+            entry = identity.map { Entry(identity: $0, readAt: readAt, document: document, generation: generation) }
         }
         return document
+    }
+
+    /// The cached document and which parse it is, whatever the file holds now: for a reader
+    /// that compares the file with it (``confirm(generation:identity:readAt:)``) rather than
+    /// reading a second copy.
+    func cached() -> (document: DefaultsDocument, generation: Int)? {
+        entry.withLock { entry in entry.map { ($0.document, $0.generation) } }
+    }
+
+    /// Records that the file, of `identity` and read at `readAt`, holds exactly the bytes of the
+    /// cached parse `generation` (compared by the caller); nothing when another parse has been
+    /// cached since.
+    func confirm(generation: Int, identity: FileIdentity, readAt: timespec) {
+        entry.withLock { entry in
+            guard var cached = entry, cached.generation == generation else { return }
+            cached.identity = identity
+            cached.readAt = readAt
+            entry = cached
+        }
     }
 
     /// Forgets the cached version (the file is gone or unreadable).

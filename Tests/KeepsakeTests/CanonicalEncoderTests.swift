@@ -76,6 +76,41 @@ struct CanonicalEncoderTests {
         }
     }
 
+    @Test(
+        "the encoder's tree reads back as the parser reads the bytes written from it (what a write-back verifies on)",
+        arguments: 0..<4)
+    func treeReadsBackAsParsed(seed: UInt64) throws {
+        var random = SplitMix(seed: seed + 1_000)
+        for index in 0..<100 {
+            let value = Mixed.random(&random, depth: 0)
+            let (bytes, tree) = try CanonicalJSON.encodeEnvelopeWithTree(
+                schema: "Mixed", version: index, oldestReader: index % 3 == 0 ? 1 : nil, data: value)
+            let node = try #require(tree)
+            var fromTree = Data()
+            try node.readBack().write(to: &fromTree)
+            var fromBytes = Data()
+            try JSONParser.parse(bytes).write(to: &fromBytes)
+            #expect(fromTree == fromBytes)
+            #expect(node.writesSame(as: node))
+            let other = try #require(
+                try CanonicalJSON.encodeEnvelopeWithTree(
+                    schema: "Mixed", version: index + 1, oldestReader: nil, data: value
+                ).tree)
+            #expect(!node.writesSame(as: other), "a different version number writes different bytes")
+        }
+    }
+
+    @Test("a tree nested deeper than the parser reads is refused on read-back, as parsing its bytes is")
+    func deepTreeReadBack() throws {
+        let (bytes, tree) = try CanonicalJSON.encodeEnvelopeWithTree(
+            schema: "Deep", version: 0, oldestReader: nil, data: Nested(depth: 300))
+        #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(bytes) }
+        #expect(throws: JSONSyntaxError.self) { try #require(tree).readBack() }
+        let (_, shallow) = try CanonicalJSON.encodeEnvelopeWithTree(
+            schema: "Deep", version: 0, oldestReader: nil, data: Nested(depth: 200))
+        #expect(throws: Never.self) { try #require(shallow).readBack() }
+    }
+
     @Test("plain values and top-level fragments encode as JSONEncoder does")
     func fragments() throws {
         try expectSameBytes("a/b\"c")
@@ -270,5 +305,14 @@ private struct Mixed: Encodable {
             choice: choice,
             derived: random.flag() ? Derived(own: random.below(9), parent: Base(base: random.string())) : nil,
             children: depth < 2 ? (0..<random.below(3)).map { _ in Mixed.random(&random, depth: depth + 1) } : [])
+    }
+}
+
+/// Arrays nested `depth` deep.
+private struct Nested: Encodable {
+    let depth: Int
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.unkeyedContainer()
+        for _ in 1..<depth { container = container.nestedUnkeyedContainer() }
     }
 }

@@ -18,21 +18,49 @@ extension ModelChain {
         try encodeVerified(value)
     }
 
-    /// The envelope bytes for `value`, checked to decode back and re-encode to the same bytes.
+    /// The envelope bytes for `value`, proven to read back as `value` before anything writes them.
+    ///
+    /// The proof, paid once per record written:
+    /// 1. the envelope is read back as a reader would read it — from the encoder's own tree, which
+    ///    is what `JSONParser` reads from these bytes (`CanonicalNode.readBack(depth:)`), or by
+    ///    parsing the bytes when `JSONEncoder` wrote them — and detected as the latest envelope,
+    ///    with the stored keys the latest version declares;
+    /// 2. its data is decoded into `Latest`;
+    /// 3. that value is compared with `value`: by `==` when `Latest` is `Equatable` (so a field
+    ///    the encoding drops or changes is caught, which a byte comparison alone would miss when
+    ///    decoding fills in the same default again), else by encoding it again and comparing what
+    ///    would be written.
     func encodeVerified(_ value: Latest) throws(KeepsakeError) -> Data {
-        let bytes = try encodeEnvelope(value)
+        let (bytes, tree) = try encodeEnvelopeWithTree(value)
         do throws(KeepsakeError) {
-            let parsed = try ParsedRecord.parse(bytes)
+            let parsed: ParsedRecord
+            if let tree {
+                do throws(JSONSyntaxError) {
+                    parsed = ParsedRecord(root: try tree.readBack(), stringWrapped: false)
+                } catch {
+                    throw KeepsakeError(.corruptRecord, "the encoded bytes would not parse", cause: error.cause)
+                }
+            } else {
+                parsed = try ParsedRecord.parse(bytes)
+            }
             let detected = try detect(parsed)
             guard detected.version == latestVersion, detected.form == .envelope else {
                 throw KeepsakeError(.verificationFailed, "the encoded record was not read back as the latest envelope")
             }
-            let again = try encodeEnvelope(try migrate(detected, context: .verification))
-            guard again == bytes else {
+            let decoded = try migrate(detected, context: .verification)
+            let same: Bool
+            if let equal = latestEquality {
+                same = equal(decoded, value)
+            } else if let tree {
+                same = try encodeEnvelopeWithTree(decoded).tree?.writesSame(as: tree) ?? false
+            } else {
+                same = try encodeEnvelopeWithTree(decoded).bytes == bytes
+            }
+            guard same else {
                 throw KeepsakeError(
                     .verificationFailed,
                     """
-                    \(name) version \(latestVersion) does not encode the same after a round trip; \
+                    \(name) version \(latestVersion) does not read back as the value written; \
                     its Codable conformance loses or changes data
                     """)
             }
@@ -45,10 +73,24 @@ extension ModelChain {
         return bytes
     }
 
-    private func encodeEnvelope(_ value: Latest) throws(KeepsakeError) -> Data {
+    /// `Latest`'s `==`, when it is `Equatable`: how a write-back compares the value it read
+    /// back (looked up once, when the chain is built).
+    static var equality: (@Sendable (Latest, Latest) -> Bool)? {
+        guard let type = Latest.self as? any (Equatable & Sendable).Type else { return nil }
+        return equality(as: type)
+    }
+
+    private static func equality<E: Equatable & Sendable>(as _: E.Type) -> @Sendable (Latest, Latest) -> Bool {
+        { first, second in
+            guard let first = first as? E, let second = second as? E else { return false }
+            return first == second
+        }
+    }
+
+    private func encodeEnvelopeWithTree(_ value: Latest) throws(KeepsakeError) -> (bytes: Data, tree: CanonicalNode?) {
         do {
             let oldestReader = Latest.oldestReader < latestVersion ? Latest.oldestReader : nil
-            return try CanonicalJSON.encodeEnvelope(
+            return try CanonicalJSON.encodeEnvelopeWithTree(
                 schema: name, version: latestVersion, oldestReader: oldestReader, data: value,
                 dates: Latest.dateEncoding)
         } catch {

@@ -33,6 +33,8 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
     public let defaultKeys: [String]
     /// The versions, oldest first; `versions[n].version == n`.
     let versions: [VersionEntry]
+    /// `Latest`'s `==`, when it is `Equatable` (see `encodeVerified(_:)`).
+    let latestEquality: (@Sendable (Latest, Latest) -> Bool)?
 
     /// The latest version number.
     public var latestVersion: Int { Latest.version }
@@ -78,6 +80,7 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
         self.name = name
         self.defaultKeys = defaultKeys
         self.versions = versions
+        self.latestEquality = Self.equality
     }
 
     /// Everything ``validate()`` finds wrong with this chain; empty for a sound chain.

@@ -18,12 +18,11 @@ extension Logger {
     /// (debug). Records are only described when their level is enabled, so a run's cost does not
     /// grow with logging off. An app that never sets up logging (swift-log's default handler
     /// prints `info` and above) sees only the warning.
-    func ranMigration(_ reports: [RecordReport], store: String) {
+    func ranMigration(_ reports: some Collection<RecordReport>, store: String) {
         var counts: [RecordReport.State: Int] = [:]
         let perRecord = logLevel <= .debug
-        for report in reports {
-            counts[report.state, default: 0] += 1
-            guard perRecord || report.error != nil else { continue }
+        func describe(_ report: RecordReport) {
+            guard perRecord || report.error != nil else { return }
             let metadata = { () -> Logger.Metadata in
                 var metadata = Logger.metadata(store: store, key: report.key, schema: report.schema)
                 if let stored = report.storedVersion { metadata["from"] = "\(stored)" }
@@ -46,8 +45,18 @@ extension Logger {
                 trace("record left as it is: \(report.state.rawValue)", metadata: metadata())
             }
         }
+        if !perRecord, let compact = reports as? RecordReports {
+            // Only records with an error are described at this level, and those are held whole.
+            for state in RecordReport.State.allCases { counts[state] = compact.count(of: state) }
+            compact.forEachWhole(describe)
+        } else {
+            for report in reports {
+                counts[report.state, default: 0] += 1
+                describe(report)
+            }
+        }
         let summary = RecordReport.State.allCases.compactMap { state in
-            counts[state].map { "\($0) \(state.rawValue)" }
+            counts[state].flatMap { $0 == 0 ? nil : "\($0) \(state.rawValue)" }
         }.joined(separator: ", ")
         debug("migration run finished: \(summary.isEmpty ? "no records" : summary)", metadata: ["store": "\(store)"])
     }

@@ -39,25 +39,103 @@ public struct Migrator: Sendable {
     ///
     /// - Throws: Only when the store itself cannot be read; a bad record is a report.
     public func plan() throws(KeepsakeError) -> [RecordReport] {
-        var reports: [RecordReport] = []
-        try forEachRecord { _, total, key, result in
-            if reports.isEmpty { reports.reserveCapacity(total) }
-            switch result {
-            case let .success(bytes): reports.append(evaluate(key: key, bytes: bytes, encodeLatest: false).report)
-            case let .failure(error): reports.append(unreadable(key: key, error).report)
-            }
+        Array(try planReports())
+    }
+
+    /// ``plan()``, its reports held compactly (``RecordReports``): what `migrate status` and
+    /// `plan` use, so that a large store's reports take little more memory than its keys.
+    package func planReports() throws(KeepsakeError) -> RecordReports {
+        var reports = RecordReports()
+        try forEachEvaluation(encodeLatest: false) { offset, total, _, evaluation in
+            if offset == 0 { reports.reserveCapacity(total) }
+            reports.append(evaluation.report)
         }
         return reports
     }
 
-    /// Hands every record of the store to `body` in key order, with its position and the
-    /// number of records: what ``RecordStore/allRecords()`` returns (a defaults suite's records
-    /// as slices of the suite's bytes as read once, no copy per record).
-    private func forEachRecord(
-        _ body: (_ offset: Int, _ total: Int, _ key: String, _ result: Result<Data, KeepsakeError>) -> Void
+    /// Evaluates every record of the store, as ``RecordStore/forEachRecord(_:)`` hands them over
+    /// (a defaults suite's records as slices of the suite's bytes as read once, no list of them
+    /// built), and hands each evaluation to `body` in key order, with its position, the number of
+    /// records and the bytes read (`nil` when the store could not read the record); after each
+    /// block of at most ``parallelBlock`` records, `endOfBlock` runs.
+    ///
+    /// On more than one core, a large store's records are evaluated in parallel, a block at a
+    /// time, and handed to `body` in order as each block completes: records are independent (each
+    /// step gets a context scoped to its record), and only the evaluation runs in parallel —
+    /// never `body`, the store or the reports.
+    private func forEachEvaluation(
+        encodeLatest: Bool,
+        _ body: (_ offset: Int, _ total: Int, _ bytes: Data?, _ evaluation: Evaluation) -> Void,
+        endOfBlock: () -> Void = {}
     ) throws(KeepsakeError) {
-        let entries = try store.allRecords()
-        for (offset, entry) in entries.enumerated() { body(offset, entries.count, entry.key, entry.result) }
+        var block: [(key: String, result: Result<Data, KeepsakeError>)] = []
+        var results = [Evaluation?](repeating: nil, count: Self.parallelBlock)
+        var offset = 0
+        var total = 0
+        var workers = 1
+        func finishBlock() {
+            let count = block.count
+            if workers > 1 {
+                let entries = block
+                results.withUnsafeMutableBufferPointer { buffer in
+                    nonisolated(unsafe) let slots = buffer
+                    let part = (count + workers - 1) / workers
+                    DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                        let first = worker * part
+                        guard first < count else { return }
+                        for index in first..<min(first + part, count) {
+                            slots[index] = evaluate(entries[index], encodeLatest: encodeLatest)
+                        }
+                    }
+                }
+            } else {
+                for index in 0..<count { results[index] = evaluate(block[index], encodeLatest: encodeLatest) }
+            }
+            for index in 0..<count {
+                guard let evaluation = results[index] else { continue }  // every slot was filled above
+                results[index] = nil
+                body(offset, total, Self.bytes(of: block[index]), evaluation)
+                offset += 1
+            }
+            block.removeAll(keepingCapacity: true)
+            endOfBlock()
+        }
+        try store.forEachRecord { count, key, result in
+            if total == 0 {
+                total = count
+                workers = Self.workers(for: count)
+                block.reserveCapacity(min(count, Self.parallelBlock))
+            }
+            block.append((key, result))
+            if block.count == Self.parallelBlock { finishBlock() }
+        }
+        if !block.isEmpty { finishBlock() }
+    }
+
+    /// How many records are evaluated (in parallel, on more than one core) before they are
+    /// handed on in order.
+    static let parallelBlock = 2_048
+
+    /// How many threads evaluate `count` records: one for a store smaller than two blocks (the
+    /// threads would cost more than they save), else one per active core, at most 8.
+    static func workers(for count: Int) -> Int {
+        guard count >= 2 * parallelBlock else { return 1 }
+        return max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
+    }
+
+    /// The bytes the store read for `entry`; `nil` when it could not read them (the
+    /// evaluation is then `unreadable`, and nothing is written).
+    private static func bytes(of entry: (key: String, result: Result<Data, KeepsakeError>)) -> Data? {
+        guard case let .success(bytes) = entry.result else { return nil }
+        return bytes
+    }
+
+    private func evaluate(_ entry: (key: String, result: Result<Data, KeepsakeError>), encodeLatest: Bool) -> Evaluation
+    {
+        switch entry.result {
+        case let .success(bytes): return evaluate(key: entry.key, bytes: bytes, encodeLatest: encodeLatest)
+        case let .failure(error): return unreadable(key: entry.key, error)
+        }
     }
 
     /// The record under `key` migrated in memory, and its latest envelope bytes; nothing written.
@@ -96,31 +174,50 @@ public struct Migrator: Sendable {
         backup: BackupDirectory? = nil,
         progress: (@Sendable (MigrationProgress) -> Void)? = nil
     ) throws(KeepsakeError) -> [RecordReport] {
-        var reports: [RecordReport] = []
+        Array(try runReports(backup: backup, progress: progress))
+    }
+
+    /// ``run(backup:progress:)``, its reports held compactly (``RecordReports``): what
+    /// `migrate run` uses. The records to write are held as slices of one buffer per block of
+    /// records, not one allocation each.
+    package func runReports(
+        backup: BackupDirectory? = nil,
+        progress: (@Sendable (MigrationProgress) -> Void)? = nil
+    ) throws(KeepsakeError) -> RecordReports {
+        var reports = RecordReports()
         var writes: [StoreWrite] = []
         var writeIndex: [Int] = []  // report index for each write
         var originals: [(key: String, bytes: Data)] = []  // each write's record as read, for the backup
         var count = 0
-        try forEachRecord { offset, total, key, result in
-            if offset == 0 { reports.reserveCapacity(total) }
-            count = total
-            let bytes: Data
-            switch result {
-            case let .success(read): bytes = read
-            case let .failure(error):
-                reports.append(unreadable(key: key, error).report)
+        // The current block's records to write: their bytes one after the other in `arena`.
+        var arena: [UInt8] = []
+        var pending: [(key: String, range: Range<Int>, original: Data)] = []
+        try forEachEvaluation(
+            encodeLatest: true,
+            { offset, total, bytes, evaluation in
+                if offset == 0 { reports.reserveCapacity(total) }
+                count = total
+                if let encoded = evaluation.encoded, let bytes {
+                    let key = evaluation.report.key
+                    let start = arena.count
+                    arena.append(contentsOf: encoded)
+                    pending.append((key, start..<arena.count, bytes))
+                    writeIndex.append(reports.count)
+                    if backup != nil { originals.append((key, bytes)) }
+                }
+                reports.append(evaluation.report)
                 progress?(MigrationProgress(evaluated: offset + 1, total: total, written: false))
-                return
-            }
-            let evaluation = evaluate(key: key, bytes: bytes, encodeLatest: true)
-            if let encoded = evaluation.encoded {
-                writes.append(StoreWrite(key: key, value: encoded, expectation: .unchanged(bytes)))
-                writeIndex.append(reports.count)
-                if backup != nil { originals.append((key, bytes)) }
-            }
-            reports.append(evaluation.report)
-            progress?(MigrationProgress(evaluated: offset + 1, total: total, written: false))
-        }
+            },
+            endOfBlock: {
+                guard !pending.isEmpty else { return }
+                let block = Data(arena)
+                for write in pending {
+                    writes.append(
+                        StoreWrite(key: write.key, value: block[write.range], expectation: .unchanged(write.original)))
+                }
+                arena.removeAll(keepingCapacity: true)
+                pending.removeAll(keepingCapacity: true)
+            })
         if let backup, !writes.isEmpty {
             // One durable batch of backups; a record whose backup failed keeps its bytes.
             var kept: [StoreWrite] = []
@@ -128,11 +225,11 @@ public struct Migrator: Sendable {
             for ((write, index), saved) in zip(zip(writes, writeIndex), backup.saveAll(originals, store: store.uri)) {
                 switch saved {
                 case let .success(file):
-                    reports[index].backupPath = file
+                    reports.update(index) { $0.backupPath = file }
                     kept.append(write)
                     keptIndex.append(index)
                 case let .failure(error):
-                    reports[index].error = error
+                    reports.update(index) { $0.error = error }
                 }
             }
             writes = kept
@@ -143,16 +240,20 @@ public struct Migrator: Sendable {
             return reports
         }
         let results = try store.commit(writes)
+        writes = []
         for (index, result) in zip(writeIndex, results) {
             switch result {
             case .applied:
-                reports[index].state = .migrated
+                reports.setState(.migrated, at: index)
             case .conflict:
-                reports[index].error = KeepsakeError(
-                    .conflict, store: store.uri, key: reports[index].key,
-                    "the record changed while it was being migrated; it was left as the other writer stored it")
+                let key = reports[index].key
+                reports.update(index) {
+                    $0.error = KeepsakeError(
+                        .conflict, store: store.uri, key: key,
+                        "the record changed while it was being migrated; it was left as the other writer stored it")
+                }
             case let .failed(error):
-                reports[index].error = error
+                reports.update(index) { $0.error = error }
             }
         }
         progress?(MigrationProgress(evaluated: count, total: count, written: true))
@@ -162,7 +263,7 @@ public struct Migrator: Sendable {
 
     // MARK: Evaluation
 
-    struct Evaluation {
+    struct Evaluation: Sendable {
         var report: RecordReport
         /// The verified latest envelope of an outdated record, when asked for.
         var encoded: Data?

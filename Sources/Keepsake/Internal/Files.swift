@@ -162,8 +162,16 @@ package struct FileSystem: Sendable {
     /// previous file is left in place — after the rename too: the previous file is kept under
     /// a rollback name until the directory sync succeeds, and put back if it fails.
     package func replace(_ name: String, in directory: String, with data: Data) throws(SystemFailure) {
+        try replace(name, in: directory) { fd throws(SystemFailure) in try Syscall.writeAll(fd, data) }
+    }
+
+    /// ``replace(_:in:with:)`` with the new contents written by `write` into the temporary
+    /// file's descriptor (a large document streamed rather than built first).
+    package func replace(
+        _ name: String, in directory: String, writing write: (Int32) throws(SystemFailure) -> Void
+    ) throws(SystemFailure) {
         let target = directory + "/" + name
-        let temporary = try writeTemporary(in: directory) { fd throws(SystemFailure) in try Syscall.writeAll(fd, data) }
+        let temporary = try writeTemporary(in: directory, write)
         // Keep the previous file reachable until the new one is durable.
         var rollback: String? = directory + "/" + temporaryName()
         do throws(SystemFailure) {

@@ -362,29 +362,14 @@ extension CanonicalNode {
         case let .object(object):
             guard depth < 512 else { throw Self.tooDeep }
             out.append(UInt8(ascii: "{"))
-            let members = object.members
-            if members.count <= 1 || zip(members, members.dropFirst()).allSatisfy({ Self.precedes($0.key, $1.key) }) {
-                for (position, member) in members.enumerated() {
-                    if position > 0 { out.append(UInt8(ascii: ",")) }
-                    Self.writeString(member.key, to: &out)
-                    out.append(UInt8(ascii: ":"))
-                    try member.value.write(to: &out, depth: depth + 1)
-                }
-            } else {
-                for (position, member) in members.sorted(by: { Self.precedes($0.key, $1.key) }).enumerated() {
-                    if position > 0 { out.append(UInt8(ascii: ",")) }
-                    Self.writeString(member.key, to: &out)
-                    out.append(UInt8(ascii: ":"))
-                    try member.value.write(to: &out, depth: depth + 1)
-                }
+            for (position, member) in object.writtenMembers.enumerated() {
+                if position > 0 { out.append(UInt8(ascii: ",")) }
+                Self.writeString(member.key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                try member.value.write(to: &out, depth: depth + 1)
             }
             out.append(UInt8(ascii: "}"))
         }
-    }
-
-    /// Byte order of the keys' UTF-8, as `JSONEncoder` sorts them.
-    private static func precedes(_ first: String, _ second: String) -> Bool {
-        first.precedesExactly(second)
     }
 
     private static var tooDeep: EncodingError {

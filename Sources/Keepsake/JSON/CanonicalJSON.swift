@@ -25,6 +25,18 @@ package enum CanonicalJSON {
     static func encodeEnvelope<T: Encodable>(
         schema: String, version: Int, oldestReader: Int?, data: T, dates: DateEncoding = .deferredToDate
     ) throws -> Data {
+        try encodeEnvelopeWithTree(
+            schema: schema, version: version, oldestReader: oldestReader, data: data, dates: dates
+        ).bytes
+    }
+
+    /// ``encodeEnvelope(schema:version:oldestReader:data:dates:)``, with the encoder's tree the
+    /// bytes were written from — `nil` when `JSONEncoder` wrote them (a value holding a type
+    /// Keepsake's encoder leaves to it). A write-back verifies on the tree
+    /// (`CanonicalNode.readBack(depth:)`) instead of parsing the bytes again.
+    static func encodeEnvelopeWithTree<T: Encodable>(
+        schema: String, version: Int, oldestReader: Int?, data: T, dates: DateEncoding = .deferredToDate
+    ) throws -> (bytes: Data, tree: CanonicalNode?) {
         do {
             let root = CanonicalEncoder(dates: dates)
             let object = CanonicalObject()
@@ -37,13 +49,15 @@ package enum CanonicalJSON {
                 }
             }
             if root.needsFoundation { throw CanonicalEncoderUnsupported() }
+            let tree = CanonicalNode.object(object)
             var out: [UInt8] = []
             out.reserveCapacity(128)
-            try CanonicalNode.object(object).write(to: &out, depth: 0)
-            return Data(out)
+            try tree.write(to: &out, depth: 0)
+            return (Data(out), tree)
         } catch is CanonicalEncoderUnsupported {
-            return try foundationEncode(
+            let bytes = try foundationEncode(
                 Envelope(schema: schema, version: version, oldestReader: oldestReader, data: data), dates: dates)
+            return (bytes, nil)
         }
     }
 

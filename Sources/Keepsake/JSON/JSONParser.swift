@@ -23,7 +23,11 @@ package struct JSONSyntaxError: Error, Sendable {
 package struct JSONParser: ~Copyable {
     private let bytes: UnsafeRawBufferPointer
     package private(set) var offset: Int = 0
-    private static let maxDepth = 256
+    /// How deep arrays and objects may nest: deeper input is refused, not recursed into.
+    static let maxDepth = 256
+
+    /// The error for input nested deeper than ``maxDepth``, where no offset applies.
+    static var tooDeep: JSONSyntaxError { JSONSyntaxError(offset: 0, reason: "nesting deeper than \(maxDepth) levels") }
 
     init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 

@@ -23,7 +23,7 @@ extension Migrate {
         func run() throws {
             try guarded {
                 let migrator = try migrator()
-                let reports = try migrator.plan()
+                let reports = try migrator.planReports()
                 try finish(reports, store: migrator.store.uri, json: output.json) {
                     say("Plan for \(migrator.store.uri) (nothing is written)")
                     printPlan(reports)
@@ -35,7 +35,7 @@ extension Migrate {
 
 /// One line per record: what `run` does with it. Keys are escaped for the terminal before they
 /// are padded, so the columns line up and no key can fake a line.
-func printPlan(_ reports: [RecordReport]) {
+func printPlan(_ reports: some Collection<RecordReport>) {
     let keys = reports.map { escapedForTerminal($0.key) }
     let width = keys.map(\.count).max() ?? 0
     for (report, escapedKey) in zip(reports, keys) {

@@ -51,7 +51,7 @@ extension Migrate {
         private func perform() throws {
             let migrator = try migrator()
             if dryRun {
-                let reports = try migrator.plan()
+                let reports = try migrator.planReports()
                 try finish(
                     reports, store: migrator.store.uri, json: output.json,
                     extra: ["dryRun": true, "backupDirectory": nil]
@@ -67,7 +67,7 @@ extension Migrate {
                 ProgressDisplay.isShown(
                     standardErrorIsTerminal: standardErrorIsTerminal, json: output.json,
                     quiet: output.quiet) ? ProgressMeter() : nil
-            let reports: [RecordReport]
+            let reports: RecordReports
             do {
                 reports = try Self.run(migrator, backup: destination, meter: meter)
             } catch {
@@ -86,23 +86,22 @@ extension Migrate {
                 if !reports.isEmpty {
                     // Most records of a run take the same steps: each list is spelled once.
                     var stepsText: [[Int]: String] = [:]
-                    printTable(
-                        ["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"],
-                        reports.map { report in
-                            var note = report.errorText ?? ""
-                            if report.errorText == nil, report.state == .migrated {
-                                if let known = stepsText[report.steps] {
-                                    note = known
-                                } else {
-                                    note = "steps " + report.steps.map { "v\($0)" }.joined(separator: ", ")
-                                    stepsText[report.steps] = note
-                                }
+                    printTable(["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"], count: reports.count) {
+                        let report = reports[$0]
+                        var note = report.errorText ?? ""
+                        if report.errorText == nil, report.state == .migrated {
+                            if let known = stepsText[report.steps] {
+                                note = known
+                            } else {
+                                note = "steps " + report.steps.map { "v\($0)" }.joined(separator: ", ")
+                                stepsText[report.steps] = note
                             }
-                            return [
-                                report.key, report.schema ?? "-", report.storedText, report.latestText,
-                                report.state.rawValue, note
-                            ]
-                        })
+                        }
+                        return [
+                            report.key, report.schema ?? "-", report.storedText, report.latestText,
+                            report.state.rawValue, note
+                        ]
+                    }
                 }
                 say(summary(reports))
                 if let kept { say("Backups in \(kept)") }
@@ -113,13 +112,13 @@ extension Migrate {
         /// ``CommitProgress`` reports, records written.
         private static func run(
             _ migrator: Migrator, backup: BackupDirectory?, meter: ProgressMeter?
-        ) throws -> [RecordReport] {
-            guard let meter else { return try migrator.run(backup: backup) }
+        ) throws -> RecordReports {
+            guard let meter else { return try migrator.runReports(backup: backup) }
             let written: @Sendable (Int, Int) -> Void = { done, total in
                 meter.update("writing", done: done, total: total)
             }
             return try CommitProgress.$observer.withValue(written) {
-                try migrator.run(backup: backup) { progress in
+                try migrator.runReports(backup: backup) { progress in
                     if !progress.written {
                         meter.update("checking", done: progress.evaluated, total: progress.total)
                     }

@@ -25,18 +25,17 @@ extension Migrate {
         func run() throws {
             try guarded {
                 let migrator = try migrator()
-                let reports = try migrator.plan()
+                let reports = try migrator.planReports()
                 try finish(reports, store: migrator.store.uri, json: output.json) {
                     say("Store \(migrator.store.uri)")
                     if !reports.isEmpty {
-                        printTable(
-                            ["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"],
-                            reports.map {
-                                [
-                                    $0.key, $0.schema ?? "-", $0.storedText, $0.latestText, $0.state.rawValue,
-                                    $0.errorText ?? $0.formText
-                                ]
-                            })
+                        printTable(["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"], count: reports.count) {
+                            let report = reports[$0]
+                            return [
+                                report.key, report.schema ?? "-", report.storedText, report.latestText,
+                                report.state.rawValue, report.errorText ?? report.formText
+                            ]
+                        }
                     }
                     say(summary(reports))
                 }

@@ -99,7 +99,12 @@ enum Exit {
     }
 
     /// The exit code for a finished status, plan or run.
-    static func code(for reports: [RecordReport]) -> ExitCode {
+    static func code(for reports: some Collection<RecordReport>) -> ExitCode {
+        if let compact = reports as? RecordReports {
+            if compact.count(of: .unreadable) > 0 { return unreadable }
+            if compact.count(of: .newer) > 0 { return newer }
+            return compact.firstError.map { code(for: $0) } ?? .success
+        }
         if reports.contains(where: { $0.state == .unreadable }) { return unreadable }
         if reports.contains(where: { $0.state == .newer }) { return newer }
         if let failed = reports.first(where: { $0.error != nil }), let error = failed.error {

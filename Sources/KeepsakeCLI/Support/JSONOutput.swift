@@ -192,7 +192,8 @@ extension RecordReport {
 
 /// The one object `status`, `plan` and `run` print with `--json`: the store, every record, and
 /// the number of records in each state (every state present, zeros included).
-func reportsJSON(store: String, _ reports: [RecordReport], extra: [String: JSONValue] = [:]) -> JSONValue {
+func reportsJSON(store: String, _ reports: some Collection<RecordReport>, extra: [String: JSONValue] = [:]) -> JSONValue
+{
     var totals: [String: JSONValue] = ["records": .int(reports.count)]
     for state in RecordReport.State.allCases {
         totals[state.rawValue] = .int(reports.lazy.filter { $0.state == state }.count)

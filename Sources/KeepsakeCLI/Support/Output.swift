@@ -54,13 +54,18 @@ var standardErrorIsTerminal: Bool { isatty(2) == 1 }
 
 /// Prints rows as a left-aligned table with a header; every cell is escaped for the terminal
 /// first, so a key holding a newline or an escape sequence stays in its own cell.
-func printTable(_ header: [String], _ rows: consuming [[String]]) {
-    // Escaped in place: the caller's rows are ours (a second copy of 100k rows is 13 MB).
+func printTable(_ header: [String], _ rows: [[String]]) {
+    printTable(header, count: rows.count) { rows[$0] }
+}
+
+/// Prints a table of `count` rows, `row(i)` giving the cells of row `i` — called twice per row
+/// (once to measure the columns, once to print), so that no table of all the rows is held:
+/// at a million records that table would take more memory than the suite.
+func printTable(_ header: [String], count: Int, row: (Int) -> [String]) {
     var widths = header.map(columns)
-    for row in rows.indices {
-        for index in rows[row].indices {
-            rows[row][index] = escapedForTerminal(rows[row][index])
-            if index < widths.count { widths[index] = max(widths[index], columns(rows[row][index])) }
+    for index in 0..<count {
+        for (column, cell) in row(index).enumerated() where column < widths.count {
+            widths[column] = max(widths[column], columns(escapedForTerminal(cell)))
         }
     }
     // Built as bytes and written to descriptor 1 in large chunks, after flushing what `print`
@@ -82,9 +87,10 @@ func printTable(_ header: [String], _ rows: consuming [[String]]) {
     func flush() {
         fflush(nil)
         out.withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress else { return }
             var done = 0
             while done < bytes.count {
-                let count = Glibc.write(1, bytes.baseAddress! + done, bytes.count - done)
+                let count = Glibc.write(1, base + done, bytes.count - done)
                 if count < 0 && errno == EINTR { continue }
                 guard count > 0 else { return }  // standard output closed: nothing more to do
                 done += count
@@ -94,7 +100,7 @@ func printTable(_ header: [String], _ rows: consuming [[String]]) {
     }
     out.reserveCapacity(1 << 16 + 4096)
     line(header)
-    for row in rows { line(row) }
+    for index in 0..<count { line(row(index).map(escapedForTerminal)) }
     flush()
 }
 

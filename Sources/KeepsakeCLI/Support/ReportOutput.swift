@@ -28,10 +28,14 @@ extension RecordReport {
 }
 
 /// Counts per state, in the order states are listed: "2 outdated, 1 current".
-func summary(_ reports: [RecordReport]) -> String {
+func summary(_ reports: some Collection<RecordReport>) -> String {
     // One pass, counting (filtering copied every report once per state).
     var perState: [RecordReport.State: Int] = [:]
-    for report in reports { perState[report.state, default: 0] += 1 }
+    if let compact = reports as? RecordReports {
+        for state in RecordReport.State.allCases { perState[state] = compact.count(of: state) }
+    } else {
+        for report in reports { perState[report.state, default: 0] += 1 }
+    }
     let counts = RecordReport.State.allCases.compactMap { state -> String? in
         let count = perState[state] ?? 0
         return count == 0 ? nil : "\(count) \(state.rawValue)"
@@ -42,7 +46,8 @@ func summary(_ reports: [RecordReport]) -> String {
 /// Prints `reports` as `--json` (one object: the store, the records, the totals, and `extra`)
 /// or with `human`, then exits with their code (see `Exit`).
 func finish(
-    _ reports: [RecordReport], store: String, json: Bool, extra: [String: JSONValue] = [:], human: () -> Void
+    _ reports: some Collection<RecordReport>, store: String, json: Bool, extra: [String: JSONValue] = [:],
+    human: () -> Void
 ) throws {
     if json {
         printJSON(reportsJSON(store: store, reports, extra: extra))

@@ -1,0 +1,142 @@
+/// The reports of one ``Migrator`` pass, in key order, held compactly and built one at a time
+/// when read.
+///
+/// An array of ``RecordReport`` holds about 200 bytes per record (a report has room for an
+/// error, a backup path and a list of steps, which most records leave empty); this holds a
+/// record that has none of them in 40 (its key, and its model as an index into the pass's
+/// model names), and keeps a whole ``RecordReport`` only for the records that need one. That is
+/// what lets `migrate status`, `plan` and `run` over a million-record suite hold little more
+/// than the suite itself.
+package struct RecordReports: RandomAccessCollection, Sendable {
+    private struct Compact: Sendable {
+        var key: String
+        /// Index in `schemas`; -1 for none.
+        var schema: Int32
+        /// `Int32.min` for none.
+        var storedVersion: Int32
+        /// `Int32.min` for none.
+        var latestVersion: Int32
+        var state: RecordReport.State
+        var form: RecordForm?
+        var stringWrapped: Bool
+        /// Whether the steps are every version after the stored one up to the latest (else none).
+        var stepsToLatest: Bool
+        /// Index in `full` of this record's whole report; -1 when the fields above are all of it.
+        var full: Int
+    }
+
+    private var compact: [Compact] = []
+    private var schemas: [String] = []
+    private var full: [RecordReport] = []
+
+    package init() {}
+
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { compact.count }
+
+    package subscript(position: Int) -> RecordReport {
+        let record = compact[position]
+        if record.full >= 0 { return full[record.full] }
+        let stored = record.storedVersion == .min ? nil : Int(record.storedVersion)
+        let latest = record.latestVersion == .min ? nil : Int(record.latestVersion)
+        var steps: [Int] = []
+        if record.stepsToLatest, let stored, let latest, stored < latest { steps = Array(stored + 1...latest) }
+        return RecordReport(
+            key: record.key, schema: record.schema < 0 ? nil : schemas[Int(record.schema)], storedVersion: stored,
+            latestVersion: latest, state: record.state, form: record.form, stringWrapped: record.stringWrapped,
+            steps: steps)
+    }
+
+    package mutating func reserveCapacity(_ count: Int) { compact.reserveCapacity(count) }
+
+    /// Adds `report` after the others.
+    package mutating func append(_ report: RecordReport) {
+        compact.append(compacted(report) ?? fullEntry(report))
+    }
+
+    /// Changes the report at `position` (what a run does once its batch is written).
+    package mutating func update(_ position: Int, _ change: (inout RecordReport) -> Void) {
+        var report = self[position]
+        change(&report)
+        if let small = compacted(report) {
+            compact[position] = small
+        } else if compact[position].full >= 0 {
+            full[compact[position].full] = report
+        } else {
+            compact[position] = fullEntry(report)
+        }
+    }
+
+    /// Sets the state of the report at `position`, as ``update(_:_:)`` would, without building it.
+    package mutating func setState(_ state: RecordReport.State, at position: Int) {
+        if compact[position].full >= 0 {
+            full[compact[position].full].state = state
+        } else {
+            compact[position].state = state
+        }
+    }
+
+    /// Hands `body`, in key order, each report held whole: every report with an error or a
+    /// backup path among them (the compact ones have neither).
+    package func forEachWhole(_ body: (RecordReport) -> Void) {
+        for record in compact where record.full >= 0 { body(full[record.full]) }
+    }
+
+    /// The first report, in key order, with an error.
+    package var firstError: KeepsakeError? {
+        for record in compact where record.full >= 0 {
+            if let error = full[record.full].error { return error }
+        }
+        return nil
+    }
+
+    /// How many reports are in `state`.
+    package func count(of state: RecordReport.State) -> Int {
+        compact.reduce(0) { $0 + ($1.state == state ? 1 : 0) }
+    }
+
+    private mutating func fullEntry(_ report: RecordReport) -> Compact {
+        full.append(report)
+        return Compact(
+            key: report.key, schema: -1, storedVersion: .min, latestVersion: .min, state: report.state, form: nil,
+            stringWrapped: false, stepsToLatest: false, full: full.count - 1)
+    }
+
+    /// `report` in compact form, or `nil` when it holds what the compact form has no room for.
+    private mutating func compacted(_ report: RecordReport) -> Compact? {
+        guard report.error == nil, report.backupPath == nil else { return nil }
+        guard let stored = Self.small(report.storedVersion), let latest = Self.small(report.latestVersion) else {
+            return nil
+        }
+        let stepsToLatest: Bool
+        if report.steps.isEmpty {
+            stepsToLatest = false
+        } else if let from = report.storedVersion, let to = report.latestVersion, from < to,
+            report.steps.elementsEqual(from + 1...to)
+        {
+            stepsToLatest = true
+        } else {
+            return nil
+        }
+        var schema: Int32 = -1
+        if let name = report.schema {
+            if let known = schemas.firstIndex(where: { $0.isExactly(name) }) {
+                schema = Int32(known)
+            } else {
+                guard schemas.count < 64 else { return nil }  // names of unknown envelopes: keep them whole
+                schemas.append(name)
+                schema = Int32(schemas.count - 1)
+            }
+        }
+        return Compact(
+            key: report.key, schema: schema, storedVersion: stored, latestVersion: latest, state: report.state,
+            form: report.form, stringWrapped: report.stringWrapped, stepsToLatest: stepsToLatest, full: -1)
+    }
+
+    /// A version as an `Int32` (`Int32.min` for none), or `nil` when it does not fit.
+    private static func small(_ version: Int?) -> Int32? {
+        guard let version else { return .min }
+        guard version > Int(Int32.min), version <= Int(Int32.max) else { return nil }
+        return Int32(version)
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import KeepsakeDefaults
+import KeepsakeMemory
+import Migrations
+import Testing
+
+@testable import Keepsake
+
+/// A store larger than two of the migrator's blocks: on more than one core its records are
+/// evaluated in parallel, block by block, and must still be reported, and written, each as its
+/// own record in key order.
+@Suite("Migrator over a large store")
+struct MigratorLargeStoreTests {
+    let context = MigrationContext.fixed(
+        now: Date(timeIntervalSince1970: 0), deviceIdentity: "dev", identifierPrefix: "u")
+    static let count = 3 * 2_048 + 17
+
+    /// Record `index`: a Person V0 envelope, except every 7th current (V3), every 97th newer,
+    /// every 89th a plain value (unmanaged) and every 101st a V0 whose name is a number
+    /// (unreadable).
+    static func record(_ index: Int) -> (key: String, bytes: Data, plan: RecordReport.State) {
+        let key = String(format: "p-%05d", index)
+        let json: String
+        let state: RecordReport.State
+        if index % 101 == 0 {
+            json = #"{"data":{"age":"1","name":\#(index)},"schema":"Person","version":0}"#
+            state = .unreadable
+        } else if index % 97 == 0 {
+            json = #"{"data":{"x":1},"schema":"Person","version":9}"#
+            state = .newer
+        } else if index % 89 == 0 {
+            json = #""plain \#(index)""#
+            state = .unmanaged
+        } else if index % 7 == 0 {
+            json = #"{"data":{"alias":"P\#(index)","email":"p\#(index)@x"},"schema":"Person","version":3}"#
+            state = .current
+        } else {
+            json = #"{"data":{"age":"\#(index % 90)","name":"P\#(index)"},"schema":"Person","version":0}"#
+            state = .outdated
+        }
+        return (key, Data(json.utf8), state)
+    }
+
+    @Test(
+        "plan and run report every record in key order, and write each migrated record as itself",
+        arguments: ["memory", "defaults"])
+    func everyRecordInOrder(kind: String) throws {
+        let records = (0..<Self.count).map(Self.record)
+        let store: any RecordStore
+        var directory: URL?
+        if kind == "memory" {
+            store = InMemoryStore(
+                name: "large", contents: Dictionary(uniqueKeysWithValues: records.map { ($0.key, $0.bytes) }))
+        } else {
+            let made = FileManager.default.temporaryDirectory.appendingPathComponent("large-\(UUID().uuidString)")
+            directory = made
+            let suite = DefaultsStore(path: made.appendingPathComponent("suite.json").path)
+            _ = try suite.commit(records.map { StoreWrite(key: $0.key, value: $0.bytes) })
+            store = suite
+        }
+        defer { if let directory { try? FileManager.default.removeItem(at: directory) } }
+        #expect(Migrator.workers(for: Self.count) == min(ProcessInfo.processInfo.activeProcessorCount, 8))
+
+        let migrator = Migrator(store: store, chains: [Person.chain.erased], context: context)
+        let planned = try migrator.plan()
+        #expect(planned.map(\.key) == records.map(\.key))
+        #expect(planned.map(\.state) == records.map(\.plan))
+        #expect(planned.filter { $0.state == .outdated }.allSatisfy { $0.steps == [1, 2, 3] && $0.storedVersion == 0 })
+
+        let ran = try migrator.run()
+        #expect(ran.map(\.key) == records.map(\.key))
+        #expect(ran.map(\.state) == records.map { $0.plan == .outdated ? .migrated : $0.plan })
+        #expect(ran.filter { $0.state == .unreadable }.allSatisfy { $0.error?.key == $0.key })
+        for (index, record) in records.enumerated() {
+            let stored = try store.data(forKey: record.key)
+            if record.plan == .outdated {
+                let expected = try Person.chain.encode(PersonV3(alias: "P\(index)", email: "---"))
+                #expect(stored == expected, "\(record.key)")
+            } else {
+                #expect(stored == record.bytes, "\(record.key) must keep its bytes")
+            }
+        }
+        #expect(try migrator.plan().allSatisfy { $0.state != .outdated }, "a second pass finds nothing to do")
+    }
+}
