@@ -95,7 +95,8 @@ public final class DefaultsStore: RecordStore {
     public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
         for write in writes {
             try validateKey(write.key)
-            if let value = write.value { try Self.checkValue(value, store: uri, key: write.key) }
+            // A value the migrator encoded and verified is one JSON value already.
+            if let value = write.value, !write.valueIsVerified { try Self.checkValue(value, store: uri, key: write.key) }
         }
         do throws(SystemFailure) {
             try Syscall.makeDirectories(directory)
@@ -130,8 +131,15 @@ public final class DefaultsStore: RecordStore {
             // only which writes apply.
             var applied: [Int] = []
             applied.reserveCapacity(writes.count)
+            // The members are sorted too: found by walking both lists once, not by a search each.
+            var member = document.entries.startIndex
             for (position, write) in writes.enumerated() {
-                let current = document.slice(forKey: write.key)
+                while member < document.entries.endIndex, document.entries[member].key.precedesExactly(write.key) {
+                    member += 1
+                }
+                let current: Data? =
+                    member < document.entries.endIndex && document.entries[member].key.isExactly(write.key)
+                    ? document.bytes[document.entries[member].range] : nil
                 guard write.expects(current) else {
                     results.append(.conflict)
                     continue

@@ -212,8 +212,10 @@ public struct Migrator: Sendable {
                 guard !pending.isEmpty else { return }
                 let block = Data(arena)
                 for write in pending {
-                    writes.append(
-                        StoreWrite(key: write.key, value: block[write.range], expectation: .unchanged(write.original)))
+                    var verified = StoreWrite(
+                        key: write.key, value: block[write.range], expectation: .unchanged(write.original))
+                    verified.valueIsVerified = true
+                    writes.append(verified)
                 }
                 arena.removeAll(keepingCapacity: true)
                 pending.removeAll(keepingCapacity: true)

@@ -19,14 +19,16 @@ package struct RecordReports: RandomAccessCollection, Sendable {
         var state: RecordReport.State
         var form: RecordForm?
         var stringWrapped: Bool
-        /// Whether the steps are every version after the stored one up to the latest (else none).
-        var stepsToLatest: Bool
+        /// Index in `stepLists` of the report's steps; -1 for none.
+        var steps: Int32
         /// Index in `full` of this record's whole report; -1 when the fields above are all of it.
         var full: Int
     }
 
     private var compact: [Compact] = []
     private var schemas: [String] = []
+    /// Each distinct list of steps, kept once (most records of a run share one).
+    private var stepLists: [[Int]] = []
     private var full: [RecordReport] = []
 
     package init() {}
@@ -39,8 +41,7 @@ package struct RecordReports: RandomAccessCollection, Sendable {
         if record.full >= 0 { return full[record.full] }
         let stored = record.storedVersion == .min ? nil : Int(record.storedVersion)
         let latest = record.latestVersion == .min ? nil : Int(record.latestVersion)
-        var steps: [Int] = []
-        if record.stepsToLatest, let stored, let latest, stored < latest { steps = Array(stored + 1...latest) }
+        let steps = record.steps < 0 ? [] : stepLists[Int(record.steps)]
         return RecordReport(
             key: record.key, schema: record.schema < 0 ? nil : schemas[Int(record.schema)], storedVersion: stored,
             latestVersion: latest, state: record.state, form: record.form, stringWrapped: record.stringWrapped,
@@ -99,7 +100,7 @@ package struct RecordReports: RandomAccessCollection, Sendable {
         full.append(report)
         return Compact(
             key: report.key, schema: -1, storedVersion: .min, latestVersion: .min, state: report.state, form: nil,
-            stringWrapped: false, stepsToLatest: false, full: full.count - 1)
+            stringWrapped: false, steps: -1, full: full.count - 1)
     }
 
     /// `report` in compact form, or `nil` when it holds what the compact form has no room for.
@@ -108,15 +109,15 @@ package struct RecordReports: RandomAccessCollection, Sendable {
         guard let stored = Self.small(report.storedVersion), let latest = Self.small(report.latestVersion) else {
             return nil
         }
-        let stepsToLatest: Bool
-        if report.steps.isEmpty {
-            stepsToLatest = false
-        } else if let from = report.storedVersion, let to = report.latestVersion, from < to,
-            report.steps.elementsEqual(from + 1...to)
-        {
-            stepsToLatest = true
-        } else {
-            return nil
+        var steps: Int32 = -1
+        if !report.steps.isEmpty {
+            if let known = stepLists.firstIndex(of: report.steps) {
+                steps = Int32(known)
+            } else {
+                guard stepLists.count < 64 else { return nil }  // keep unusual ones whole
+                stepLists.append(report.steps)
+                steps = Int32(stepLists.count - 1)
+            }
         }
         var schema: Int32 = -1
         if let name = report.schema {
@@ -130,7 +131,7 @@ package struct RecordReports: RandomAccessCollection, Sendable {
         }
         return Compact(
             key: report.key, schema: schema, storedVersion: stored, latestVersion: latest, state: report.state,
-            form: report.form, stringWrapped: report.stringWrapped, stepsToLatest: stepsToLatest, full: -1)
+            form: report.form, stringWrapped: report.stringWrapped, steps: steps, full: -1)
     }
 
     /// A version as an `Int32` (`Int32.min` for none), or `nil` when it does not fit.

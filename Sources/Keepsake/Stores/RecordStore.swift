@@ -180,6 +180,9 @@ public struct StoreWrite: Sendable {
     public var value: Data?
     /// What the key must hold for the write to apply.
     public var expectation: Expectation
+    /// Whether ``value`` was written by Keepsake's own encoder and verified to read back (a
+    /// ``Migrator`` write): then a store need not check it is well-formed JSON again.
+    package var valueIsVerified = false
 
     /// Writes `value` under `key` (removes it when `nil`), if the key holds what `expectation` says.
     public init(key: String, value: Data?, expectation: Expectation = .anything) {
