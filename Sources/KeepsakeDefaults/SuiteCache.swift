@@ -37,17 +37,20 @@ struct FileIdentity: Equatable, Sendable {
 /// the freed inode number and have the same size, so two versions written within one tick can
 /// look identical. Hence two ways to reuse the parse:
 ///
-/// - **By identity alone** (one `lstat`), only once the version's status-change time is more
-///   than ``settled`` older than the moment it was read: any later change — a write in place or
-///   a new file renamed over it — gets a status-change time after that moment, so a version
-///   with the same identity is the same version.
+/// - **By identity alone** (one `lstat`), only once the version was settled when it was read:
+///   its status-change time, in whole seconds, more than ``settled`` seconds before the second
+///   it was read in (`changed.tv_sec + 2 < readAt.tv_sec`) — so it was at least 2 s old, and
+///   every version at least 3 s old qualifies. Any later change — a write in place or a new
+///   file renamed over it — gets a status-change time after that moment, so a version with the
+///   same identity is the same version.
 /// - **By content** for a version changed recently: the file is read and its bytes compared
 ///   with the cached ones; the parse is reused only when they are equal.
 ///
 /// Everything else is read and parsed again.
 final class SuiteCache: Sendable {
-    /// How far a file system's timestamps may lag the clock (coarse ticks, 1 s or 2 s
-    /// granularity on some file systems).
+    /// How far (whole seconds) a file system's timestamps may lag the clock (coarse ticks, 1 s
+    /// or 2 s granularity on some file systems). Compared in whole seconds: see the type's
+    /// documentation for what that means in elapsed time (2–3 s).
     static let settled: Int = 2
 
     private struct Entry {

@@ -339,6 +339,9 @@ struct RandomSource: Sendable {
     var bytes: @Sendable (Int) -> [UInt8]
     /// Secret random values: the data key.
     var secret: @Sendable (Int) -> SecureBytes
+    /// Whether many public values may be drawn in one call and split (true of the system's
+    /// generator; a scripted source for test vectors hands out values one by one).
+    var drawsInOneCall = false
 
     static let system = RandomSource(
         bytes: { count in
@@ -346,7 +349,7 @@ struct RandomSource: Sendable {
             bytes.withUnsafeMutableBytes { Sodium.randomBytes($0) }
             return bytes
         },
-        secret: { SecureBytes.random(count: $0) })
+        secret: { SecureBytes.random(count: $0) }, drawsInOneCall: true)
 }
 
 /// `text` as one shell word: as it is when it holds only characters no shell treats specially,

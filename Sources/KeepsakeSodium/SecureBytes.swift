@@ -1,6 +1,6 @@
 import Foundation
 
-/// Secret bytes — a key, a passphrase, a decrypted record — kept where they cannot linger.
+/// Secret bytes — a key, a passphrase — kept where they cannot linger.
 ///
 /// The bytes live in memory from `sodium_malloc` (between guard pages, locked in RAM where the
 /// system allows), are zeroed over the whole allocation when the last copy is released, are
@@ -11,6 +11,12 @@ import Foundation
 /// let passphrase = SecureBytes(copying: Array(line.utf8))
 /// let store = try SodiumFileStore(directory: path, key: .passphrase(passphrase, origin: "prompt"))
 /// ```
+///
+/// Each value costs one guarded allocation (a dozen system calls), so KeepsakeSodium keeps
+/// long-lived secrets in it — the master key, the data key and its subkeys, a passphrase —
+/// once per store, not once per record: a record's plaintext is sealed and opened in ordinary
+/// memory that is zeroed right after (see `PlaintextScratch` in
+/// `Sources/KeepsakeSodium/Format/Format.swift`).
 ///
 /// A value is immutable once made, so copies share one allocation and it is safe to pass
 /// between threads. Read it only inside ``withUnsafeBytes(_:)``, and do not let the pointer

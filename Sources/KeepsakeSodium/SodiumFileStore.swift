@@ -67,6 +67,9 @@ public final class SodiumFileStore: RecordStore {
     let subkeys: DataSubkeys
     let fileSystem: FileSystem
     let random: RandomSource
+    /// What unlocked reads saw of record files, so that a batch can check `.unchanged`
+    /// expectations by the file's identity instead of reading and decrypting it again.
+    let seen: SeenRecords
 
     var headerPath: String { directory + "/" + Format.headerFileName }
     var lockPath: String { directory + "/" + Format.lockFileName }
@@ -129,6 +132,7 @@ public final class SodiumFileStore: RecordStore {
         self.lockTimeout = lockTimeout
         self.fileSystem = fileSystem
         self.random = random
+        self.seen = SeenRecords()
     }
 
     // MARK: Creating
@@ -245,7 +249,8 @@ public final class SodiumFileStore: RecordStore {
     public func data(forKey key: String) throws(KeepsakeError) -> Data? {
         try validateKey(key)
         let name = subkeys.fileName(of: key)
-        guard let bytes = try readRecordFile(name, key: key) else {
+        let readAt = SeenRecords.now()
+        guard let (bytes, info) = try readRecordFile(name, key: key) else {
             try checkDirectoryExists(key: key)
             return nil
         }
@@ -262,6 +267,7 @@ public final class SodiumFileStore: RecordStore {
                 .corruptRecord, store: uri, key: key, "the record's file \(name) holds another record",
                 cause: .library(domain: "KeepsakeSodium.format", code: 1, message: "record key mismatch"))
         }
+        seen.record(name, identity: FileIdentity(info), readAt: readAt, value: opened.value)
         return opened.value
     }
 
@@ -303,10 +309,12 @@ public final class SodiumFileStore: RecordStore {
             throw storeError(error, "cannot list the store directory")
         }
         var records: [(key: String, result: Result<Data, KeepsakeError>)] = []
+        var observed: [String: SeenRecords.Entry] = [:]
         for name in names where Self.isRecordFileName(name) {
-            let read: [UInt8]?
+            let read: (bytes: [UInt8], info: stat)?
+            let readAt = SeenRecords.now()
             do throws(SystemFailure) {
-                read = try Syscall.readFile(directory + "/" + name)
+                read = try Syscall.readFileWithInfo(directory + "/" + name)
             } catch  where error.errno == ENOTDIR {
                 throw storeError(error, "cannot read the store directory")  // the directory was replaced
             } catch {
@@ -320,11 +328,12 @@ public final class SodiumFileStore: RecordStore {
                     ))
                 continue
             }
-            guard let bytes = read else { continue }  // deleted meanwhile
+            guard let (bytes, info) = read else { continue }  // deleted meanwhile
             let nameHash = Hex.decode(String(name.dropLast(Format.recordSuffix.count)))!
             do throws(FormatFailure) {
                 let opened = try RecordFile.open(bytes, nameHash: nameHash, storeID: storeID, keys: subkeys)
                 records.append((opened.recordKey, .success(opened.value)))
+                observed[name] = seen.entry(identity: FileIdentity(info), readAt: readAt, value: opened.value)
             } catch {
                 records.append(
                     (
@@ -337,6 +346,7 @@ public final class SodiumFileStore: RecordStore {
                     ))
             }
         }
+        seen.replaceAll(with: observed)
         return records.sorted { $0.key.precedesExactly($1.key) }
     }
 
@@ -362,17 +372,27 @@ public final class SodiumFileStore: RecordStore {
         try checkDirectoryExists(key: nil)
         let lock = try Self.acquireLock(lockPath, timeout: lockTimeout, uri: uri)
         defer { lock.unlock() }
-        cleanLeftovers()
+        var existing = cleanLeftovers()
         var results = [StoreWriteResult](repeating: .applied, count: writes.count)
         var group: [(index: Int, file: GroupedFile)] = []
         var names = Set<String>()
+        var nonces = NonceBatch(random: random, count: writes.count { $0.value != nil })
         func flush() {
             // Progress as each record's new file is written, then once the group is durable.
-            let failures = fileSystem.commitGroup(group.map(\.file), in: directory) { member in
+            let failures = fileSystem.commitGroup(group.map(\.file), in: directory, existing: existing) { member in
                 CommitProgress.report(group[member].index + 1, of: writes.count)
             }
             for (member, failure) in zip(group, failures) {
-                guard let failure else { continue }
+                // The file changed, or may have: what a read saw of it no longer tells.
+                seen.forget(member.file.name)
+                guard let failure else {
+                    if member.file.data == nil {
+                        existing?.remove(member.file.name)
+                    } else {
+                        existing?.insert(member.file.name)
+                    }
+                    continue
+                }
                 let write = writes[member.index]
                 results[member.index] = .failed(
                     KeepsakeError(
@@ -389,23 +409,22 @@ public final class SodiumFileStore: RecordStore {
         for (index, write) in writes.enumerated() {
             let name = subkeys.fileName(of: write.key)
             if names.contains(name) { flush() }
-            if case .unchanged = write.expectation {
-                let current: Data?
+            if case let .unchanged(expected) = write.expectation {
+                let holds: Bool
                 do throws(KeepsakeError) {
-                    current = try data(forKey: write.key)
+                    holds = try holdsUnchanged(expected, name: name, key: write.key)
                 } catch {
                     results[index] = .failed(error)
                     continue
                 }
-                guard write.expects(current) else {
+                guard holds else {
                     results[index] = .conflict
                     continue
                 }
             }
             let file = write.value.map { value in
                 RecordFile.seal(
-                    value: value, recordKey: write.key, storeID: storeID, keys: subkeys,
-                    nonce: random.bytes(Sodium.aeadNonceBytes))
+                    value: value, recordKey: write.key, storeID: storeID, keys: subkeys, nonce: nonces.next())
             }
             group.append((index, GroupedFile(name: name, data: file)))
             names.insert(name)
@@ -527,9 +546,9 @@ public final class SodiumFileStore: RecordStore {
         }
     }
 
-    private func readRecordFile(_ name: String, key: String?) throws(KeepsakeError) -> [UInt8]? {
+    private func readRecordFile(_ name: String, key: String?) throws(KeepsakeError) -> ([UInt8], stat)? {
         do throws(SystemFailure) {
-            return try Syscall.readFile(directory + "/" + name)
+            return try Syscall.readFileWithInfo(directory + "/" + name)
         } catch {
             if let fileType = error.fileType {
                 // Inside the store's own directory, something else where a record file belongs
@@ -544,18 +563,41 @@ public final class SodiumFileStore: RecordStore {
         }
     }
 
-    /// Removes temporary and rollback files a crashed writer left. Call with the lock held.
+    /// Whether the record file `name` holds `expected` (`nil`: no file), checked under the lock.
+    ///
+    /// When an earlier unlocked read of this store saw the file with the identity it has now
+    /// (one `lstat`: device, inode, size, mtime and ctime to the nanosecond) and that version
+    /// was settled when read (``SeenRecords``), the value it held then is the value it holds
+    /// now, and `expected` is compared with it by keyed hash. Otherwise the file is read and
+    /// opened again, as ``data(forKey:)`` does.
+    private func holdsUnchanged(_ expected: Data?, name: String, key: String) throws(KeepsakeError) -> Bool {
+        switch seen.check(directory + "/" + name, name: name, against: expected) {
+        case .holds: return true
+        case .differs: return false
+        case .unknown: return try data(forKey: key) == expected
+        }
+    }
+
+    /// Removes temporary and rollback files a crashed writer left, and returns the other names
+    /// in the directory (`nil` when it cannot be listed). Call with the lock held.
     /// Best effort: a leftover that cannot be removed is harmless and is tried again next time.
-    func cleanLeftovers() {
+    @discardableResult
+    func cleanLeftovers() -> Set<String>? {
         let names: [String]
         do throws(SystemFailure) {
             names = try Syscall.listDirectory(directory)
         } catch {
-            return  // the caller's own reads and writes report an unreadable directory
+            return nil  // the caller's own reads and writes report an unreadable directory
         }
-        for name in names where name.hasPrefix(Format.temporaryPrefix) {
-            Syscall.unlink(directory + "/" + name)
+        var kept = Set<String>(minimumCapacity: names.count)
+        for name in names {
+            if name.hasPrefix(Format.temporaryPrefix) {
+                Syscall.unlink(directory + "/" + name)
+            } else {
+                kept.insert(name)
+            }
         }
+        return kept
     }
 
     private func cleanLeftoversIfUnlocked() {

@@ -144,7 +144,15 @@ func personV0(_ index: Int) -> Data {
 /// allocations slower for a minute or more, which the next phase measured would pay): a batched
 /// put of RECORDS Person V0 records into the empty store, a `Migrator.run` over them, then —
 /// after putting the old records back — a run with a backup directory.
+///
+/// Each run starts once its records are settled (`settleSeconds` after they were written, not
+/// timed), as the records of a real migration are: the store then checks a record's
+/// expectation under the lock by the file's identity instead of reading it again, which it
+/// may only do for versions whose ctime is more than 2 whole seconds before they were read
+/// (`SeenRecords` in Sources/KeepsakeSodium/SeenRecords.swift).
 func filesBench(_ arguments: [String]) throws {
+    // More than 3 s: a version stamped in second T is settled once read in second T + 3.
+    let settleSeconds = 3.2
     guard arguments.count == 2, let records = Int(arguments[0]), records > 0 else {
         throw BenchUsage("usage: keepsake-bench files RECORDS DIRECTORY")
     }
@@ -158,10 +166,12 @@ func filesBench(_ arguments: [String]) throws {
         context: .fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "bench"))
     var put = 0.0, run = 0.0, backedUp = 0.0
     put = try seconds { guard try store.commit(seed).allSatisfy({ $0 == .applied }) else { fatalError("put failed") } }
+    Thread.sleep(forTimeInterval: settleSeconds)
     run = try seconds {
         guard try migrator.run().allSatisfy({ $0.state == .migrated }) else { fatalError("run failed") }
     }
     _ = try store.commit(seed)
+    Thread.sleep(forTimeInterval: settleSeconds)
     let backup = try BackupDirectory.create(in: directory + "/backups")
     backedUp = try seconds {
         guard try migrator.run(backup: backup).allSatisfy({ $0.state == .migrated }) else { fatalError("run failed") }

@@ -50,4 +50,44 @@ struct GroupCommitTests {
             #expect(try store.data(forKey: "k137") == Data("137".utf8))
         }
     }
+
+    @Test(
+        """
+        expectations on settled records are checked by the file's identity, and another writer's \
+        change in between is still a conflict
+        """)
+    func settledExpectations() throws {
+        try withTemporaryDirectory { directory in
+            let store = try makeKeyFileStore(in: directory)
+            let other = try reopen(directory)
+            let seeded = try store.commit((0..<4).map { StoreWrite(key: "k\($0)", value: Data("old-\($0)".utf8)) })
+            #expect(seeded.allSatisfy { $0 == .applied })
+            Thread.sleep(forTimeInterval: 3.2)  // settled: ctime more than 2 whole seconds before the read
+            let read = try store.allRecords()
+            #expect(read.count == 4)
+            // Another store object (as another process would) replaces k1 with bytes of the same
+            // length, and removes k2, after the read and before the batch.
+            try other.setData(Data("new-1".utf8), forKey: "k1")
+            try other.removeData(forKey: "k2")
+            let results = try store.commit([
+                StoreWrite(key: "k0", value: Data("v0".utf8), expectation: .unchanged(Data("old-0".utf8))),
+                StoreWrite(key: "k1", value: Data("v1".utf8), expectation: .unchanged(Data("old-1".utf8))),
+                StoreWrite(key: "k2", value: Data("v2".utf8), expectation: .unchanged(Data("old-2".utf8))),
+                StoreWrite(key: "k3", value: Data("v3".utf8), expectation: .unchanged(Data("not-3".utf8))),
+                StoreWrite(key: "k3", value: Data("v3".utf8), expectation: .unchanged(nil))
+            ])
+            #expect(results == [.applied, .conflict, .conflict, .conflict, .conflict])
+            #expect(try other.data(forKey: "k0") == Data("v0".utf8))
+            #expect(try other.data(forKey: "k1") == Data("new-1".utf8))
+            #expect(try other.data(forKey: "k2") == nil)
+            #expect(try other.data(forKey: "k3") == Data("old-3".utf8))
+            // A record this store object just wrote is not settled: checked by reading it.
+            #expect(
+                try store.commit([
+                    StoreWrite(key: "k0", value: Data("w0".utf8), expectation: .unchanged(Data("v0".utf8)))
+                ])
+                    == [.applied])
+            #expect(try listing(directory + "/store").allSatisfy { !$0.hasPrefix(".tmp-") })
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -348,13 +349,28 @@ package struct FileSystem: Sendable {
         return temporary
     }
 
-    /// A temporary file name: the prefix and 16 random hex digits — nothing about the record.
+    /// A temporary file name: the prefix and 16 hex digits — nothing about the record.
+    ///
+    /// The digits are a SplitMix64 step over a per-process random seed plus a counter: distinct
+    /// within the process, unguessable outside it, and made without a `getrandom` call per
+    /// file. Temporary files are created with `O_EXCL`, so a name that happens to be taken
+    /// fails the create and is never written through.
     package func temporaryName() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let value: UInt64 = generator.next()
+        var value =
+            Self.temporarySeed &+ Self.temporaryCounter.add(1, ordering: .relaxed).oldValue
+            &* 0x9E37_79B9_7F4A_7C15
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        value ^= value >> 31
         let hex = String(value, radix: 16)
         return temporaryPrefix + String(repeating: "0", count: 16 - hex.count) + hex
     }
+
+    private static let temporarySeed: UInt64 = {
+        var generator = SystemRandomNumberGenerator()
+        return generator.next()
+    }()
+    private static let temporaryCounter = Atomic<UInt64>(0)
 }
 
 /// The system calls Keepsake's file-backed stores make, each wrapped once: EINTR retried, failures kept with
@@ -380,6 +396,37 @@ package enum Syscall {
 
     package static func rename(_ from: String, _ to: String) throws(SystemFailure) {
         _ = try retrying("rename") { Glibc.rename(from, to) }
+    }
+
+    /// `renameat2(2)` (glibc 2.28 and later; looked up at run time), or `nil` where it is missing.
+    private static let renameat2:
+        (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32)? = {
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
+            return unsafeBitCast(
+                symbol,
+                to: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32).self)
+        }()
+
+    /// How ``renameAtomically(_:_:_:)`` moves a file.
+    package enum RenameMode: UInt32 {
+        /// `RENAME_NOREPLACE`: fails with `EEXIST` when something is at the target.
+        case noReplace = 1
+        /// `RENAME_EXCHANGE`: swaps the two names atomically; both must exist (`ENOENT`).
+        case exchange = 2
+    }
+
+    /// `renameat2(from, to, mode)`. Throws `ENOSYS` when the C library lacks `renameat2`, and
+    /// the kernel's `EINVAL` (or `ENOSYS`, `EOPNOTSUPP`) where the file system does not support
+    /// the mode: see ``isUnsupportedRename(_:)``.
+    package static func renameAtomically(_ from: String, _ to: String, _ mode: RenameMode) throws(SystemFailure) {
+        guard let renameat2 else { throw SystemFailure(call: "renameat2", errno: ENOSYS) }
+        _ = try retrying("renameat2") { renameat2(AT_FDCWD, from, AT_FDCWD, to, mode.rawValue) }
+    }
+
+    /// Whether a ``renameAtomically(_:_:_:)`` failure means the mode is not available here
+    /// (rather than a failure of this rename).
+    package static func isUnsupportedRename(_ failure: SystemFailure) -> Bool {
+        failure.errno == EINVAL || failure.errno == ENOSYS || failure.errno == EOPNOTSUPP
     }
 
     /// For rollbacks after another failure, which is what gets reported.
@@ -509,11 +556,21 @@ package enum Syscall {
     /// Reads the whole regular file at `path` (symbolic links not followed); `nil` when it does
     /// not exist. Anything else at `path` is refused at once (see ``openRegularFile(_:followSymlinks:)``).
     package static func readFile(_ path: String, followSymlinks: Bool = false) throws(SystemFailure) -> [UInt8]? {
+        try readFileWithInfo(path, followSymlinks: followSymlinks)?.bytes
+    }
+
+    /// As ``readFile(_:followSymlinks:)``, with the `fstat` of the descriptor the bytes were
+    /// read from: the identity of the version read.
+    package static func readFileWithInfo(
+        _ path: String, followSymlinks: Bool = false
+    ) throws(SystemFailure) -> (bytes: [UInt8], info: Glibc.stat)? {
         let fd: Int32
         let size: Int
+        let info: Glibc.stat
         do throws(SystemFailure) {
             let opened = try openRegularFile(path, followSymlinks: followSymlinks)
             fd = opened.fd
+            info = opened.info
             size = Int(clamping: opened.info.st_size)
         } catch {
             if error.errno == ENOENT { return nil }
@@ -534,9 +591,12 @@ package enum Syscall {
             }
             if count == 0 { break }
             filled += count
+            // A regular file reads whole until its end: a short read that stops exactly at the
+            // size fstat gave is the end, without another `read` to see 0.
+            if filled == size && filled < bytes.count { break }
         }
         bytes.removeSubrange(filled...)
-        return bytes
+        return (bytes, info)
     }
 
     package static func writeAll(_ fd: Int32, _ data: Data) throws(SystemFailure) {

@@ -160,3 +160,43 @@ enum AEAD {
         }
     }
 }
+
+extension AEAD {
+    /// `plaintext` sealed under `key` into `sealed` (`plaintext.count` + 16 bytes): the form a
+    /// record file uses, with every buffer the caller's.
+    static func seal(
+        _ plaintext: UnsafeRawBufferPointer, into sealed: UnsafeMutableRawBufferPointer, associatedData: [UInt8],
+        nonce: UnsafeRawBufferPointer, key: SecureBytes
+    ) {
+        key.withUnsafeBytes { key in
+            associatedData.withUnsafeBytes { ad in
+                Sodium.seal(sealed, plaintext: plaintext, associatedData: ad, nonce: nonce, key: key)
+            }
+        }
+    }
+}
+
+/// Memory for one record's plaintext while it is sealed or opened.
+///
+/// What is guaranteed: the buffer is ordinary heap memory (`malloc`), private to the call, and
+/// is zeroed with `sodium_memzero` — which the compiler cannot drop — before it is freed,
+/// whether the body returns or throws. What is not: unlike ``SecureBytes`` (kept for the keys,
+/// one allocation per store), it has no guard pages and is not locked in RAM, so while the call
+/// runs (microseconds) the page may be swapped out. A guarded allocation per record cost about
+/// fifteen system calls (`mmap`, `mprotect`, `mlock`, `madvise`, `munmap`) for a plaintext that
+/// the caller hands in, or gets back, as an ordinary `Data` anyway.
+enum PlaintextScratch {
+    /// Calls `body` with `count` bytes of scratch memory (contents unspecified), zeroed and
+    /// freed when it returns or throws.
+    static func with<R, E: Error>(
+        count: Int, _ body: (UnsafeMutableRawBufferPointer) throws(E) -> R
+    ) throws(E) -> R {
+        precondition(count >= 0, "PlaintextScratch: negative count")
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(count, 1), alignment: 16)
+        defer {
+            Sodium.zero(buffer)
+            buffer.deallocate()
+        }
+        return try body(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]))
+    }
+}

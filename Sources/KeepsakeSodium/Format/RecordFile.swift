@@ -23,24 +23,37 @@ enum RecordFile {
     }
 
     /// The file's bytes for `value` under `recordKey`, encrypted with `nonce`.
+    ///
+    /// The plaintext (`key length | key | value`) is assembled in a ``PlaintextScratch`` buffer,
+    /// zeroed before this returns; no guarded allocation is made per record.
     static func seal(
-        value: Data, recordKey: String, storeID: [UInt8], keys: DataSubkeys, nonce: [UInt8]
+        value: Data, recordKey: String, storeID: [UInt8], keys: DataSubkeys, nonce: some Collection<UInt8>
     ) -> Data {
         precondition(nonce.count == Sodium.aeadNonceBytes)
         let keyBytes = Array(recordKey.utf8)
-        let plaintext = SecureBytes(count: 4 + keyBytes.count + value.count) { buffer in
-            var length = UInt32(keyBytes.count).littleEndian
-            withUnsafeBytes(of: &length) { buffer.copyMemory(from: $0) }
-            UnsafeMutableRawBufferPointer(rebasing: buffer[4..<(4 + keyBytes.count)]).copyBytes(from: keyBytes)
-            UnsafeMutableRawBufferPointer(rebasing: buffer[(4 + keyBytes.count)...]).copyBytes(from: value)
-        }
-        var header = ByteWriter()
-        header.append(Format.recordMagic)
-        header.append(Format.version)
-        header.append(nonce)
+        let plainCount = 4 + keyBytes.count + value.count
         let associated = associatedData(storeID: storeID, nameHash: keys.nameHash(of: recordKey))
-        var file = Data(header.bytes)
-        file.append(contentsOf: AEAD.seal(plaintext, associatedData: associated, nonce: nonce, key: keys.recordKey))
+        var file = Data(count: prefixSize + plainCount + Sodium.aeadTagBytes)
+        file.withUnsafeMutableBytes { output in
+            output.copyBytes(from: Format.recordMagic)
+            var version = Format.version.littleEndian
+            withUnsafeBytes(of: &version) {
+                UnsafeMutableRawBufferPointer(rebasing: output[8..<10]).copyMemory(from: $0)
+            }
+            UnsafeMutableRawBufferPointer(rebasing: output[10..<prefixSize]).copyBytes(from: nonce)
+            PlaintextScratch.with(count: plainCount) { plain in
+                var length = UInt32(keyBytes.count).littleEndian
+                withUnsafeBytes(of: &length) {
+                    UnsafeMutableRawBufferPointer(rebasing: plain[0..<4]).copyMemory(from: $0)
+                }
+                UnsafeMutableRawBufferPointer(rebasing: plain[4..<(4 + keyBytes.count)]).copyBytes(from: keyBytes)
+                UnsafeMutableRawBufferPointer(rebasing: plain[(4 + keyBytes.count)...]).copyBytes(from: value)
+                AEAD.seal(
+                    UnsafeRawBufferPointer(plain), into: UnsafeMutableRawBufferPointer(rebasing: output[prefixSize...]),
+                    associatedData: associated, nonce: UnsafeRawBufferPointer(rebasing: output[10..<prefixSize]),
+                    key: keys.recordKey)
+            }
+        }
         return file
     }
 
@@ -65,7 +78,8 @@ enum RecordFile {
         let nonce = reader.take(Sodium.aeadNonceBytes)!
         let sealed = reader.take(reader.remaining)!
         let associated = associatedData(storeID: storeID, nameHash: nameHash)
-        let plaintext = try SecureBytes(count: sealed.count - Sodium.aeadTagBytes) { (plain) throws(FormatFailure) in
+        return try PlaintextScratch.with(count: sealed.count - Sodium.aeadTagBytes) {
+            (plain) throws(FormatFailure) -> (String, Data) in
             let result = AEAD.open(sealed, into: plain, associatedData: associated, nonce: nonce, key: keys.recordKey)
             if case let .failure(failure) = result {
                 throw .corrupt(
@@ -74,8 +88,6 @@ enum RecordFile {
                     another record or copied from another store
                     """, failure)
             }
-        }
-        return try plaintext.withUnsafeBytes { (plain) throws(FormatFailure) -> (String, Data) in
             var length: UInt32 = 0
             withUnsafeMutableBytes(of: &length) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: plain[0..<4])) }
             let keyLength = Int(UInt32(littleEndian: length))
