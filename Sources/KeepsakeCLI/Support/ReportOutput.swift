@@ -3,8 +3,8 @@ import Keepsake
 
 extension RecordReport {
     /// `v0`, or `-` when unknown.
-    var storedText: String { storedVersion.map { "v\($0)" } ?? "-" }
-    var latestText: String { latestVersion.map { "v\($0)" } ?? "-" }
+    var storedText: String { versionText(storedVersion) }
+    var latestText: String { versionText(latestVersion) }
 
     /// How the record is laid out, for the NOTE column.
     var formText: String {
@@ -26,6 +26,15 @@ extension RecordReport {
         return text
     }
 }
+
+/// `v0`, or `-` for none: the texts of the first versions made once (a table of a million rows
+/// prints one in every cell of two columns).
+private func versionText(_ version: Int?) -> String {
+    guard let version else { return "-" }
+    return version >= 0 && version < versionTexts.count ? versionTexts[version] : "v\(version)"
+}
+
+private let versionTexts = (0..<32).map { "v\($0)" }
 
 /// Counts per state, in the order states are listed: "2 outdated, 1 current".
 func summary(_ reports: some Collection<RecordReport>) -> String {
