@@ -96,7 +96,9 @@ public final class DefaultsStore: RecordStore {
         for write in writes {
             try validateKey(write.key)
             // A value the migrator encoded and verified is one JSON value already.
-            if let value = write.value, !write.valueIsVerified { try Self.checkValue(value, store: uri, key: write.key) }
+            if let value = write.value, !write.valueIsVerified {
+                try Self.checkValue(value, store: uri, key: write.key)
+            }
         }
         do throws(SystemFailure) {
             try Syscall.makeDirectories(directory)
