@@ -234,6 +234,54 @@ static inline gboolean keepsake_set_secret(GDBusConnection *bus, const gchar *de
     return TRUE;
 }
 
+/// Item.SetSecret on the item at `path`, and Item.GetSecret of it sent right behind, before
+/// either answer is awaited: one round trip for a write and its read-back. Returns FALSE with
+/// `error` set when SetSecret failed (the read-back's answer is then dropped). When it
+/// succeeded, `*back` is the secret the GetSecret answer held, decoded (a new SecretValue), or
+/// NULL: then `*read_error` says why (the caller's to free), or is NULL when the answer could
+/// not be decoded with the session's key.
+///
+/// The bus delivers the two requests in the order sent; whether the provider answers the
+/// GetSecret after it applied the SetSecret is the provider's affair, so an answer that is not
+/// the secret written proves nothing until it is read again on its own (KeyringStore does).
+static inline gboolean keepsake_set_secret_read_back(GDBusConnection *bus, const gchar *dest, SecretService *service,
+                                                     const gchar *path, SecretValue *value, GCancellable *cancellable,
+                                                     SecretValue **back, GError **read_error, GError **error) {
+    GMainContext *context = g_main_context_new();
+    g_main_context_push_thread_default(context);
+    KeepsakeReply slots[2] = {{NULL, NULL, FALSE}, {NULL, NULL, FALSE}};
+    GVariant *encoded = g_variant_ref_sink(secret_service_encode_dbus_secret(service, value));
+    g_dbus_connection_call(bus, dest, path, "org.freedesktop.Secret.Item", "SetSecret",
+                           g_variant_new("(@(oayays))", encoded), G_VARIANT_TYPE("()"), G_DBUS_CALL_FLAGS_NONE, -1,
+                           cancellable, keepsake_reply_arrived, &slots[0]);
+    g_dbus_connection_call(bus, dest, path, "org.freedesktop.Secret.Item", "GetSecret",
+                           g_variant_new("(o)", secret_service_get_session_dbus_path(service)),
+                           G_VARIANT_TYPE("((oayays))"), G_DBUS_CALL_FLAGS_NONE, -1, cancellable,
+                           keepsake_reply_arrived, &slots[1]);
+    g_variant_unref(encoded);
+    while (!slots[0].done || !slots[1].done) g_main_context_iteration(context, TRUE);
+    g_main_context_pop_thread_default(context);
+    g_main_context_unref(context);
+    *back = NULL;
+    *read_error = NULL;
+    if (slots[0].error != NULL) {
+        g_propagate_error(error, slots[0].error);
+        if (slots[1].reply != NULL) g_variant_unref(slots[1].reply);
+        if (slots[1].error != NULL) g_error_free(slots[1].error);
+        return FALSE;
+    }
+    g_variant_unref(slots[0].reply);
+    if (slots[1].error != NULL) {
+        *read_error = slots[1].error;
+        return TRUE;
+    }
+    GVariant *secret = g_variant_get_child_value(slots[1].reply, 0);
+    *back = secret_service_decode_dbus_secret(service, secret);
+    g_variant_unref(secret);
+    g_variant_unref(slots[1].reply);
+    return TRUE;
+}
+
 /// Item.GetSecret of the item at `path` with `service`'s session, decoded: a new SecretValue,
 /// or NULL with `error` set on failure, or NULL without an error when the answer cannot be
 /// decoded. Never unlocks anything.

@@ -56,10 +56,13 @@ import Keepsake
 /// and, when that gives the same bytes, written and read once more, and only a provider that
 /// returns the same altered bytes every time gets the write undone. When the read-backs differ
 /// or the item is gone, another client wrote or deleted it after this write, which was applied
-/// and is not undone (the undo never removes or rolls back another writer's value). This costs
-/// one more round trip per write (the item's `GetSecret`), up to four on a difference; the
-/// previous record is read in the round trip that already reads the item's properties. The
-/// previous record put back is the secret the provider returned for it.
+/// and is not undone (the undo never removes or rolls back another writer's value). A write
+/// over an existing item sends the read-back (the item's `GetSecret`) right behind the write
+/// (its `SetSecret`), in the same round trip; as a provider could answer it before it applied
+/// the write, a read-back that differs decides nothing until the record is read again on its
+/// own. A new item costs one more round trip (its path is known once it is created), and a
+/// difference up to four; the previous record is read in the round trip that already reads the
+/// item's properties. The previous record put back is the secret the provider returned for it.
 ///
 /// An item another client deletes between the search that found it and a request about it is
 /// searched for again within the call (a few times), never reported as an I/O failure.
@@ -389,8 +392,9 @@ public struct KeyringStore: RecordStore {
             return .done(.applied)
         }
         if let target = match.items.first {
-            try call.setSecret(value, on: target)
-            switch try readBack(value, at: target.path, in: call) {
+            // The read-back is sent right behind the write, in the same round trip.
+            let back = try call.setSecretReadingBack(value, at: target.path)
+            switch try readBack(value, at: target.path, sentWithWrite: back, in: call) {
             case .same:
                 break
             case .superseded:
@@ -465,10 +469,12 @@ public struct KeyringStore: RecordStore {
         case kept(String)
     }
 
-    /// Reads the secret at `path` back (one `Item.GetSecret` round trip) and compares it with
-    /// `written`. A deadline that expires here is thrown as it is (the key then holds its new
-    /// record, as after any timeout); a failure to read back is ``ReadBack/altered(_:)``, so
-    /// that the write is undone, unless the item is gone (``ReadBack/superseded``).
+    /// Reads the secret at `path` back (one `Item.GetSecret` round trip), or takes what the
+    /// read-back sent with the write got (`sentWithWrite`, from
+    /// ``LibsecretCall/setSecretReadingBack(_:at:)``), and compares it with `written`. A deadline
+    /// that expires here is thrown as it is (the key then holds its new record, as after any
+    /// timeout); a failure to read back is ``ReadBack/altered(_:)``, so that the write is undone,
+    /// unless the item is gone (``ReadBack/superseded``).
     ///
     /// Other Keepsake writers wait for the write lock this write holds, so a difference comes
     /// from the provider or from another client. The record is read once more, and when that
@@ -476,12 +482,25 @@ public struct KeyringStore: RecordStore {
     /// (KeePassXC expands placeholders) returns the same altered bytes every time; a client that
     /// wrote the item meanwhile leaves other bytes, or changes them again, or has its one write
     /// replaced by this record. Only the first is ``ReadBack/altered(_:)``.
+    ///
+    /// A read-back sent with the write decides nothing on its own unless it is the record
+    /// written: the provider might have answered it before it applied the write. One that
+    /// failed is replaced by a read of its own; one that differs is read again on its own (the
+    /// second read above), and when that gives the record written, the write is ``ReadBack/same``.
     private func readBack(
-        _ written: Data, at path: String, in call: LibsecretCall
+        _ written: Data, at path: String, sentWithWrite: Result<Data, LibsecretFailure>? = nil,
+        in call: LibsecretCall
     ) throws(LibsecretFailure) -> ReadBack {
         let first: Data
         do throws(LibsecretFailure) {
-            first = try readBackOnce(at: path, in: call)
+            switch sentWithWrite {
+            case let .success(back)?:
+                first = readBackTransform.map { $0(back) } ?? back
+            case let .failure(error)? where error.kind == .timedOut || error.isStaleLink || error.isVanishedObject:
+                throw error
+            case .failure?, nil:
+                first = try readBackOnce(at: path, in: call)
+            }
         } catch  where error.kind == .timedOut || error.isStaleLink {
             // A stale session: the call runs again on a new one, and writes again.
             throw error
@@ -504,6 +523,12 @@ public struct KeyringStore: RecordStore {
             return .kept(
                 "\(describe(written: written, back: first, in: call)); it could not be read a second time "
                     + "(\(error.message)) to tell whether another client changed it, so the write was not undone")
+        }
+        if sentWithWrite != nil, second == written {
+            // The provider answered the read-back sent with the write before it applied the write
+            // (or another client wrote the item and then this record again): the item holds it.
+            Log.keyring.notice("the read-back sent with the write did not see it; read again on its own, it did")
+            return .same
         }
         guard second == first else {
             Log.keyring.notice("the item written was changed by another client while it was read back; not undone")

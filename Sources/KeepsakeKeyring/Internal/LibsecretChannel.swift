@@ -157,7 +157,8 @@ struct LibsecretCollection {
 }
 
 /// One store call's requests on a link, under the call's deadline. Every request is one D-Bus
-/// round trip (``readItems(_:loadSecrets:)`` sends its requests together and waits once).
+/// round trip (``readItems(_:loadSecrets:)`` and ``setSecretReadingBack(_:at:)`` send their
+/// requests together and wait once).
 struct LibsecretCall {
     let link: LibsecretLink
     let deadline: LibsecretDeadline
@@ -437,6 +438,34 @@ struct LibsecretCall {
         guard keepsake_set_secret(bus, link.owner, link.service, item.path, value, cancellable, &error) != 0 else {
             throw failure(.setSecret, error)
         }
+    }
+
+    /// Replaces the secret of the item at `path` in place, like ``setSecret(_:on:)``, with its
+    /// read-back (`Item.GetSecret`) sent right behind the `Item.SetSecret`: one round trip for
+    /// both. Returns what the read-back got: the secret, or why it failed (a stale-link failure
+    /// when the answer cannot be decoded with the session's key, ``undecodable(_:)``).
+    ///
+    /// - Important: The bus delivers the two requests in order, but a provider could answer the
+    ///   read-back before it applied the write: a secret other than the one written proves
+    ///   nothing until it is read again on its own (``readSecret(at:)``).
+    /// - Throws: The failure of the `Item.SetSecret` (the write was refused).
+    func setSecretReadingBack(_ secret: Data, at path: String) throws(LibsecretFailure) -> Result<
+        Data, LibsecretFailure
+    > {
+        let value = LibsecretSecret.value(secret)
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        var error: UnsafeMutablePointer<GError>?
+        var readError: UnsafeMutablePointer<GError>?
+        var back: OpaquePointer?
+        guard
+            keepsake_set_secret_read_back(
+                bus, link.owner, link.service, path, value, cancellable, &back, &readError, &error) != 0
+        else {
+            throw failure(.setSecret, error)
+        }
+        if let back { return .success(LibsecretSecret.take(back)) }
+        if let readError { return .failure(failure(.readSecret, readError)) }
+        return .failure(Self.undecodable(path))
     }
 
     /// Deletes exactly `item`. A provider that asks for a prompt first gets it run within the
