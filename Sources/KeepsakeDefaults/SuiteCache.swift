@@ -6,53 +6,24 @@ import Synchronization
 import Glibc
 #endif
 
-/// What identifies one version of a file without reading it: device, inode, size, and the
-/// modification and status-change times to the nanosecond.
-struct FileIdentity: Equatable, Sendable {
-    var device: UInt64
-    var inode: UInt64
-    var size: Int64
-    var modified: timespec
-    var changed: timespec
-
-    init(_ info: stat) {
-        device = UInt64(info.st_dev)
-        inode = UInt64(info.st_ino)
-        size = Int64(info.st_size)
-        modified = info.st_mtim
-        changed = info.st_ctim
-    }
-
-    static func == (a: FileIdentity, b: FileIdentity) -> Bool {
-        a.device == b.device && a.inode == b.inode && a.size == b.size
-            && a.modified.tv_sec == b.modified.tv_sec && a.modified.tv_nsec == b.modified.tv_nsec
-            && a.changed.tv_sec == b.changed.tv_sec && a.changed.tv_nsec == b.changed.tv_nsec
-    }
-}
-
 /// The last parsed version of a suite file, reused while the file is provably the same.
 ///
-/// A file is known by its ``FileIdentity``. That alone is not proof: a file system stamps times
+/// A file is known by its `FileIdentity`. That alone is not proof: a file system stamps times
 /// with a coarse clock (a few milliseconds, up to seconds on some), and a replacement can reuse
 /// the freed inode number and have the same size, so two versions written within one tick can
 /// look identical. Hence two ways to reuse the parse:
 ///
-/// - **By identity alone** (one `lstat`), only once the version was settled when it was read:
-///   its status-change time, in whole seconds, more than ``settled`` seconds before the second
-///   it was read in (`changed.tv_sec + 2 < readAt.tv_sec`) — so it was at least 2 s old, and
-///   every version at least 3 s old qualifies. Any later change — a write in place or a new
-///   file renamed over it — gets a status-change time after that moment, so a version with the
-///   same identity is the same version.
+/// - **By identity alone** (one `lstat`), only once the version was settled when it was read
+///   (`FileIdentity.isSettled(changed:readAt:)`: its status-change time, in whole seconds, more
+///   than 2 s before the second it was read in — so it was at least 2 s old, and every version
+///   at least 3 s old qualifies). Any later change — a write in place or a new file renamed over
+///   it — gets a status-change time after that moment, so a version with the same identity is
+///   the same version.
 /// - **By content** for a version changed recently: the file is read and its bytes compared
 ///   with the cached ones; the parse is reused only when they are equal.
 ///
 /// Everything else is read and parsed again.
 final class SuiteCache: Sendable {
-    /// How far (whole seconds) a file system's timestamps may lag the clock (coarse ticks, 1 s
-    /// or 2 s granularity on some file systems). Compared in whole seconds: see the type's
-    /// documentation for what that means in elapsed time (2–3 s).
-    static let settled: Int = 2
-
     private struct Entry {
         var identity: FileIdentity
         /// `CLOCK_REALTIME` seconds just before the bytes were read.
@@ -66,11 +37,6 @@ final class SuiteCache: Sendable {
 
     private let entry = Mutex<Entry?>(nil)
 
-    /// Whether a version stamped `changed` and read at `readAt` can be known by identity alone.
-    private static func isSettled(changed: timespec, readAt: timespec) -> Bool {
-        changed.tv_sec + settled < readAt.tv_sec
-    }
-
     /// The cached document when the file at `path` has the cached identity and that version is
     /// settled; `nil` when the file must be read.
     func settledDocument(at path: String) -> DefaultsDocument? {
@@ -79,7 +45,7 @@ final class SuiteCache: Sendable {
         let identity = FileIdentity(info)
         return entry.withLock { entry -> DefaultsDocument? in
             guard let cached = entry, cached.identity == identity,
-                Self.isSettled(changed: identity.changed, readAt: cached.readAt)
+                FileIdentity.isSettled(changed: identity.changed, readAt: cached.readAt)
             else { return nil }
             return cached.document
         }

@@ -6,30 +6,6 @@ import Synchronization
 import Glibc
 #endif
 
-/// What identifies one version of a record file without reading it: device, inode, size, and
-/// the modification and status-change times to the nanosecond.
-struct FileIdentity: Equatable, Sendable {
-    var device: UInt64
-    var inode: UInt64
-    var size: Int64
-    var modified: timespec
-    var changed: timespec
-
-    init(_ info: stat) {
-        device = UInt64(info.st_dev)
-        inode = UInt64(info.st_ino)
-        size = Int64(info.st_size)
-        modified = info.st_mtim
-        changed = info.st_ctim
-    }
-
-    static func == (a: FileIdentity, b: FileIdentity) -> Bool {
-        a.device == b.device && a.inode == b.inode && a.size == b.size
-            && a.modified.tv_sec == b.modified.tv_sec && a.modified.tv_nsec == b.modified.tv_nsec
-            && a.changed.tv_sec == b.changed.tv_sec && a.changed.tv_nsec == b.changed.tv_nsec
-    }
-}
-
 /// The record files a store's unlocked reads saw, by file name: each version's identity, when it
 /// was read, and a keyed hash of the value it held — never the value.
 ///
@@ -37,7 +13,7 @@ struct FileIdentity: Equatable, Sendable {
 /// record again there doubled the work of `migrate run`; instead, a file whose identity is the
 /// one seen is known to hold the value seen, provided that version was *settled* when read:
 ///
-/// - its status-change time (whole seconds) was more than ``settledSeconds`` before the second
+/// - its status-change time (whole seconds) was more than `FileIdentity.settledSeconds` before the second
 ///   it was read in (`changed.tv_sec + 2 < readAt.tv_sec`): so the version was at least 2 s
 ///   old, and any version at least 3 s old qualifies;
 /// - any later change to the file — a write in place, or another file renamed over the name,
@@ -50,8 +26,6 @@ struct FileIdentity: Equatable, Sendable {
 /// ``SecureBytes``; a hash match of different values would need a BLAKE2b-256 collision under a
 /// key the attacker does not know.
 final class SeenRecords: Sendable {
-    /// How far (whole seconds) a file system's timestamps may lag the clock.
-    static let settledSeconds = 2
 
     struct Entry: Sendable {
         var identity: FileIdentity
@@ -86,7 +60,7 @@ final class SeenRecords: Sendable {
     /// An entry for a version read at `readAt` holding `value`; `nil` (nothing worth keeping)
     /// when it was not settled then.
     func entry(identity: FileIdentity, readAt: timespec, value: Data) -> Entry? {
-        guard identity.changed.tv_sec + Self.settledSeconds < readAt.tv_sec else { return nil }
+        guard FileIdentity.isSettled(changed: identity.changed, readAt: readAt) else { return nil }
         return Entry(identity: identity, readAt: readAt, digest: digest(value))
     }
 
