@@ -301,18 +301,22 @@ public final class DefaultsStore: RecordStore {
         }
     }
 
-    /// The identity of the regular file at `path` when it holds exactly `expected` and did not
-    /// change while it was compared; `nil` when it differs, changed, or is not there. Read in
-    /// chunks of 256 KB into one buffer, so that nothing the size of the suite is allocated.
-    private static func suite(_ path: String, holds expected: Data) throws(SystemFailure) -> FileIdentity? {
-        let fd: Int32
-        let before: stat
+    /// The suite file opened for reading (a regular file; symbolic links not followed) and its
+    /// status; `nil` when there is none.
+    private static func openSuite(_ path: String) throws(SystemFailure) -> (fd: Int32, info: stat)? {
         do throws(SystemFailure) {
-            (fd, before) = try Syscall.openRegularFile(path)
+            return try Syscall.openRegularFile(path)
         } catch {
             if error.errno == ENOENT { return nil }
             throw error
         }
+    }
+
+    /// The identity of the regular file at `path` when it holds exactly `expected` and did not
+    /// change while it was compared; `nil` when it differs, changed, or is not there. Read in
+    /// chunks of 256 KB into one buffer, so that nothing the size of the suite is allocated.
+    private static func suite(_ path: String, holds expected: Data) throws(SystemFailure) -> FileIdentity? {
+        guard let (fd, before) = try openSuite(path) else { return nil }
         defer { Syscall.close(fd) }
         guard Int(clamping: before.st_size) == expected.count else { return nil }
         var buffer = [UInt8](repeating: 0, count: 1 << 18)
@@ -344,14 +348,7 @@ public final class DefaultsStore: RecordStore {
     /// The bytes of the regular file at `path` (symbolic links not followed), and its identity
     /// when it did not change while it was read; `nil` when there is no file.
     private static func readSuite(_ path: String) throws(SystemFailure) -> (bytes: Data, identity: FileIdentity?)? {
-        let fd: Int32
-        let before: stat
-        do throws(SystemFailure) {
-            (fd, before) = try Syscall.openRegularFile(path)
-        } catch {
-            if error.errno == ENOENT { return nil }
-            throw error
-        }
+        guard let (fd, before) = try openSuite(path) else { return nil }
         defer { Syscall.close(fd) }
         // Room for the size fstat gave (capped: it is only a hint), plus a byte to see the end.
         var bytes = Data(count: max(4096, min(Int(clamping: before.st_size), 64 << 20) + 1))
