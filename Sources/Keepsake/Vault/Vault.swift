@@ -122,8 +122,13 @@ public struct Vault: Sendable {
 
     /// Reads the record under `key` (migrated in memory, or the key's default while nothing is
     /// stored), lets `change` modify it, and stores the result — only if nothing was written to
-    /// the key in between. When another writer got there first, it reads again and runs
-    /// `change` again on what that writer stored, up to `attempts` times.
+    /// the key in between.
+    ///
+    /// On a store that can hold a record (an ``ExclusiveUpdateStore``: PostgreSQL's row lock, the
+    /// writer lock of the defaults, file and keyring stores) the record is held from the read to
+    /// the write: other writers of it wait their turn, and `change` runs once. On any other
+    /// store, when another writer got there first, it reads again and runs `change` again on
+    /// what that writer stored, up to `attempts` times.
     ///
     /// ```swift
     /// // Two processes counting launches at once: neither count is lost.
@@ -131,10 +136,13 @@ public struct Vault: Sendable {
     /// ```
     ///
     /// `change` may run more than once: keep it free of side effects other than on its value.
+    /// While it runs the record may be held: keep it short, and do not read or write the store
+    /// from inside it (the held record would wait for itself until the store's deadline).
     ///
     /// - Parameters:
     ///   - key: The record to change.
-    ///   - attempts: How many times to read, change and try to write (at least 1).
+    ///   - attempts: How many times to read, change and try to write (at least 1) on a store
+    ///     that cannot hold a record.
     ///   - change: Modifies the value in place. An error it throws ends the update.
     /// - Returns: The value stored.
     /// - Throws: ``KeepsakeError/Code/notFound`` when nothing is stored and the key has no
@@ -200,10 +208,8 @@ public struct Vault: Sendable {
             throw KeepsakeError(
                 .invalidArgument, store: store.uri, key: key, "update needs at least 1 attempt, not \(attempts)")
         }
-        var attempt = 0
-        while true {
-            attempt += 1
-            let existing = try store.data(forKey: key)
+        /// The change of one attempt: what is stored, read through the chain, changed, encoded.
+        func changed(_ existing: Data?) throws(KeepsakeError) -> (value: Latest, encoded: Data) {
             let current: Latest?
             switch chain.outcome(of: existing, context: context).located(store: store.uri, key: key) {
             case .absent: current = nil
@@ -222,10 +228,33 @@ public struct Vault: Sendable {
                     "the change given to update threw (\(error)); nothing was written",
                     cause: .other(String(describing: error)), underlying: error)
             }
+            return (changed, try chain.encodeForSave(changed, over: existing))
+        }
+        if let holding = store as? any ExclusiveUpdateStore {
+            // The store holds the record while the change runs: writers take turns, none conflicts.
+            var stored: Latest?
             do throws(KeepsakeError) {
-                let encoded = try chain.encodeForSave(changed, over: existing)
+                try holding.exclusiveUpdate(forKey: key) { existing throws(KeepsakeError) in
+                    let (value, encoded) = try changed(existing)
+                    stored = value
+                    return encoded
+                }
+            } catch {
+                throw error.located(store: store.uri, key: key)
+            }
+            guard let stored else {
+                throw KeepsakeError(.io, store: store.uri, key: key, "the store wrote without asking for the change")
+            }
+            return stored
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            let existing = try store.data(forKey: key)
+            let (value, encoded) = try changed(existing)
+            do throws(KeepsakeError) {
                 try store.commitOne(StoreWrite(key: key, value: encoded, expectation: .unchanged(existing)))
-                return changed
+                return value
             } catch  where error.code == .conflict && attempt < attempts {
                 Backoff.pause(after: attempt)
             } catch  where error.code == .conflict {
