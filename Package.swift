@@ -29,6 +29,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         // The PostgreSQL store (KeepsakePostgres only): the wire protocol and a connection pool.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        // KeepsakePostgres: the store as a Service an app's ServiceGroup runs (postgres-nio
+        // depends on it too), its metrics and its traces.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
         // KeepsakeConfiguration only: Keepsake's records as a swift-configuration provider; its
         // ConfigurationTesting product (the provider conformance kit) in KeepsakeConfigurationTests.
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0")
@@ -38,7 +43,14 @@ let package = Package(
         // the migrator, the store protocol, store backends and URIs. It names no store: each store
         // is a module of its own that registers a backend (KeepsakeStores gathers the standard ones).
         // CSodium: HMAC-SHA-256 for the device identity (Internal/HMACSHA256.swift), nothing else.
-        .target(name: "Keepsake", dependencies: ["CSodium", .product(name: "Logging", package: "swift-log")]),
+        // CoreMetrics: the Vault's migration and write-back counters (swift-metrics has no
+        // dependencies of its own).
+        .target(
+            name: "Keepsake",
+            dependencies: [
+                "CSodium", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics")
+            ]),
         // The defaults-style JSON suite store (`defaults:PATH`).
         .target(name: "KeepsakeDefaults", dependencies: ["Keepsake", .product(name: "Logging", package: "swift-log")]),
         // The in-memory store (`memory:NAME`), for tests and previews.
@@ -89,7 +101,10 @@ let package = Package(
             dependencies: [
                 "Keepsake", "KeepsakeSodium", "CSodium",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log")
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing")
             ]),
         // Records as configuration (DESIGN.md §11, §20): a swift-configuration ConfigProvider over
         // a Vault, reading fields of migrated records, secrets marked, watches on updates(for:).
@@ -204,7 +219,10 @@ let package = Package(
             name: "KeepsakePostgresTests",
             dependencies: [
                 "KeepsakePostgres", "Keepsake", "KeepsakeSodium", "KeepsakeTesting", "Migrations", "migrate",
-                "keepsake-postgres-writer"
+                "keepsake-postgres-writer",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log")
             ],
             exclude: ["Writer", "Vectors"]),
         // The provider under swift-configuration's own conformance kit, its access log, and a

@@ -385,18 +385,16 @@ final class DecodeCache: Sendable {
     }
 }
 
-/// Runs `work` on a Dispatch queue, off Swift's cooperative pool: store reads may block.
+/// Runs `work` off Swift's cooperative pool (store reads may block): the package's one helper.
 func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(returning: work()) }
-    }
+    await Blocking.run(work)
 }
 
 /// Runs throwing `work` off Swift's cooperative pool; its outcome as a `Result`.
 func offPool<T: Sendable>(
     _ work: @escaping @Sendable () throws(KeepsakeError) -> T
 ) async -> Result<T, KeepsakeError> {
-    await offPool { () -> Result<T, KeepsakeError> in
+    await Blocking.run { () -> Result<T, KeepsakeError> in
         do throws(KeepsakeError) { return .success(try work()) } catch { return .failure(error) }
     }
 }

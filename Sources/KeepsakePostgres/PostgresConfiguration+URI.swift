@@ -37,7 +37,7 @@ extension PostgresConfiguration {
 
     /// Parses the location of a URI: what follows `postgresql:`.
     init(location: String, environment: [String: String]) throws(KeepsakeError) {
-        let shown = "postgresql:" + Self.printable(Self.redactingPassword(location))
+        let shown = "postgresql:" + Self.printable(StoreURI.redactingSecrets(location))
         func invalid(_ message: String) -> KeepsakeError {
             KeepsakeError(
                 .invalidArgument, store: shown,
@@ -196,17 +196,6 @@ extension PostgresConfiguration {
         }
         guard !decoded.utf8.contains(0) else { throw invalid("the \(what) contains NUL") }
         return decoded
-    }
-
-    /// `location` with the password of its user information, if any, replaced by `***`.
-    static func redactingPassword(_ location: String) -> String {
-        guard location.hasPrefix("//") else { return location }
-        let authorityEnd = location.dropFirst(2).firstIndex { $0 == "/" || $0 == "?" } ?? location.endIndex
-        let authority = location[location.index(location.startIndex, offsetBy: 2)..<authorityEnd]
-        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else {
-            return location
-        }
-        return "//" + authority[..<colon] + ":***" + authority[at...] + location[authorityEnd...]
     }
 
     private static func loginName() -> String? {

@@ -45,6 +45,9 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     public static let defaultTable = "keepsake_records"
     /// The default deadline of each call: 30 seconds.
     public static let defaultTimeout: Duration = .seconds(30)
+    /// The default connect timeout: 5 seconds. A server that refuses or does not answer for
+    /// that long is `KeepsakeError.Code.unavailable`.
+    public static let defaultConnectTimeout: Duration = .seconds(5)
 
     /// Where the server is.
     public var endpoint: Endpoint
@@ -64,7 +67,9 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// The deadline of each call: the server cancels a statement that runs longer
     /// (`statement_timeout`), and the caller gets `KeepsakeError.Code.timeout`.
     public var timeout: Duration
-    /// How long connecting may take.
+    /// How long a call may try to connect (``defaultConnectTimeout`` unless `connect_timeout=`
+    /// says otherwise): a server that refuses or does not answer for that long makes the call
+    /// `KeepsakeError.Code.unavailable`, whatever is left of its deadline.
     public var connectTimeout: Duration
     /// The most connections the store's pool opens.
     public var maximumConnections: Int
@@ -98,7 +103,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         self.tlsMode = tlsMode
         self.rootCertificatePath = nil
         self.timeout = Self.defaultTimeout
-        self.connectTimeout = .seconds(10)
+        self.connectTimeout = Self.defaultConnectTimeout
         self.maximumConnections = 8
         self.applicationName = "keepsake"
         self.sealingKey = nil

@@ -1,6 +1,7 @@
 import Foundation
 import Keepsake
 internal import PostgresNIO
+import Synchronization
 
 extension PostgresStore: ObservableStore {
     /// The `LISTEN`/`NOTIFY` channel of this store's table: `keepsake:` and the table name as
@@ -29,23 +30,36 @@ extension PostgresStore: ObservableStore {
     /// - Important: Watching writes nothing but the table's trigger, and that only when the
     ///   table exists without it; if this throws, nothing was started.
     public func changes() throws(KeepsakeError) -> StoreChanges {
+        guard !pool.isClosed else {
+            throw KeepsakeError(.unavailable, store: uri, "could not watch the table: the store was shut down")
+        }
         let listener = ChangeListener(
-            connection: try listeningConfiguration(), trigger: NotifyTrigger(configuration: configuration),
-            logger: logger)
+            connection: try Self.connectionConfiguration(
+                configuration, applicationName: configuration.applicationName + " watch"),
+            trigger: NotifyTrigger(configuration: configuration), logger: logger, instruments: instruments)
         let (stream, continuation) = StoreChanges.makeStream(bufferingPolicy: .bufferingNewest(1024))
         WatchCount.opened()
+        let watches = self.watches
+        let id = watches.nextID()
         let task = Bridge.start {
             await listener.run(continuation)
             continuation.finish()
+            watches.remove(id)
             WatchCount.closed()
         }
+        watches.add(id, task)
         continuation.onTermination = { _ in task.cancel() }
         return stream
     }
 
-    /// The configuration of a watch's own connection: the pool's, named
-    /// `<application name> watch` on the server (`pg_stat_activity`).
-    func listeningConfiguration() throws(KeepsakeError) -> PostgresConnection.Configuration {
+    /// The configuration of each connection the store makes (its pool's, a watch's), named
+    /// `applicationName` on the server (`pg_stat_activity`).
+    ///
+    /// - Throws: `KeepsakeError.Code.invalidArgument` when the TLS settings cannot be loaded (a
+    ///   root certificate file that cannot be read).
+    static func connectionConfiguration(
+        _ configuration: PostgresConfiguration, applicationName: String
+    ) throws(KeepsakeError) -> PostgresConnection.Configuration {
         var result: PostgresConnection.Configuration
         switch configuration.endpoint {
         case let .tcp(host, port):
@@ -61,7 +75,8 @@ extension PostgresStore: ObservableStore {
                 }
             } catch {
                 throw KeepsakeError(
-                    .unavailable, store: uri, "could not watch the table: its TLS settings cannot be loaded (\(error))",
+                    .invalidArgument, store: configuration.uri,
+                    "the TLS settings cannot be loaded (sslmode=\(configuration.tlsMode.rawValue), sslrootcert=): \(error)",
                     cause: .other(String(describing: error)), underlying: error)
             }
             result = .init(
@@ -78,9 +93,29 @@ extension PostgresStore: ObservableStore {
         result.options.connectTimeout = .nanoseconds(
             connectSeconds * 1_000_000_000 + connectAttoseconds / 1_000_000_000)
         result.options.additionalStartupParameters = [
-            ("application_name", configuration.applicationName + " watch"),
+            ("application_name", applicationName),
             ("statement_timeout", "\(max(1, milliseconds))")
         ]
         return result
+    }
+}
+
+/// The store's running watches, so that a shutdown can end them.
+final class WatchRegistry: Sendable {
+    private let tasks = Mutex<(next: Int, running: [Int: Task<Void, Never>])>((0, [:]))
+
+    func nextID() -> Int {
+        tasks.withLock { state in
+            state.next += 1
+            return state.next
+        }
+    }
+
+    func add(_ id: Int, _ task: Task<Void, Never>) { tasks.withLock { $0.running[id] = task } }
+
+    func remove(_ id: Int) { _ = tasks.withLock { $0.running.removeValue(forKey: id) } }
+
+    func cancelAll() {
+        for task in tasks.withLock({ $0.running.values }) { task.cancel() }
     }
 }

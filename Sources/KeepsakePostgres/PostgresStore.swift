@@ -26,22 +26,35 @@ internal import PostgresNIO
 ///   expects nothing is `INSERT … ON CONFLICT DO NOTHING`. A batch — a `migrate run`, a copy —
 ///   is one transaction with one statement over `unnest` arrays, whatever its size: every write
 ///   of it is applied, or none.
-/// - Every call has a deadline (``PostgresConfiguration/timeout``): the server cancels a
-///   statement that runs longer, and the call throws `KeepsakeError.Code.timeout`.
-/// - A lost connection or a restarting server is `KeepsakeError.Code.unavailable`.
-///   A batch is retried on a new connection when it failed before its `COMMIT` was sent (so
-///   nothing of it was applied); when the connection is lost after that, the error says the
-///   batch was applied whole or not at all.
+/// - Opening never needs the server: the first call connects (``ready(timeout:)`` asks whether
+///   it answers). So an app boots, and serves what does not need its database, while the
+///   server is down.
+/// - Every call has a deadline (``PostgresConfiguration/timeout``, 30 s by default) and ends
+///   within it whatever the server does: the server cancels a statement that runs longer, and
+///   the call throws `KeepsakeError.Code.timeout`.
+/// - Connecting honours ``PostgresConfiguration/connectTimeout`` (5 s by default): a server that
+///   refuses or does not answer is `KeepsakeError.Code.unavailable` once it has passed. A
+///   refused login is `KeepsakeError.Code.permissionDenied` at once, with what the server said,
+///   and never tried again.
+/// - A call whose connection was lost before its `COMMIT` was sent (nothing was applied) is
+///   retried on a new connection within the deadline: a server restart costs a call a
+///   reconnection. When the connection is lost after `COMMIT` was sent, the store asks the
+///   server what became of the transaction (`pg_xact_status`) and reports that; only when the
+///   server cannot say within the deadline is the write `unavailable`, "may have been applied".
+/// - `Vault.update` holds the row while its change runs (``exclusiveUpdate(forKey:_:)``):
+///   writers of one record take turns and none sees a conflict.
 /// - Values can be sealed with a master key (``init(configuration:masterKey:requireExisting:)``):
 ///   XChaCha20-Poly1305 bound to the table and the record key, so that a database reader or a
 ///   backup sees no secret (docs/FORMAT.md).
+/// - The store is a swift-service-lifecycle `Service`: put it in the app's `ServiceGroup`, and a
+///   graceful shutdown lets calls in flight end and closes its connections and watches.
+/// - Each call is measured through swift-metrics and traced through swift-distributed-tracing,
+///   labelled by scheme, operation and outcome (the KeepsakePostgres article lists them).
 ///
-/// postgres-nio is asynchronous; this store's calls are synchronous, as `RecordStore`
-/// is. Each call runs its async work on an event loop thread of its own — never on Swift's
-/// cooperative pool — while the calling thread waits. Call the store through
-/// `Vault`'s `async` methods (which run store calls on a Dispatch queue) or from a plain thread;
-/// a synchronous call made from inside a Swift task does not deadlock, but it holds one of the
-/// pool's few threads until the server answers.
+/// postgres-nio is asynchronous. The `async` calls (``AsyncRecordStore``, which `Vault`'s
+/// `async` methods use) run on the caller's task; the synchronous `RecordStore` calls run
+/// their work on an event loop thread of their own — never on Swift's cooperative pool — while
+/// the calling thread waits.
 ///
 /// ```swift
 /// let store = try PostgresStore(
@@ -57,25 +70,28 @@ public final class PostgresStore: RecordStore {
     public var isSealed: Bool { sealer != nil }
 
     let sealer: Sealer?
-    let client: PostgresClient
-    private let runner: Task<Void, Never>
+    let pool: ConnectionPool
+    let instruments: StoreInstruments
+    let watches = WatchRegistry()
     let logger = Logger(label: "keepsake.postgres")
     /// The logger of the store's read queries (they run in closures that do not capture the store).
     static let queryLogger = Logger(label: "keepsake.postgres")
 
-    /// Opens the store: starts a connection pool and checks that the server answers.
+    /// Opens the store. Nothing is asked of the server unless `requireExisting` is set: the
+    /// first call connects.
     ///
     /// - Parameters:
     ///   - configuration: The server, database, table, credentials and deadline.
     ///   - masterKey: Seals every value with this master key (a key file, a provider such as
     ///     ``EnvironmentMasterKey`` or the keyring); `nil` stores values as given. A store's
     ///     values must all be written with the same choice.
-    ///   - requireExisting: Whether the table must already exist.
-    /// - Throws: `KeepsakeError.Code.unavailable` when the server cannot be reached
-    ///   or refuses the login, `KeepsakeError.Code.timeout` past the deadline,
-    ///   `KeepsakeError.Code.notFound` when `requireExisting` and the table does not
-    ///   exist, `KeepsakeError.Code.invalidArgument` for a passphrase master key
-    ///   (this store takes a 32-byte key), and what the master key source throws.
+    ///   - requireExisting: Whether the table must already exist: then opening asks the server
+    ///     (as `migrate` does, so that a misspelt table is not read as empty).
+    /// - Throws: `KeepsakeError.Code.invalidArgument` for a passphrase master key (this store
+    ///   takes a 32-byte key) or TLS settings that cannot be loaded, what the master key source
+    ///   throws; with `requireExisting`, what a call throws
+    ///   (`KeepsakeError.Code.unavailable`, `KeepsakeError.Code.permissionDenied`, …) and
+    ///   `KeepsakeError.Code.notFound` when the table does not exist.
     /// - Important: Opening creates no table and writes no record.
     public init(
         configuration: PostgresConfiguration, masterKey: MasterKeySource? = nil, requireExisting: Bool = false
@@ -102,23 +118,27 @@ public final class PostgresStore: RecordStore {
         } else {
             sealer = nil
         }
-        client = PostgresClient(configuration: Self.clientConfiguration(configuration))
-        let client = self.client
-        runner = Bridge.start { await client.run() }
-        let exists = try perform("open the store", retrying: true) { client in
-            let table = configuration.table
-            let rows = try await client.collect(
-                "SELECT to_regclass(\(table)) IS NOT NULL", logger: PostgresStore.queryLogger)
-            return try rows.first?.decode(Bool.self) ?? false
-        }
-        if requireExisting && !exists {
-            throw KeepsakeError(
-                .notFound, store: uri,
-                "the table \(configuration.table) does not exist in database \(configuration.database)")
+        pool = ConnectionPool(
+            configuration: try Self.connectionConfiguration(configuration, applicationName: configuration.applicationName),
+            maximum: configuration.maximumConnections, logger: logger)
+        instruments = StoreInstruments(
+            scheme: "postgresql", database: configuration.database, table: configuration.table)
+        if requireExisting {
+            let exists = try perform("open the store", operation: .open) { connection, _ in
+                let table = configuration.table
+                let rows = try await connection.collect(
+                    "SELECT to_regclass(\(table)) IS NOT NULL", logger: PostgresStore.queryLogger)
+                return try rows.first?.decode(Bool.self) ?? false
+            }
+            if !exists {
+                throw KeepsakeError(
+                    .notFound, store: uri,
+                    "the table \(configuration.table) does not exist in database \(configuration.database)")
+            }
         }
     }
 
-    deinit { runner.cancel() }
+    deinit { pool.shutdown() }
 
     public var uri: String { configuration.uri }
 
@@ -133,31 +153,65 @@ public final class PostgresStore: RecordStore {
     ///
     /// - Throws: `KeepsakeError` when the server cannot be asked.
     public func serverVersion() throws(KeepsakeError) -> String {
-        try perform("read the server version", retrying: true) { client in
-            let rows = try await client.collect(
-                "SELECT current_setting('server_version')", logger: PostgresStore.queryLogger)
-            return try rows.first?.decode(String.self) ?? "unknown"
-        }
+        try perform("read the server version", operation: .ready, Self.versionQuery)
+    }
+
+    /// Whether the server answers: connects (or takes a kept connection) and asks for its
+    /// version, within `timeout`. For a health check, a readiness probe, or an app that wants to
+    /// know at start-up without depending on it.
+    ///
+    /// - Parameter timeout: How long to try (the store's connect timeout by default).
+    /// - Returns: The server's version.
+    /// - Throws: `KeepsakeError.Code.unavailable` (cannot be reached), `.permissionDenied`
+    ///   (the login was refused: the server's words are in the message), `.timeout`.
+    /// - Important: Nothing is written, whether this returns or throws.
+    @discardableResult
+    public func ready(timeout: Duration? = nil) async throws(KeepsakeError) -> String {
+        let window = timeout ?? configuration.connectTimeout
+        // The call's deadline leaves a moment past the connect window, so that a server that
+        // cannot be reached is reported as such (unavailable), not as a timeout.
+        return try await call(
+            "reach the server", operation: .ready, deadline: ContinuousClock.now + window + .milliseconds(500),
+            connectTimeout: window, Self.versionQuery)
+    }
+
+    private static let versionQuery: @Sendable (PostgresConnection, CallSession) async throws -> String = {
+        connection, _ in
+        let rows = try await connection.collect(
+            "SELECT current_setting('server_version')", logger: PostgresStore.queryLogger)
+        return try rows.first?.decode(String.self) ?? "unknown"
     }
 
     // MARK: Reads
 
     public func data(forKey key: String) throws(KeepsakeError) -> Data? {
         try validateKey(key)
-        let table = configuration.quotedTable
-        let stored: Data? = try perform("read", key: key, retrying: true, tableMissing: .answer(nil)) { client in
-            let rows = try await client.collect(
-                "SELECT record FROM \(unescaped: table) WHERE key = \(key)", logger: PostgresStore.queryLogger)
-            return try rows.first.map { row in Data(try row.decode(ByteBuffer.self).readableBytesView) }
-        }
+        let stored = try perform("read", key: key, operation: .read, tableMissing: .answer(nil), readWork(key))
         guard let stored else { return nil }
         return try open(stored, forKey: key)
     }
 
+    /// ``data(forKey:)``, without blocking a thread.
+    public func data(forKey key: String) async throws(KeepsakeError) -> Data? {
+        try validateKey(key)
+        let stored = try await call("read", key: key, operation: .read, tableMissing: .answer(nil), readWork(key))
+        guard let stored else { return nil }
+        return try open(stored, forKey: key)
+    }
+
+    private func readWork(_ key: String) -> @Sendable (PostgresConnection, CallSession) async throws -> Data? {
+        let table = configuration.quotedTable
+        return { connection, _ in
+            let rows = try await connection.collect(
+                "SELECT record FROM \(unescaped: table) WHERE key = \(key)", logger: PostgresStore.queryLogger)
+            return try rows.first.map { row in Data(try row.decode(ByteBuffer.self).readableBytesView) }
+        }
+    }
+
     public func keys() throws(KeepsakeError) -> [String] {
         let table = configuration.quotedTable
-        return try perform("list the keys", retrying: true, tableMissing: .answer([])) { client in
-            let rows = try await client.collect(
+        return try perform("list the keys", operation: .list, tableMissing: .answer([])) { connection, _ in
+            let rows = try await connection.collect(
                 "SELECT key FROM \(unescaped: table) ORDER BY key COLLATE \"C\"", logger: PostgresStore.queryLogger)
             return try rows.map { row in try row.decode(String.self) }
         }
@@ -174,12 +228,13 @@ public final class PostgresStore: RecordStore {
         return result
     }
 
-    /// Every record, streamed from the server in key order; a sealed value that does not open
+    /// Every record, read from the server in key order; a sealed value that does not open
     /// is that record's error.
     public func allRecords() throws(KeepsakeError) -> [(key: String, result: Result<Data, KeepsakeError>)] {
         let table = configuration.quotedTable
-        let rows: [StoredRow] = try perform("read the records", retrying: true, tableMissing: .answer([])) { client in
-            let rows = try await client.collect(
+        let rows: [StoredRow] = try perform("read the records", operation: .readAll, tableMissing: .answer([])) {
+            connection, _ in
+            let rows = try await connection.collect(
                 "SELECT key, record FROM \(unescaped: table) ORDER BY key COLLATE \"C\"",
                 logger: PostgresStore.queryLogger)
             var result: [StoredRow] = []
@@ -215,70 +270,236 @@ public final class PostgresStore: RecordStore {
     /// Applies `writes` as one transaction: every write whose expectation holds is applied, and
     /// the others are `StoreWriteResult.conflict`.
     ///
-    /// - Throws: `KeepsakeError` naming the store when the batch could not be
-    ///   committed (`KeepsakeError.Code.unavailable`,
-    ///   `KeepsakeError.Code.timeout`, …).
+    /// - Throws: `KeepsakeError` naming the store when the batch could not be committed
+    ///   (`KeepsakeError.Code.unavailable`, `KeepsakeError.Code.timeout`, …).
     /// - Important: If this throws, no write of the batch was applied — except when the
-    ///   connection was lost after `COMMIT` was sent, which the error's message says: then the
-    ///   batch was applied whole or not at all. A batch is never applied in part.
+    ///   connection was lost after `COMMIT` was sent and the server could not be asked within
+    ///   the deadline what became of it: then the error is `unavailable` and says the batch
+    ///   may have been applied (whole or not at all). A batch is never applied in part.
     public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
         for write in writes { try validateKey(write.key) }
         guard !writes.isEmpty else { return [] }
+        let batch = try commitBatch(writes)
+        let deadline = ContinuousClock.now + configuration.timeout
+        while true {
+            let attempt = try perform(batch.what, key: batch.key, operation: .commit, deadline: deadline, batch.work)
+            if let results = try settle(attempt, batch: batch) { return results }
+            if let results = try perform(
+                "ask what became of the write", key: batch.key, operation: .commit, deadline: deadline,
+                transactionFate(attempt, batch: batch))
+            {
+                return results
+            }
+        }
+    }
+
+    /// ``commit(_:)``, without blocking a thread.
+    ///
+    /// - Important: As ``commit(_:)``.
+    public func commit(_ writes: [StoreWrite]) async throws(KeepsakeError) -> [StoreWriteResult] {
+        for write in writes { try validateKey(write.key) }
+        guard !writes.isEmpty else { return [] }
+        let batch = try commitBatch(writes)
+        let deadline = ContinuousClock.now + configuration.timeout
+        while true {
+            let attempt = try await call(batch.what, key: batch.key, operation: .commit, deadline: deadline, batch.work)
+            if let results = try settle(attempt, batch: batch) { return results }
+            if let results = try await call(
+                "ask what became of the write", key: batch.key, operation: .commit, deadline: deadline,
+                transactionFate(attempt, batch: batch))
+            {
+                return results
+            }
+        }
+    }
+
+    /// One batch, ready to be tried.
+    struct Batch: Sendable {
+        let what: String
+        let key: String?
+        let work: @Sendable (PostgresConnection, CallSession) async throws -> CommitAttempt
+    }
+
+    private func commitBatch(_ writes: [StoreWrite]) throws(KeepsakeError) -> Batch {
         let plan = BatchPlan(writes: writes, sealer: sealer)
         let store = self
-        let what = "commit \(writes.count) write\(writes.count == 1 ? "" : "s")"
-        return try perform(what, key: writes.count == 1 ? writes[0].key : nil, retrying: true) { client in
+        return Batch(
+            what: "commit \(writes.count) write\(writes.count == 1 ? "" : "s")",
+            key: writes.count == 1 ? writes[0].key : nil
+        ) { connection, session in
             do {
-                return try await client.withConnection { connection in try await plan.run(on: connection, store: store)
-                }
-            } catch  where Self.isMissingTable(error) {
+                return try await plan.attempt(on: connection, store: store, session: session)
+            } catch where Self.isMissingTable(error) {
                 // The first write to this store: nothing was applied (the transaction was rolled back).
-                try await store.createTable(client)
-                return try await client.withConnection { connection in try await plan.run(on: connection, store: store)
+                try await store.createTable(on: connection)
+                return try await plan.attempt(on: connection, store: store, session: session)
+            }
+        }
+    }
+
+    /// The results of `attempt` when it was answered; `nil` when its fate must be asked.
+    private func settle(_ attempt: CommitAttempt, batch: Batch) throws(KeepsakeError) -> [StoreWriteResult]? {
+        switch attempt {
+        case let .committed(results):
+            return results
+        case let .uncertain(transaction, results, reason):
+            guard transaction != nil else {
+                // Nothing was written by the transaction: what it committed does not matter.
+                return results
+            }
+            instruments.uncertainCommit()
+            _ = reason
+            return nil
+        }
+    }
+
+    /// Asks the server what became of an unanswered `COMMIT`: the results when it committed,
+    /// `nil` when it did not (the batch is tried again), an error when the server cannot say.
+    private func transactionFate(
+        _ attempt: CommitAttempt, batch: Batch
+    ) -> @Sendable (PostgresConnection, CallSession) async throws -> [StoreWriteResult]? {
+        guard case let .uncertain(transaction?, results, reason) = attempt else { return { _, _ in nil } }
+        let what = batch.what
+        return { connection, _ in
+            while true {
+                let rows = try await connection.collect(
+                    "SELECT txid_status(\(transaction))", logger: PostgresStore.queryLogger)
+                switch try rows.first?.decode(String?.self) {
+                case "committed": return results
+                case "aborted": return nil
+                case "in progress": try await Task.sleep(for: .milliseconds(20))
+                default:
+                    throw UnknownFate(
+                        message:
+                            "could not \(what): the connection was lost after COMMIT was sent (\(reason)) and the server no longer knows the transaction: the write may have been applied"
+                    )
                 }
             }
         }
     }
 
+    // MARK: Holding a record
+
+    /// Runs `change` on the bytes under `key` while the row is locked (`SELECT … FOR UPDATE`),
+    /// and stores what it returns in the same transaction: other writers of the row wait, and
+    /// none conflicts. An absent row is inserted; should another writer insert it first, the
+    /// change runs again on what that writer stored.
+    ///
+    /// `change` runs on the calling thread while the row is locked: keep it short, and do not
+    /// call this store from it.
+    ///
+    /// - Throws: What `change` throws (nothing written); `KeepsakeError.Code.timeout` when the
+    ///   row could not be held and written within the store's deadline; the store's errors.
+    /// - Important: If this throws, nothing was written — except `unavailable` saying the write
+    ///   may have been applied (the connection was lost after `COMMIT`, and the server could not
+    ///   say what became of it within the deadline).
+    public func exclusiveUpdate(
+        forKey key: String, _ change: (Data?) throws(KeepsakeError) -> Data
+    ) throws(KeepsakeError) {
+        try validateKey(key)
+        let deadline = ContinuousClock.now + configuration.timeout
+        let holding = RowHold(store: self, key: key)
+        while true {
+            let held = try perform(
+                "hold the record", key: key, operation: .hold, deadline: deadline, keep: true, holding.hold)
+            let bytes: Data
+            do throws(KeepsakeError) {
+                bytes = try change(try held.current.map { stored throws(KeepsakeError) in try open(stored, forKey: key) })
+            } catch {
+                try perform(
+                    "let go of the record", key: key, operation: .hold, deadline: deadline, on: held.connection,
+                    holding.letGo(held))
+                throw error
+            }
+            let attempt = try perform(
+                "update", key: key, operation: .update, deadline: deadline, on: held.connection,
+                holding.write(bytes, over: held))
+            if case let .committed(results) = attempt, results.first == .conflict { continue }  // inserted meanwhile
+            if try settle(attempt, batch: holding.batch) != nil { return }
+            if try perform(
+                "ask what became of the update", key: key, operation: .update, deadline: deadline,
+                transactionFate(attempt, batch: holding.batch)) != nil
+            {
+                return
+            }
+        }
+    }
+
+    /// ``exclusiveUpdate(forKey:_:)``, without blocking a thread.
+    ///
+    /// - Important: As ``exclusiveUpdate(forKey:_:)``.
+    public func exclusiveUpdate(
+        forKey key: String, _ change: (Data?) throws(KeepsakeError) -> Data
+    ) async throws(KeepsakeError) {
+        try validateKey(key)
+        let deadline = ContinuousClock.now + configuration.timeout
+        let holding = RowHold(store: self, key: key)
+        while true {
+            let held = try await call(
+                "hold the record", key: key, operation: .hold, deadline: deadline, keep: true, holding.hold)
+            let bytes: Data
+            do throws(KeepsakeError) {
+                bytes = try change(try held.current.map { stored throws(KeepsakeError) in try open(stored, forKey: key) })
+            } catch {
+                try await call(
+                    "let go of the record", key: key, operation: .hold, deadline: deadline, on: held.connection,
+                    holding.letGo(held))
+                throw error
+            }
+            let attempt = try await call(
+                "update", key: key, operation: .update, deadline: deadline, on: held.connection,
+                holding.write(bytes, over: held))
+            if case let .committed(results) = attempt, results.first == .conflict { continue }  // inserted meanwhile
+            if try settle(attempt, batch: holding.batch) != nil { return }
+            if try await call(
+                "ask what became of the update", key: key, operation: .update, deadline: deadline,
+                transactionFate(attempt, batch: holding.batch)) != nil
+            {
+                return
+            }
+        }
+    }
+
+    // MARK: Lifecycle
+
+    /// Ends the store: later calls fail `unavailable` ("the store was shut down"), calls in
+    /// flight end (each within its deadline), idle connections and every watch are closed.
+    public func shutdown() {
+        pool.shutdown()
+        watches.cancelAll()
+    }
+
     /// Creates the table and its change notification triggers (`NotifyTrigger`) in one
-    /// transaction, so that no write is ever stored in the table without notifying.
-    func createTable(_ client: PostgresClient) async throws {
+    /// transaction on `connection`, so that no write is ever stored in the table without notifying.
+    func createTable(on connection: PostgresConnection) async throws {
         let table = configuration.quotedTable
         let trigger = NotifyTrigger(configuration: configuration)
         let logger = self.logger
         for attempt in 1...3 {
             do {
-                try await client.withConnection { connection in
-                    _ = try await connection.collect("BEGIN", logger: logger)
+                _ = try await connection.collect("BEGIN", logger: logger)
+                do {
+                    _ = try await connection.collect(
+                        """
+                        CREATE TABLE IF NOT EXISTS \(unescaped: table) (
+                            key text PRIMARY KEY, record bytea NOT NULL, version int8 NOT NULL,
+                            updated_at timestamptz NOT NULL DEFAULT now())
+                        """, logger: logger)
+                    // A server without triggers or PL/pgSQL (a PostgreSQL-compatible database)
+                    // still gets its table; its watches poll.
+                    _ = try await connection.collect("SAVEPOINT keepsake_notify", logger: logger)
                     do {
-                        _ = try await connection.collect(
-                            """
-                            CREATE TABLE IF NOT EXISTS \(unescaped: table) (
-                                key text PRIMARY KEY, record bytea NOT NULL, version int8 NOT NULL,
-                                updated_at timestamptz NOT NULL DEFAULT now())
-                            """, logger: logger)
-                        // A server without triggers or PL/pgSQL (a PostgreSQL-compatible database)
-                        // still gets its table; its watches poll.
-                        _ = try await connection.collect("SAVEPOINT keepsake_notify", logger: logger)
-                        do {
-                            _ = try await connection.collect(
-                                PostgresQuery(unsafeSQL: trigger.installSQL), logger: logger)
-                        } catch  where NotifyTrigger.isRefusal(error) {
-                            logger.warning(
-                                "cannot create the change notification triggers; watches of this table poll",
-                                metadata: ["table": "\(trigger.table)", "error": "\(Self.sqlState(error) ?? "?")"])
-                            _ = try await connection.collect("ROLLBACK TO SAVEPOINT keepsake_notify", logger: logger)
-                        }
-                        _ = try await connection.collect("COMMIT", logger: logger)
-                    } catch {
-                        do {
-                            _ = try await connection.collect("ROLLBACK", logger: logger)
-                        } catch {
-                            // The connection is broken or confused: close it so the pool never lends it again.
-                            await BatchPlan.close(connection, store: self)
-                        }
-                        throw error
+                        _ = try await connection.collect(PostgresQuery(unsafeSQL: trigger.installSQL), logger: logger)
+                    } catch where NotifyTrigger.isRefusal(error) {
+                        logger.warning(
+                            "cannot create the change notification triggers; watches of this table poll",
+                            metadata: ["table": "\(trigger.table)", "error": "\(Self.sqlState(error) ?? "?")"])
+                        _ = try await connection.collect("ROLLBACK TO SAVEPOINT keepsake_notify", logger: logger)
                     }
+                    _ = try await connection.collect("COMMIT", logger: logger)
+                } catch {
+                    _ = try await connection.collect("ROLLBACK", logger: logger)
+                    throw error
                 }
                 return
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" && attempt < 3 {
@@ -287,4 +508,18 @@ public final class PostgresStore: RecordStore {
             }
         }
     }
+}
+
+/// What one try of a batch came to.
+enum CommitAttempt: Sendable {
+    /// The server answered the `COMMIT`.
+    case committed([StoreWriteResult])
+    /// The connection was lost after `COMMIT` was sent: `transaction` is the id to ask about
+    /// (`nil` when the transaction wrote nothing), `results` what to report if it committed.
+    case uncertain(transaction: Int64?, results: [StoreWriteResult], reason: String)
+}
+
+/// The server no longer knows an unanswered transaction: the write may have been applied.
+struct UnknownFate: Error {
+    let message: String
 }

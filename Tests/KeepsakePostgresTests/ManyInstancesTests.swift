@@ -78,7 +78,7 @@ extension PostgresServerTests {
                 let (status, output) = try writer.wait()
                 #expect(status == 0, "writer: \(output.suffix(600))")
                 for line in output.split(separator: "\n") {
-                    let fields = line.split(separator: " ").map(String.init)
+                    let fields = line.split(separator: " ", maxSplits: 2).map(String.init)
                     guard fields.count == 3 else { continue }
                     switch fields[0] {
                     case "save": saved[fields[1]] = fields[2]

@@ -3,6 +3,8 @@
 import Foundation
 import Keepsake
 import KeepsakePostgres
+import Logging
+import ServiceLifecycle
 import Synchronization
 import Testing
 
@@ -74,8 +76,8 @@ func webhook(_ request: TenantRequest, vault: Vault) async throws -> WebhookResp
     return WebhookResponse(url: settings.webhookURL, hasSecret: !settings.webhookSecret.isEmpty)
 }
 
-// POST /tenants/:id/webhook/rotate — every instance may rotate at once: each update is a
-// compare-and-swap on the row, retried on a conflict, so no rotation is lost or half-applied.
+// POST /tenants/:id/webhook/rotate — every instance may rotate at once: each update holds the
+// row while it changes it, so instances take turns and no rotation is lost or half-applied.
 func rotateWebhookSecret(_ request: TenantRequest, vault: Vault) async throws -> WebhookResponse {
     let key = "tenant-\(request.tenantID)"
     let settings = try await vault.update(TenantSettings.chain, forKey: key) { current in
@@ -84,6 +86,14 @@ func rotateWebhookSecret(_ request: TenantRequest, vault: Vault) async throws ->
         return settings
     }
     return WebhookResponse(url: settings.webhookURL, hasSecret: true)
+}
+
+func makeServices(vault: Vault, store: PostgresStore, app: some Service) -> ServiceGroup {
+    ServiceGroup(
+        configuration: .init(
+            services: [.init(service: store), .init(service: app)],
+            gracefulShutdownSignals: [.sigterm],
+            logger: Logger(label: "app")))
 }
 
 /// Where the article's app reloads its webhooks; here, what it was given.

@@ -118,7 +118,11 @@ extension RecordStore {
     }
 
     func commitOne(_ write: StoreWrite) throws(KeepsakeError) {
-        let results = try commit([write])
+        try Self.settled(try commit([write]), of: write, store: uri)
+    }
+
+    /// The one result of a one-write batch, as a return (applied) or a throw.
+    static func settled(_ results: [StoreWriteResult], of write: StoreWrite, store uri: String) throws(KeepsakeError) {
         switch results.first {
         case .applied?: return
         case let .failed(error)?: throw error

@@ -105,3 +105,35 @@ public struct StoreURI: Sendable, Hashable, CustomStringConvertible {
     /// gives an equal URI.
     public var description: String { "\(scheme.rawValue):\(location)" }
 }
+
+extension StoreURI {
+    /// Names of query parameters whose values are never shown.
+    private static let secretParameters: Set<String> = ["password", "passwd", "pass", "secret", "token"]
+
+    /// `text` with every password it may hold replaced by `***`: the one of
+    /// `scheme://user:password@host`, and the value of a `password=`, `secret=` or `token=`
+    /// query parameter (in any case). For messages and reports that show a URI as given.
+    package static func redactingSecrets(_ text: String) -> String {
+        var result = Substring(text)
+        var query = Substring("")
+        if let mark = result.firstIndex(of: "?") {
+            query = result[result.index(after: mark)...]
+            result = result[..<mark]
+        }
+        var head = String(result)
+        if let slashes = head.range(of: "//") {
+            let authorityEnd = head[slashes.upperBound...].firstIndex(of: "/") ?? head.endIndex
+            let authority = head[slashes.upperBound..<authorityEnd]
+            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
+                head.replaceSubrange(head.index(after: colon)..<at, with: "***")
+            }
+        }
+        guard !query.isEmpty || text.contains("?") else { return head }
+        let parameters = query.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
+            guard let equals = pair.firstIndex(of: "=") else { return String(pair) }
+            let name = pair[..<equals].removingPercentEncoding?.lowercased() ?? pair[..<equals].lowercased()
+            return secretParameters.contains(name) ? pair[..<equals] + "=***" : String(pair)
+        }
+        return head + "?" + parameters.joined(separator: "&")
+    }
+}

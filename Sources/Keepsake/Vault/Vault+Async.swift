@@ -1,30 +1,33 @@
 import Dispatch
+import Foundation
 
-// `async` overloads of every Vault call. A store's calls block (a file lock another process
-// holds, fsync, a D-Bus round trip, later the network); run on Swift's cooperative thread pool
-// they would stall every task sharing it. These run the blocking call on a Dispatch queue of
-// their own and suspend the calling task until it is done.
+// `async` overloads of every Vault call. On a store whose calls are asynchronous at heart
+// (an `AsyncRecordStore`: the PostgreSQL store) they call it directly, with no thread of their
+// own. Other stores' calls block (a file lock another process holds, fsync, a D-Bus round trip);
+// run on Swift's cooperative thread pool they would stall every task sharing it, so these run
+// the blocking call on a Dispatch queue of their own and suspend the calling task until it is done.
 
 extension Vault {
     /// The synchronous `load(_:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the stored bytes are exactly as they were.
     public func load<Latest>(_ key: RecordKey<Latest>) async throws(KeepsakeError) -> LoadedRecord<Latest>? {
-        try await Blocking.run { () throws(KeepsakeError) in try self.load(key) }
+        try await load(key.chain, forKey: key.name)
     }
 
     /// The synchronous `value(_:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the stored bytes are exactly as they were.
     public func value<Latest>(_ key: RecordKey<Latest>) async throws(KeepsakeError) -> Latest {
-        try await Blocking.run { () throws(KeepsakeError) in try self.value(key) }
+        if let loaded = try await load(key) { return loaded.value }
+        return try defaultValue(of: key)
     }
 
     /// The synchronous `save(_:for:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the stored bytes are exactly as they were.
     public func save<Latest>(_ value: Latest, for key: RecordKey<Latest>) async throws(KeepsakeError) {
-        try await Blocking.run { () throws(KeepsakeError) in try self.save(value, for: key) }
+        try await save(value, in: key.chain, forKey: key.name)
     }
 
     /// The synchronous `update(_:attempts:_:)`, without blocking the cooperative thread pool.
@@ -35,7 +38,17 @@ extension Vault {
         _ key: RecordKey<Latest>, attempts: Int = Vault.defaultUpdateAttempts,
         _ change: @escaping @Sendable (inout Latest) throws -> Void
     ) async throws(KeepsakeError) -> Latest {
-        try await Blocking.run { () throws(KeepsakeError) in try self.update(key, attempts: attempts, change) }
+        guard let holding = store as? any AsyncExclusiveUpdateStore else {
+            return try await Blocking.run { () throws(KeepsakeError) in try self.update(key, attempts: attempts, change) }
+        }
+        let name = try resolve(key.name, key.chain)
+        return try await heldUpdate(holding, key.chain, key: name) { current throws(KeepsakeError) in
+            try startValue(current, of: key, name: name)
+        } change: { value in
+            var value = value
+            try change(&value)
+            return value
+        }
     }
 
     /// The synchronous `update(_:forKey:attempts:_:)`, without blocking the cooperative thread
@@ -47,16 +60,45 @@ extension Vault {
         _ chain: ModelChain<Latest>, forKey key: String? = nil, attempts: Int = Vault.defaultUpdateAttempts,
         _ change: @escaping @Sendable (Latest?) throws -> Latest
     ) async throws(KeepsakeError) -> Latest {
-        try await Blocking.run { () throws(KeepsakeError) in
-            try self.update(chain, forKey: key, attempts: attempts, change)
+        guard let holding = store as? any AsyncExclusiveUpdateStore else {
+            return try await Blocking.run { () throws(KeepsakeError) in
+                try self.update(chain, forKey: key, attempts: attempts, change)
+            }
         }
+        let name = try resolve(key, chain)
+        return try await heldUpdate(holding, chain, key: name) { current throws(KeepsakeError) in
+            current
+        } change: {
+            try change($0)
+        }
+    }
+
+    /// An update on a store that holds the record while `change` runs, without blocking a thread.
+    private func heldUpdate<Latest, Start>(
+        _ holding: any AsyncExclusiveUpdateStore, _ chain: ModelChain<Latest>, key: String,
+        start: (Latest?) throws(KeepsakeError) -> Start, change: (Start) throws -> Latest
+    ) async throws(KeepsakeError) -> Latest {
+        var stored: Latest?
+        do throws(KeepsakeError) {
+            try await holding.exclusiveUpdate(forKey: key) { existing throws(KeepsakeError) in
+                let (value, encoded) = try changed(existing, chain: chain, key: key, start: start, change: change)
+                stored = value
+                return encoded
+            }
+        } catch {
+            throw error.located(store: store.uri, key: key)
+        }
+        guard let stored else {
+            throw KeepsakeError(.io, store: store.uri, key: key, "the store wrote without asking for the change")
+        }
+        return stored
     }
 
     /// The synchronous `remove(_:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the store is as it was.
     public func remove<Latest>(_ key: RecordKey<Latest>) async throws(KeepsakeError) {
-        try await Blocking.run { () throws(KeepsakeError) in try self.remove(key) }
+        try await remove(forKey: key.name)
     }
 
     /// The synchronous `load(_:forKey:)`, without blocking the cooperative thread pool.
@@ -65,7 +107,24 @@ extension Vault {
     public func load<Latest>(
         _ chain: ModelChain<Latest>, forKey key: String? = nil
     ) async throws(KeepsakeError) -> LoadedRecord<Latest>? {
-        try await Blocking.run { () throws(KeepsakeError) in try self.load(chain, forKey: key) }
+        guard let direct = store as? any AsyncRecordStore else {
+            return try await Blocking.run { () throws(KeepsakeError) in try self.load(chain, forKey: key) }
+        }
+        let key = try resolve(key, chain)
+        let bytes = try await direct.data(forKey: key)
+        switch try loadStep(chain, bytes: bytes, key: key) {
+        case let .done(loaded):
+            return loaded
+        case let .writeBack(record, write):
+            let outcome: LoadedRecord<Latest>.WriteBack
+            do throws(KeepsakeError) {
+                try await direct.commitOne(write)
+                outcome = .written
+            } catch {
+                outcome = .failed(error.located(store: store.uri, key: key))
+            }
+            return LoadedRecord(record: record, writeBack: wroteBack(outcome, chain: chain, key: key))
+        }
     }
 
     /// The synchronous `save(_:in:forKey:)`, without blocking the cooperative thread pool.
@@ -74,14 +133,37 @@ extension Vault {
     public func save<Latest>(
         _ value: Latest, in chain: ModelChain<Latest>, forKey key: String? = nil
     ) async throws(KeepsakeError) {
-        try await Blocking.run { () throws(KeepsakeError) in try self.save(value, in: chain, forKey: key) }
+        guard let direct = store as? any AsyncRecordStore else {
+            return try await Blocking.run { () throws(KeepsakeError) in try self.save(value, in: chain, forKey: key) }
+        }
+        let key = try resolve(key, chain)
+        var plain: Data?
+        var attempt = 0
+        while true {
+            attempt += 1
+            do throws(KeepsakeError) {
+                let existing = try await direct.data(forKey: key)
+                let encoded = try chain.encodeForSave(value, over: existing, plain: &plain)
+                try await direct.commitOne(StoreWrite(key: key, value: encoded, expectation: .unchanged(existing)))
+                return
+            } catch where error.code == .conflict && attempt < Self.saveAttempts {
+                // Another writer's save landed in between: last writer wins, so read and write again.
+                await Backoff.sleep(after: attempt)
+            } catch {
+                throw error.located(store: store.uri, key: key)
+            }
+        }
     }
 
     /// The synchronous `remove(forKey:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the store is as it was.
     public func remove(forKey key: String) async throws(KeepsakeError) {
-        try await Blocking.run { () throws(KeepsakeError) in try self.remove(forKey: key) }
+        guard let direct = store as? any AsyncRecordStore else {
+            return try await Blocking.run { () throws(KeepsakeError) in try self.remove(forKey: key) }
+        }
+        try store.validateKey(key)
+        try await direct.commitOne(StoreWrite(key: key, value: nil))
     }
 
     /// The synchronous `keys()`, without blocking the cooperative thread pool.
@@ -90,23 +172,34 @@ extension Vault {
     }
 }
 
-/// Runs blocking store calls off Swift's cooperative thread pool.
-enum Blocking {
+/// Runs blocking work (a store's calls: file locks, fsync, D-Bus) off Swift's cooperative thread
+/// pool: the one helper for that in the package (the CLI's watch and the configuration provider
+/// use it too).
+package enum Blocking {
     /// A concurrent queue whose threads may block; Dispatch adds threads as they do.
     static let queue = DispatchQueue(label: "org.keepsake.blocking", attributes: .concurrent)
 
-    static func run<T: Sendable>(_ work: @escaping @Sendable () throws(KeepsakeError) -> T) async throws(KeepsakeError)
-        -> T
-    {
-        let result: Result<T, KeepsakeError> = await withCheckedContinuation { continuation in
-            queue.async {
-                do throws(KeepsakeError) {
-                    continuation.resume(returning: .success(try work()))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
+    /// Runs `work` on the queue and suspends the calling task until it is done.
+    package static func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: work()) }
+        }
+    }
+
+    /// Runs throwing `work` on the queue; what it returns or throws.
+    package static func run<T: Sendable>(
+        _ work: @escaping @Sendable () throws(KeepsakeError) -> T
+    ) async throws(KeepsakeError) -> T {
+        let result = await run { () -> Result<T, KeepsakeError> in
+            do throws(KeepsakeError) { return .success(try work()) } catch { return .failure(error) }
         }
         return try result.get()
+    }
+}
+
+extension AsyncRecordStore {
+    /// Commits one write, without blocking a thread; a conflict or a failure is a throw.
+    func commitOne(_ write: StoreWrite) async throws(KeepsakeError) {
+        try Self.settled(try await commit([write]), of: write, store: uri)
     }
 }

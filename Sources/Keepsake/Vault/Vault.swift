@@ -80,12 +80,27 @@ public struct Vault: Sendable {
     ///   never written.
     public func value<Latest>(_ key: RecordKey<Latest>) throws(KeepsakeError) -> Latest {
         if let loaded = try load(key) { return loaded.value }
+        return try defaultValue(of: key)
+    }
+
+    /// The key's default, read while nothing is stored.
+    func defaultValue<Latest>(of key: RecordKey<Latest>) throws(KeepsakeError) -> Latest {
         guard let defaultValue = key.defaultValue else {
             throw KeepsakeError(
                 .notFound, store: store.uri, key: key.name,
                 "no record is stored under this key and the key has no default")
         }
         return defaultValue
+    }
+
+    /// Where an update of `key` starts: what is stored, else the key's default.
+    func startValue<Latest>(_ current: Latest?, of key: RecordKey<Latest>, name: String) throws(KeepsakeError) -> Latest {
+        guard let start = current ?? key.defaultValue else {
+            throw KeepsakeError(
+                .notFound, store: store.uri, key: name,
+                "no record is stored under this key and the key has no default; nothing was written")
+        }
+        return start
     }
 
     /// Stores `value` under `key`, in an envelope at the latest version: last writer wins.
@@ -158,12 +173,7 @@ public struct Vault: Sendable {
     ) throws(KeepsakeError) -> Latest {
         let name = try resolve(key.name, key.chain)
         return try update(key.chain, key: name, attempts: attempts) { current throws(KeepsakeError) in
-            guard let start = current ?? key.defaultValue else {
-                throw KeepsakeError(
-                    .notFound, store: store.uri, key: name,
-                    "no record is stored under this key and the key has no default; nothing was written")
-            }
-            return start
+            try startValue(current, of: key, name: name)
         } change: { value in
             var value = value
             try change(&value)
@@ -208,27 +218,8 @@ public struct Vault: Sendable {
             throw KeepsakeError(
                 .invalidArgument, store: store.uri, key: key, "update needs at least 1 attempt, not \(attempts)")
         }
-        /// The change of one attempt: what is stored, read through the chain, changed, encoded.
         func changed(_ existing: Data?) throws(KeepsakeError) -> (value: Latest, encoded: Data) {
-            let current: Latest?
-            switch chain.outcome(of: existing, context: context).located(store: store.uri, key: key) {
-            case .absent: current = nil
-            case let .current(record), let .newerReadable(record), let .outdated(record, _): current = record.value
-            case let .newer(error, _), let .failed(error, _): throw error
-            }
-            let initial = try start(current)
-            let changed: Latest
-            do {
-                changed = try change(initial)
-            } catch let error as KeepsakeError {
-                throw error.located(store: store.uri, key: key)
-            } catch {
-                throw KeepsakeError(
-                    .updateFailed, store: store.uri, key: key,
-                    "the change given to update threw (\(error)); nothing was written",
-                    cause: .other(String(describing: error)), underlying: error)
-            }
-            return (changed, try chain.encodeForSave(changed, over: existing))
+            try self.changed(existing, chain: chain, key: key, start: start, change: change)
         }
         if let holding = store as? any ExclusiveUpdateStore {
             // The store holds the record while the change runs: writers take turns, none conflicts.
@@ -270,6 +261,32 @@ public struct Vault: Sendable {
         }
     }
 
+    /// The change of one update attempt: what is stored, read through the chain, changed, encoded.
+    func changed<Latest, Start>(
+        _ existing: Data?, chain: ModelChain<Latest>, key: String,
+        start: (Latest?) throws(KeepsakeError) -> Start, change: (Start) throws -> Latest
+    ) throws(KeepsakeError) -> (value: Latest, encoded: Data) {
+        let current: Latest?
+        switch chain.outcome(of: existing, context: context).located(store: store.uri, key: key) {
+        case .absent: current = nil
+        case let .current(record), let .newerReadable(record), let .outdated(record, _): current = record.value
+        case let .newer(error, _), let .failed(error, _): throw error
+        }
+        let initial = try start(current)
+        let changed: Latest
+        do {
+            changed = try change(initial)
+        } catch let error as KeepsakeError {
+            throw error.located(store: store.uri, key: key)
+        } catch {
+            throw KeepsakeError(
+                .updateFailed, store: store.uri, key: key,
+                "the change given to update threw (\(error)); nothing was written",
+                cause: .other(String(describing: error)), underlying: error)
+        }
+        return (changed, try chain.encodeForSave(changed, over: existing))
+    }
+
     /// Removes the record under `key`, if any.
     ///
     /// - Important: If this throws, the store is as it was.
@@ -288,33 +305,66 @@ public struct Vault: Sendable {
     ) throws(KeepsakeError) -> LoadedRecord<Latest>? {
         let key = try resolve(key, chain)
         let bytes = try store.data(forKey: key)
+        switch try loadStep(chain, bytes: bytes, key: key) {
+        case let .done(loaded):
+            return loaded
+        case let .writeBack(record, write):
+            let outcome: LoadedRecord<Latest>.WriteBack
+            do throws(KeepsakeError) {
+                try store.commitOne(write)
+                outcome = .written
+            } catch {
+                outcome = .failed(error.located(store: store.uri, key: key))
+            }
+            return LoadedRecord(record: record, writeBack: wroteBack(outcome, chain: chain, key: key))
+        }
+    }
+
+    /// What a load does once the stored bytes are read: answer, or write the migrated record
+    /// back first (the write, encoded, verified and backed up, ready to commit).
+    enum LoadStep<Latest: Sendable> {
+        case done(LoadedRecord<Latest>?)
+        case writeBack(DecodedRecord<Latest>, StoreWrite)
+    }
+
+    /// The step after reading `bytes`; a write-back that cannot be prepared is a loaded record
+    /// whose ``LoadedRecord/writeBack`` failed, never a throw.
+    func loadStep<Latest>(
+        _ chain: ModelChain<Latest>, bytes: Data?, key: String
+    ) throws(KeepsakeError) -> LoadStep<Latest> {
         switch chain.outcome(of: bytes, context: context).located(store: store.uri, key: key) {
         case .absent:
-            return nil
+            return .done(nil)
         case let .current(record), let .newerReadable(record):
-            return LoadedRecord(record: record, writeBack: .notNeeded)
+            return .done(LoadedRecord(record: record, writeBack: .notNeeded))
         case let .outdated(record, _):
-            guard options.writeBack, let bytes else { return LoadedRecord(record: record, writeBack: .skipped) }
-            return LoadedRecord(record: record, writeBack: writeBack(record.value, of: chain, over: bytes, key: key))
+            VaultMetrics.migrated(store: store.uri)
+            guard options.writeBack, let bytes else { return .done(LoadedRecord(record: record, writeBack: .skipped)) }
+            do throws(KeepsakeError) {
+                let encoded = try chain.encode(record.value)
+                if let backup = options.backup { try backup.save(bytes, forKey: key, store: store.uri) }
+                return .writeBack(record, StoreWrite(key: key, value: encoded, expectation: .unchanged(bytes)))
+            } catch {
+                let failed = LoadedRecord<Latest>.WriteBack.failed(error.located(store: store.uri, key: key))
+                return .done(LoadedRecord(record: record, writeBack: wroteBack(failed, chain: chain, key: key)))
+            }
         case let .newer(error, _), let .failed(error, _):
             throw error
         }
     }
 
-    /// Encodes, verifies, backs up and writes a migrated record; what happened, never a throw.
-    private func writeBack<Latest>(
-        _ value: Latest, of chain: ModelChain<Latest>, over bytes: Data, key: String
+    /// Logs how a write-back ended, and returns it.
+    func wroteBack<Latest>(
+        _ outcome: LoadedRecord<Latest>.WriteBack, chain: ModelChain<Latest>, key: String
     ) -> LoadedRecord<Latest>.WriteBack {
-        do throws(KeepsakeError) {
-            let encoded = try chain.encode(value)
-            if let backup = options.backup { try backup.save(bytes, forKey: key, store: store.uri) }
-            try store.commitOne(StoreWrite(key: key, value: encoded, expectation: .unchanged(bytes)))
-            Log.engine.wroteBack(nil, store: store.uri, key: key, schema: chain.name)
-            return .written
-        } catch {
+        if case let .failed(error) = outcome {
             Log.engine.wroteBack(error, store: store.uri, key: key, schema: chain.name)
-            return .failed(error.located(store: store.uri, key: key))
+            VaultMetrics.wroteBack(error, store: store.uri)
+        } else {
+            Log.engine.wroteBack(nil, store: store.uri, key: key, schema: chain.name)
+            VaultMetrics.wroteBack(nil, store: store.uri)
         }
+        return outcome
     }
 
     /// Stores `value` under `key` (the chain's first default key when `nil`): last writer wins.

@@ -65,7 +65,7 @@ extension Migrate {
             var printed = 0
             var last: String?
             func refresh() async -> Bool {
-                let state = await Blocked.run { State(migrator: migrator, key: key) }
+                let state = await Blocking.run { State(migrator: migrator, key: key) }
                 guard state.fingerprint != last else { return false }
                 last = state.fingerprint
                 printer.print(state)
@@ -181,15 +181,6 @@ extension Migrate {
                 say(text)
                 if let record = state.record { say(String(decoding: record, as: UTF8.self)) }
             }
-        }
-    }
-}
-
-/// Runs blocking store work off the cooperative pool, on a Dispatch thread of its own.
-private enum Blocked {
-    static func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: work()) }
         }
     }
 }

@@ -19,8 +19,12 @@ enum Failure {
         let options = arguments.prefix { $0 != "--" }
         context.json = options.contains("--json")
         for (index, option) in options.enumerated() {
-            if option == "--store", index + 1 < options.count { context.storeArgument = options[index + 1] }
-            if option.hasPrefix("--store=") { context.storeArgument = String(option.dropFirst("--store=".count)) }
+            if option == "--store", index + 1 < options.count {
+                context.storeArgument = StoreURI.redactingSecrets(options[index + 1])
+            }
+            if option.hasPrefix("--store=") {
+                context.storeArgument = StoreURI.redactingSecrets(String(option.dropFirst("--store=".count)))
+            }
         }
         return context
     }

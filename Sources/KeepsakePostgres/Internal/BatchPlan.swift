@@ -49,49 +49,60 @@ struct BatchPlan: Sendable {
 
     /// Runs the batch in one transaction on `connection`.
     ///
-    /// - Throws: What the server or the connection threw (the transaction rolled back, nothing
-    ///   applied), or ``CommitUncertain`` when the connection failed after `COMMIT` was sent.
-    func run(on connection: PostgresConnection, store: PostgresStore) async throws -> [StoreWriteResult] {
-        try await connection.query("BEGIN", logger: store.logger)
+    /// - Returns: The results once the server answered `COMMIT`, or, when the connection failed
+    ///   after `COMMIT` was sent, what to ask the server about (``CommitAttempt/uncertain``).
+    /// - Throws: What the server or the connection threw before `COMMIT` was sent: the
+    ///   transaction rolled back, nothing applied.
+    func attempt(on connection: PostgresConnection, store: PostgresStore, session: CallSession) async throws
+        -> CommitAttempt
+    {
+        _ = try await connection.collect("BEGIN", logger: store.logger)
         var results: [StoreWriteResult] = []
         results.reserveCapacity(writes.count)
+        var transaction: Int64?
         do {
             for segment in segments {
-                results += try await apply(segment, on: connection, store: store)
+                let (segmentResults, id) = try await apply(segment, on: connection, store: store)
+                results += segmentResults
+                transaction = transaction ?? id
             }
         } catch {
             do {
-                try await connection.query("ROLLBACK", logger: store.logger)
+                _ = try await connection.collect("ROLLBACK", logger: store.logger)
             } catch {
-                // The connection is broken or confused: close it so the pool never lends it again.
-                await Self.close(connection, store: store)
+                // The connection is broken or confused: the call closes it (never lent again).
             }
             throw error
         }
+        return try await Self.commit(on: connection, session: session, store: store, transaction: transaction, results)
+    }
+
+    /// Sends `COMMIT`: `results` once answered; ``CommitAttempt/uncertain`` when the connection
+    /// failed after it was sent.
+    ///
+    /// - Throws: The server's refusal of the `COMMIT` (it rolled the transaction back).
+    static func commit(
+        on connection: PostgresConnection, session: CallSession, store: PostgresStore, transaction: Int64?,
+        _ results: [StoreWriteResult]
+    ) async throws -> CommitAttempt {
+        session.commitSent.store(true, ordering: .relaxed)
         do {
-            try await connection.query("COMMIT", logger: store.logger)
+            _ = try await connection.collect("COMMIT", logger: store.logger)
         } catch let error as PSQLError where error.code == .server {
             // The server refused the COMMIT and rolled the transaction back.
+            session.commitSent.store(false, ordering: .relaxed)
             throw error
         } catch {
-            await Self.close(connection, store: store)
-            throw CommitUncertain(underlying: error)
+            ConnectionPool.closeQuietly(connection)
+            return .uncertain(transaction: transaction, results: results, reason: PostgresStore.describe(error))
         }
-        return results
+        return .committed(results)
     }
 
-    /// Closes a connection that failed; a failure to close it is logged (it is gone either way).
-    static func close(_ connection: PostgresConnection, store: PostgresStore) async {
-        do {
-            try await connection.close()
-        } catch {
-            store.logger.debug("closing a failed connection failed too", metadata: ["error": "\(error)"])
-        }
-    }
-
+    /// Applies one segment; its results, and the transaction's id when it wrote anything.
     private func apply(
         _ segment: Range<Int>, on connection: PostgresConnection, store: PostgresStore
-    ) async throws -> [StoreWriteResult] {
+    ) async throws -> ([StoreWriteResult], Int64?) {
         let table = store.configuration.quotedTable
         var current: [Data: (version: Int64, record: Data)] = [:]
         if writes[segment].contains(where: { $0.expectation != .anything }) {
@@ -108,6 +119,7 @@ struct BatchPlan: Sendable {
         }
 
         var results = [StoreWriteResult?](repeating: nil, count: segment.count)
+        var transaction: Int64?
         var slots: [Int] = []
         var keys: [String] = []
         var operations: [Int16] = []
@@ -169,15 +181,25 @@ struct BatchPlan: Sendable {
                 del AS (
                     DELETE FROM \(unescaped: table) AS r USING w
                     WHERE w.op IN (4, 5) AND r.key = w.key AND (w.op = 4 OR r.version = w.expected) RETURNING r.key)
-                SELECT key FROM up UNION ALL SELECT key FROM ins UNION ALL SELECT key FROM upd UNION ALL SELECT key FROM del
+                SELECT txid_current(), array(
+                    SELECT key FROM up UNION ALL SELECT key FROM ins UNION ALL SELECT key FROM upd
+                    UNION ALL SELECT key FROM del)
                 """, logger: store.logger)
             var applied = Set<Data>()
-            for row in rows { applied.insert(Data(try row.decode(String.self).utf8)) }
+            guard let row = rows.first else { throw UnexpectedAnswer(what: "the write statement returned no row") }
+            let (id, appliedKeys) = try row.decode((Int64, [String]).self)
+            transaction = id
+            for key in appliedKeys { applied.insert(Data(key.utf8)) }
             for (position, slot) in slots.enumerated() {
                 let deleteAnyway = operations[position] == Operation.delete.rawValue
                 results[slot] = deleteAnyway || applied.contains(Data(keys[position].utf8)) ? .applied : .conflict
             }
         }
-        return results.map { $0 ?? .conflict }
+        return (results.map { $0 ?? .conflict }, transaction)
     }
+}
+
+/// The server answered a statement of the store with something it cannot send.
+struct UnexpectedAnswer: Error {
+    let what: String
 }

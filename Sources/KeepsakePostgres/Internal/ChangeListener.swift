@@ -21,6 +21,7 @@ struct ChangeListener: Sendable {
     let connection: PostgresConnection.Configuration
     let trigger: NotifyTrigger
     let logger: Logger
+    let instruments: StoreInstruments
 
     /// How often an idle listening connection is checked with `SELECT 1`, so that a connection
     /// that died silently is noticed and replaced.
@@ -68,6 +69,7 @@ struct ChangeListener: Sendable {
                 await Self.poll(hints)
                 return
             case let .lost(listened):
+                instruments.watchRestarted()
                 if listened { pause = .milliseconds(100) }
                 logger.debug("a watch lost its connection; reconnecting", metadata: ["table": "\(trigger.table)"])
                 do { try await Task.sleep(for: pause) } catch { return }

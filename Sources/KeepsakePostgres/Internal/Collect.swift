@@ -15,11 +15,3 @@ extension PostgresConnection {
         return try await result.get()
     }
 }
-
-extension PostgresClient {
-    /// Every row of `query`, collected on one of the pool's connections (see
-    /// `PostgresConnection.collect(_:logger:)`).
-    func collect(_ query: PostgresQuery, logger: Logger) async throws -> PostgresQueryResult {
-        try await withConnection { connection in try await connection.collect(query, logger: logger) }
-    }
-}

@@ -4,38 +4,146 @@ import Logging
 internal import PostgresNIO
 
 extension PostgresStore {
-    /// Runs `work` with the store's client on the bridge's event loop and waits for it, within
-    /// the store's deadline; retries it on a new connection after a failure that left nothing
-    /// applied (a lost or refused connection before `COMMIT`, a deadlock, a serialization
-    /// failure), with a growing pause.
+    /// Runs `work` on a connection of the store's pool and returns its result, within the
+    /// store's deadline whatever the server does:
+    ///
+    /// - connecting honours the connect timeout: a server that refuses or does not answer is
+    ///   tried again (with a growing pause) until `connect_timeout` has passed since the call
+    ///   needed a connection, then the call is ``KeepsakeError/Code/unavailable``; a refused
+    ///   login is reported at once, as the server said it, never tried again;
+    /// - a failure that left nothing applied (a connection lost before `COMMIT` was sent, a
+    ///   deadlock, a serialization failure, a server shutting down) is retried on a new
+    ///   connection while the deadline allows;
+    /// - when the deadline passes the call returns at once; the connection it held is closed,
+    ///   which ends whatever still waits on it.
     ///
     /// - Parameters:
     ///   - what: The operation, for messages: "read", "commit 3 writes".
     ///   - key: The record key the operation is about, if one.
     ///   - retrying: Whether failures that left nothing applied are retried.
     ///   - tableMissing: The answer when the table does not exist (a read of a store not yet
-    ///     written); `nil` makes that an error like any other.
-    func perform<T: Sendable>(
-        _ what: String, key: String? = nil, retrying: Bool, tableMissing: IfTableMissing<T> = .fail,
-        _ work: @escaping @Sendable (PostgresClient) async throws -> T
-    ) throws(KeepsakeError) -> T {
-        let client = self.client
-        let timeout = configuration.timeout
+    ///     written); `.fail` makes that an error like any other.
+    ///   - deadline: When the call must end; the store's timeout from now by default.
+    ///   - executor: Where the work runs: the bridge's event loop for a synchronous call, the
+    ///     caller's executor (`nil`) for an async one.
+    ///   - operation: What the call does, for metrics and traces.
+    ///   - connectTimeout: How long connecting may be tried (the configuration's by default).
+    ///   - given: A connection the call must use (one that holds a row since an earlier call),
+    ///     instead of one from the pool; such a call is not retried.
+    ///   - keep: Whether the connection stays lent to the caller when `work` succeeds (it holds a
+    ///     row); the next call gives it as `given`.
+    func call<T: Sendable>(
+        _ what: String, key: String? = nil, operation: StoreOperation, retrying: Bool = true,
+        tableMissing: IfTableMissing<T> = .fail, deadline: ContinuousClock.Instant? = nil,
+        connectTimeout: Duration? = nil, executor: (any TaskExecutor)? = nil, on given: PostgresConnection? = nil,
+        keep: Bool = false, _ work: @escaping @Sendable (PostgresConnection, CallSession) async throws -> T
+    ) async throws(KeepsakeError) -> T {
         let start = ContinuousClock.now
-        let outcome = Bridge.wait(deadline: timeout + .seconds(1)) { () async throws -> T in
-            var pause: Duration = .milliseconds(50)
-            while true {
+        let deadline = deadline ?? start + configuration.timeout
+        let connectTimeout = connectTimeout ?? configuration.connectTimeout
+        let pool = self.pool
+        let session = CallSession(pool: pool)
+        let instruments = self.instruments
+        let span = instruments.startSpan(operation)
+        let outcome = await Deadline.run(until: deadline, executor: executor) { () async throws -> T in
+            if let given {
+                // The connection of an earlier call, holding a row: used once, never retried.
+                session.hold(given)
                 do {
-                    return try await work(client)
+                    let value = try await work(given, session)
+                    session.letGo()
+                    pool.release(given, reusable: true)
+                    return value
                 } catch {
-                    if case let .answer(answer) = tableMissing, Self.isMissingTable(error) { return answer }
-                    guard retrying, Self.isRetryable(error), ContinuousClock.now - start + pause < timeout else {
-                        throw error
-                    }
-                    try await Task.sleep(for: pause)
-                    pause = min(pause * 2, .seconds(1))
+                    session.letGo()
+                    pool.release(given, reusable: false)
+                    throw error
                 }
             }
+            var pause: Duration = .milliseconds(50)
+            // Connecting may be tried until this instant; a new window opens after a connection
+            // that worked was lost.
+            var connectBy = min(deadline, ContinuousClock.now + connectTimeout)
+            var lastConnectFailure: (any Error)?
+            while true {
+                let connection: PostgresConnection
+                do {
+                    connection = try await pool.lease(connectBy: connectBy, executor: executor)
+                } catch {
+                    if error is CancellationError || error is ConnectionPool.Closed { throw error }
+                    guard Self.mayConnectLater(error) else { throw ConnectFailed(underlying: error, final: true) }
+                    lastConnectFailure = error
+                    guard ContinuousClock.now + pause < connectBy else {
+                        throw ConnectFailed(underlying: error, final: false)
+                    }
+                    instruments.retried()
+                    try await Task.sleep(for: pause)
+                    pause = min(pause * 2, .milliseconds(500))
+                    continue
+                }
+                if lastConnectFailure != nil { instruments.reconnected() }
+                lastConnectFailure = nil
+                session.hold(connection)
+                do {
+                    let value = try await work(connection, session)
+                    if keep {
+                        guard session.keep() else { throw CancellationError() }
+                    } else {
+                        session.letGo()
+                        pool.release(connection, reusable: true)
+                    }
+                    return value
+                } catch {
+                    session.letGo()
+                    pool.release(connection, reusable: !Self.isConnectionLost(error))
+                    if case let .answer(answer) = tableMissing, Self.isMissingTable(error) { return answer }
+                    guard retrying, Self.isRetryable(error), ContinuousClock.now + pause < deadline else { throw error }
+                    instruments.retried()
+                    try await Task.sleep(for: pause)
+                    pause = min(pause * 2, .milliseconds(500))
+                    connectBy = min(deadline, ContinuousClock.now + connectTimeout)
+                }
+            }
+        } onExpiry: {
+            session.expire()
+        }
+        let elapsed = ContinuousClock.now - start
+        switch outcome {
+        case let .finished(.success(value)):
+            instruments.finished(operation, span: span, outcome: "ok", after: elapsed)
+            return value
+        case let .finished(.failure(error)):
+            let mapped = mapError(error, what: what, key: key)
+            instruments.finished(operation, span: span, outcome: mapped.code.rawValue, after: elapsed)
+            throw mapped
+        case .expired:
+            instruments.finished(operation, span: span, outcome: KeepsakeError.Code.timeout.rawValue, after: elapsed)
+            let written = session.commitSent.load(ordering: .relaxed)
+            throw KeepsakeError(
+                .timeout, store: uri, key: key,
+                """
+                could not \(what) within \(Self.seconds(configuration.timeout)) s (timeout=); \
+                \(written ? "COMMIT was sent and not answered: the write may have been applied" : "nothing was changed")
+                """)
+        }
+    }
+
+    /// ``call(_:key:retrying:tableMissing:deadline:executor:_:)`` for a synchronous caller: the
+    /// work runs on the bridge's event loop, never on Swift's cooperative pool, while the calling
+    /// thread waits.
+    func perform<T: Sendable>(
+        _ what: String, key: String? = nil, operation: StoreOperation, retrying: Bool = true,
+        tableMissing: IfTableMissing<T> = .fail, deadline: ContinuousClock.Instant? = nil,
+        on given: PostgresConnection? = nil, keep: Bool = false,
+        _ work: @escaping @Sendable (PostgresConnection, CallSession) async throws -> T
+    ) throws(KeepsakeError) -> T {
+        let deadline = deadline ?? ContinuousClock.now + configuration.timeout
+        let store = self
+        let outcome = Bridge.wait(deadline: ContinuousClock.now.duration(to: deadline) + .seconds(1)) {
+            () async throws -> T in
+            try await store.call(
+                what, key: key, operation: operation, retrying: retrying, tableMissing: tableMissing,
+                deadline: deadline, executor: Bridge.executor, on: given, keep: keep, work)
         }
         switch outcome {
         case let .finished(.success(value)):
@@ -43,12 +151,9 @@ extension PostgresStore {
         case let .finished(.failure(error)):
             throw mapError(error, what: what, key: key)
         case .timedOut:
+            // `call` ends by its deadline; this is the bridge's own guard, should it not.
             throw KeepsakeError(
-                .timeout, store: uri, key: key,
-                """
-                could not \(what) within \(Self.seconds(timeout)) s; \
-                \(what.hasPrefix("commit") ? "the batch was applied whole or not at all, and the server did not say which" : "nothing was changed")
-                """)
+                .timeout, store: uri, key: key, "could not \(what) within \(Self.seconds(configuration.timeout)) s")
         }
     }
 
@@ -68,9 +173,13 @@ extension PostgresStore {
 
     /// Whether `error` left nothing applied and may pass on another try.
     static func isRetryable(_ error: any Error) -> Bool {
-        if error is CommitUncertain || error is CancellationError || error is KeepsakeError { return false }
+        if error is CommitUncertain || error is CancellationError || error is KeepsakeError || error is ConnectFailed
+            || error is ConnectionPool.Closed
+        {
+            return false
+        }
         guard let error = error as? PSQLError else {
-            // Connecting failed (refused, reset, no such socket): nothing was sent.
+            // A connection that failed under a query: nothing was committed.
             return true
         }
         switch error.code {
@@ -86,13 +195,87 @@ extension PostgresStore {
         }
     }
 
-    /// `error` as a ``KeepsakeError`` naming this store; never a value or a password.
+    /// Whether a connection that failed with `error` must not be lent again.
+    static func isConnectionLost(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return !(error is KeepsakeError) }
+        switch error.code {
+        case .server:
+            // The server ended the session (shutting down, terminated by an administrator).
+            return (error.serverInfo?[.sqlState] ?? "").hasPrefix("57P")
+        default:
+            return true
+        }
+    }
+
+    /// Whether a connection that could not be made may be made a moment later: a server that
+    /// refused, did not answer, is starting or is full may; a refused login, a database that
+    /// does not exist, a TLS setting the server does not support may not.
+    static func mayConnectLater(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return true }
+        switch error.code {
+        case .server:
+            return ["57P01", "57P02", "57P03", "53300"].contains(error.serverInfo?[.sqlState] ?? "")
+        case .connectionError, .serverClosedConnection, .uncleanShutdown:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// What a failure to connect or a lost connection was, in words (never a dependency's type).
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] { return "the server said: \(message)" }
+            if let underlying = error.underlying { return describe(underlying) }
+            switch error.code {
+            case .serverClosedConnection: return "the server closed the connection"
+            case .uncleanShutdown: return "the connection ended uncleanly"
+            case .clientClosedConnection: return "the connection was closed"
+            default: return "the connection failed"
+            }
+        }
+        if let error = error as? NIOConnectionError {
+            if let failure = error.connectionErrors.first { return describe(failure.error) }
+            if error.dnsAError != nil || error.dnsAAAAError != nil {
+                return "the host name \(error.host) does not resolve"
+            }
+            return "no address of \(error.host) answered"
+        }
+        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)).lowercased() }
+        if let error = error as? ChannelError, case .connectTimeout = error { return "no answer in time" }
+        if let error = error as? NIOSSLError { return "TLS failed (\(error))" }
+        return "the connection failed"
+    }
+
+    /// `error` as a ``KeepsakeError`` naming this store; never a value or a password, never a
+    /// dependency's internal type (that stays in ``KeepsakeError/underlying``).
     func mapError(_ error: any Error, what: String, key: String?) -> KeepsakeError {
         if let error = error as? KeepsakeError { return error }
+        if let error = error as? UnexpectedAnswer {
+            return KeepsakeError(
+                .corruptStore, store: uri, key: key, "could not \(what): the server's answer makes no sense (\(error.what))")
+        }
+        if let error = error as? UnknownFate { return KeepsakeError(.unavailable, store: uri, key: key, error.message) }
+        if error is ConnectionPool.Closed {
+            return KeepsakeError(
+                .unavailable, store: uri, key: key, "could not \(what): the store was shut down; nothing was changed")
+        }
+        if let error = error as? ConnectFailed {
+            if let mapped = serverRefusal(error.underlying, what: what, key: key) { return mapped }
+            let reason = Self.describe(error.underlying)
+            return KeepsakeError(
+                .unavailable, store: uri, key: key,
+                """
+                could not \(what): the server cannot be reached (\(reason))\
+                \(error.final ? "" : "; tried for \(Self.seconds(configuration.connectTimeout)) s (connect_timeout=)"); \
+                nothing was changed
+                """,
+                cause: .other(reason), underlying: error.underlying)
+        }
         if let error = error as? CommitUncertain {
             var mapped = mapError(error.underlying, what: what, key: key)
-            mapped.message +=
-                "; the connection was lost after COMMIT was sent: the batch was applied whole or not at all"
+            mapped.code = .unavailable
+            mapped.message += "; the connection was lost after COMMIT was sent: the write may have been applied"
             return mapped
         }
         if error is CancellationError {
@@ -100,15 +283,17 @@ extension PostgresStore {
                 .timeout, store: uri, key: key, "could not \(what) within \(Self.seconds(configuration.timeout)) s")
         }
         guard let error = error as? PSQLError else {
+            let reason = Self.describe(error)
             return KeepsakeError(
-                .unavailable, store: uri, key: key,
-                "could not \(what): the server cannot be reached (\(String(describing: error)))",
-                cause: .other(String(describing: error)), underlying: error)
+                .unavailable, store: uri, key: key, "could not \(what): \(reason)", cause: .other(reason),
+                underlying: error)
         }
+        if let mapped = serverRefusal(error, what: what, key: key) { return mapped }
         let state = error.serverInfo?[.sqlState]
         let serverMessage = error.serverInfo?[.message] ?? ""
         let cause = KeepsakeError.Cause.library(
-            domain: "PostgreSQL", code: 0, message: state.map { "SQLSTATE \($0): \(serverMessage)" } ?? "\(error.code)")
+            domain: "PostgreSQL", code: 0,
+            message: state.map { "SQLSTATE \($0): \(serverMessage)" } ?? Self.describe(error))
         switch error.code {
         case .server:
             switch state ?? "" {
@@ -120,20 +305,12 @@ extension PostgresStore {
             case "57P01", "57P02", "57P03", "53300":
                 return KeepsakeError(
                     .unavailable, store: uri, key: key,
-                    "could not \(what): the server is shutting down, starting or full",
-                    cause: cause)
-            case "28P01", "28000", "42501":
-                return KeepsakeError(
-                    .permissionDenied, store: uri, key: key,
-                    "could not \(what): the server refused the login or access",
-                    cause: cause)
-            case "3D000", "3F000":
-                return KeepsakeError(
-                    .unavailable, store: uri, key: key, "could not \(what): the database or schema does not exist",
+                    "could not \(what): the server is shutting down, starting or full (\(serverMessage))",
                     cause: cause)
             default:
                 return KeepsakeError(
-                    .io, store: uri, key: key, "could not \(what): the server reported an error", cause: cause)
+                    .io, store: uri, key: key, "could not \(what): the server reported an error (\(serverMessage))",
+                    cause: cause)
             }
         case .queryCancelled:
             return KeepsakeError(
@@ -141,17 +318,13 @@ extension PostgresStore {
                 cause: cause)
         case .serverClosedConnection, .connectionError, .uncleanShutdown, .clientClosedConnection, .poolClosed:
             return KeepsakeError(
-                .unavailable, store: uri, key: key, "could not \(what): the connection to the server was lost",
+                .unavailable, store: uri, key: key,
+                "could not \(what): the connection to the server was lost (\(Self.describe(error)))",
                 cause: cause, underlying: error)
         case .sslUnsupported:
             return KeepsakeError(
                 .unavailable, store: uri, key: key,
                 "could not \(what): the server does not offer TLS, which sslmode=\(configuration.tlsMode.rawValue) requires",
-                cause: cause)
-        case .authMechanismRequiresPassword:
-            return KeepsakeError(
-                .permissionDenied, store: uri, key: key,
-                "could not \(what): the server asks for a password; set PGPASSWORD or add it to a passfile",
                 cause: cause)
         case .messageDecodingFailure, .unexpectedBackendMessage, .invalidCommandTag:
             return KeepsakeError(
@@ -159,7 +332,37 @@ extension PostgresStore {
                 "could not \(what): the server sent an answer that does not decode",
                 cause: cause)
         default:
-            return KeepsakeError(.io, store: uri, key: key, "could not \(what)", cause: cause)
+            return KeepsakeError(.io, store: uri, key: key, "could not \(what) (\(Self.describe(error)))", cause: cause)
+        }
+    }
+
+    /// The server's refusal of a login or an access, as what the server said: never retried.
+    private func serverRefusal(_ error: any Error, what: String, key: String?) -> KeepsakeError? {
+        guard let error = error as? PSQLError else { return nil }
+        let who = "role \(configuration.user), database \(configuration.database)"
+        if error.code == .authMechanismRequiresPassword {
+            return KeepsakeError(
+                .permissionDenied, store: uri, key: key,
+                "could not \(what): the server asks \(who) for a password; set PGPASSWORD or add it to a passfile",
+                cause: .library(domain: "PostgreSQL", code: 0, message: "password required"))
+        }
+        guard error.code == .server, let state = error.serverInfo?[.sqlState] else { return nil }
+        let message = error.serverInfo?[.message] ?? ""
+        let cause = KeepsakeError.Cause.library(domain: "PostgreSQL", code: 0, message: "SQLSTATE \(state): \(message)")
+        switch state {
+        case "28P01", "28000":
+            return KeepsakeError(
+                .permissionDenied, store: uri, key: key,
+                "could not \(what): the server refused the login of \(who): \(message); not retried", cause: cause)
+        case "42501":
+            return KeepsakeError(
+                .permissionDenied, store: uri, key: key,
+                "could not \(what): \(who) may not do this: \(message); nothing was changed", cause: cause)
+        case "3D000", "3F000":
+            return KeepsakeError(
+                .unavailable, store: uri, key: key, "could not \(what): \(message) (\(who))", cause: cause)
+        default:
+            return nil
         }
     }
 
@@ -174,37 +377,6 @@ extension PostgresStore {
         if let roots = configuration.rootCertificatePath { tlsConfiguration.trustRoots = .file(roots) }
         return tlsConfiguration
     }
-
-    /// The postgres-nio client configuration of `configuration`.
-    static func clientConfiguration(_ configuration: PostgresConfiguration) -> PostgresClient.Configuration {
-        var result: PostgresClient.Configuration
-        switch configuration.endpoint {
-        case let .tcp(host, port):
-            let tlsConfiguration = Self.tlsConfiguration(configuration)
-            let tls: PostgresClient.Configuration.TLS
-            switch configuration.tlsMode {
-            case .disable: tls = .disable
-            case .allow, .prefer: tls = .prefer(tlsConfiguration)
-            case .require, .verifyCA, .verifyFull: tls = .require(tlsConfiguration)
-            }
-            result = .init(
-                host: host, port: port, username: configuration.user, password: configuration.password,
-                database: configuration.database, tls: tls)
-        case let .unixSocket(directory, port):
-            result = .init(
-                unixSocketPath: "\(directory)/.s.PGSQL.\(port)", username: configuration.user,
-                password: configuration.password, database: configuration.database)
-        }
-        let (seconds, attoseconds) = configuration.timeout.components
-        let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
-        result.options.connectTimeout = configuration.connectTimeout
-        result.options.maximumConnections = configuration.maximumConnections
-        result.options.additionalStartupParameters = [
-            ("application_name", configuration.applicationName),
-            ("statement_timeout", "\(max(1, milliseconds))")
-        ]
-        return result
-    }
 }
 
 /// What a call answers when the store's table does not exist yet.
@@ -215,7 +387,17 @@ enum IfTableMissing<T: Sendable>: Sendable {
     case answer(T)
 }
 
-/// A failure after a batch's `COMMIT` was sent: the batch may have been applied; never retried.
+/// A failure after a batch's `COMMIT` was sent: the batch may have been applied; never retried
+/// blindly. `transaction` is the transaction's id, when it was learnt, so that its fate can be
+/// asked of the server (`pg_xact_status`); `results` what the batch would have reported.
 struct CommitUncertain: Error {
     let underlying: any Error
+    var transaction: Int64? = nil
+    var results: [StoreWriteResult] = []
+}
+
+/// Connecting failed: `final` when it was not worth another try (a refused login).
+struct ConnectFailed: Error {
+    let underlying: any Error
+    let final: Bool
 }

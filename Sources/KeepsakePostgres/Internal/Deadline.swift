@@ -1,0 +1,133 @@
+import Foundation
+import Synchronization
+internal import PostgresNIO
+
+/// How a call raced against its deadline.
+enum DeadlineOutcome<T: Sendable>: Sendable {
+    /// The work finished first, with its result.
+    case finished(Result<T, any Error>)
+    /// The deadline passed first: the caller has its answer now, whatever the work still does.
+    case expired
+}
+
+/// What one call holds while it runs: the connection it was lent, and whether it has sent
+/// `COMMIT` — so that a deadline that passes can close the connection (ending whatever waits on
+/// it) and say whether a write may have been applied.
+final class CallSession: Sendable {
+    private struct State {
+        var connection: PostgresConnection?
+        var expired = false
+        /// The work succeeded and left its connection lent to the caller.
+        var kept = false
+    }
+
+    private let state = Mutex(State())
+    private let pool: ConnectionPool
+    /// Set just before `COMMIT` is sent.
+    let commitSent = Atomic<Bool>(false)
+
+    init(pool: ConnectionPool) { self.pool = pool }
+
+    /// Records the connection the call now uses; closes it at once when the deadline already passed.
+    func hold(_ connection: PostgresConnection) {
+        let expired = state.withLock { state in
+            state.connection = connection
+            return state.expired
+        }
+        if expired { ConnectionPool.closeQuietly(connection) }
+    }
+
+    /// The call no longer uses a connection.
+    func letGo() { state.withLock { $0.connection = nil } }
+
+    /// The work succeeded and its connection stays lent to the caller; `false` when the deadline
+    /// passed first (then the caller never sees it, and the work gives it back).
+    func keep() -> Bool {
+        state.withLock { state in
+            guard !state.expired else { return false }
+            state.kept = true
+            return true
+        }
+    }
+
+    /// The deadline passed: closes the connection in use, if any, so that its queries fail now;
+    /// one the work had kept for a caller that will never see it goes back to the pool.
+    func expire() {
+        let (connection, kept) = state.withLock { state in
+            state.expired = true
+            return (state.connection, state.kept)
+        }
+        guard let connection else { return }
+        ConnectionPool.closeQuietly(connection)
+        if kept { pool.release(connection, reusable: false) }
+    }
+}
+
+enum Deadline {
+    /// Runs `work` as a task of its own (on `executor` when given) and returns as soon as it
+    /// finishes or `deadline` passes, whichever is first. When the deadline passes first, the
+    /// work is cancelled and `onExpiry` runs (it closes the call's connection); the work's
+    /// later result is dropped. So a call never outlives its deadline, whatever the server does.
+    ///
+    /// `late` receives a result the work produced after the deadline had answered (a connection
+    /// made too late, to close).
+    static func run<T: Sendable>(
+        until deadline: ContinuousClock.Instant, executor: (any TaskExecutor)?,
+        _ work: @escaping @Sendable () async throws -> T, onExpiry: @escaping @Sendable () -> Void,
+        late: (@Sendable (T) -> Void)? = nil
+    ) async -> DeadlineOutcome<T> {
+        let race = Race<T>()
+        return await withCheckedContinuation { continuation in
+            race.start(continuation)
+            let timer = Task(executorPreference: executor) {
+                do {
+                    try await Task.sleep(until: deadline, clock: .continuous)
+                } catch {
+                    return  // the work finished first
+                }
+                if race.finish(.expired) {
+                    race.cancelWork()
+                    onExpiry()
+                }
+            }
+            race.setWork(
+                Task(executorPreference: executor) {
+                    let result: Result<T, any Error>
+                    do {
+                        result = .success(try await work())
+                    } catch {
+                        result = .failure(error)
+                    }
+                    if race.finish(.finished(result)) {
+                        timer.cancel()
+                    } else if case let .success(value) = result {
+                        late?(value)
+                    }
+                })
+        }
+    }
+}
+
+/// The one answer of a ``Deadline/run(until:executor:_:onExpiry:)`` race.
+private final class Race<T: Sendable>: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<DeadlineOutcome<T>, Never>?, work: Task<Void, Never>?)>(
+        (nil, nil))
+
+    func start(_ continuation: CheckedContinuation<DeadlineOutcome<T>, Never>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    func setWork(_ task: Task<Void, Never>) { state.withLock { $0.work = task } }
+
+    func cancelWork() { state.withLock { $0.work }?.cancel() }
+
+    /// Hands `outcome` to the caller if nothing was handed yet; whether it was.
+    func finish(_ outcome: DeadlineOutcome<T>) -> Bool {
+        guard let continuation = state.withLock({ state in
+            defer { state.continuation = nil }
+            return state.continuation
+        }) else { return false }
+        continuation.resume(returning: outcome)
+        return true
+    }
+}
