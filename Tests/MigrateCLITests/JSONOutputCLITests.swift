@@ -49,7 +49,9 @@ private func memberNames(_ text: String) throws -> [String] {
 
 @Suite("migrate --json: one typed object, failures included")
 struct JSONOutputCLITests {
-    static let states = ["current", "migrated", "newer", "newerReadable", "outdated", "unmanaged", "unreadable"]
+    static let states = [
+        "current", "migrated", "newer", "newerReadable", "outdated", "removed", "unmanaged", "unreadable"
+    ]
 
     @Test("status --json is one object: the store, every record with typed fields, and every state's total")
     func statusObject() throws {
