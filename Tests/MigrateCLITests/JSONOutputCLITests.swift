@@ -15,6 +15,7 @@ private struct ReportOutput: Decodable {
         let steps: [Int]
         let error: ErrorOutput?
         let backup: String?
+        let note: String?
     }
     let store: String
     let records: [Record]
@@ -77,7 +78,7 @@ struct JSONOutputCLITests {
         for record in records {
             #expect(
                 record.keys.sorted() == [
-                    "backup", "error", "form", "key", "latestVersion", "schema", "state",
+                    "backup", "error", "form", "key", "latestVersion", "note", "schema", "state",
                     "steps", "storedVersion", "stringWrapped"
                 ])
         }
