@@ -127,11 +127,12 @@ let package = Package(
         .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Keepsake", "Migrations", "KeepsakePostgres"]),
         // Test-only: KeepsakeCLI on a chain of its own (Note), run by MigrateCLITests; on the sample
         // chains, the stock commands with the pause points of `copy` (debug builds only), for the
-        // tests that stop a copy between two steps. Not a product.
+        // tests that stop a copy between two steps, and a defaults store whose writes wait for the
+        // test (`held-defaults:`), for the tests of `run` racing another writer. Not a product.
         .executableTarget(
             name: "custom-migrate",
             dependencies: [
-                "KeepsakeCLI", "Keepsake", "Migrations",
+                "KeepsakeCLI", "Keepsake", "KeepsakeDefaults", "Migrations",
                 .product(name: "Logging", package: "swift-log")
             ],
             path: "Tests/CustomMigrate"),

@@ -60,6 +60,10 @@ let chains =
     none ? [] : samples ? SampleModels.all : duplicate ? [Note.chain.erased, Note.chain.erased] : [Note.chain.erased]
 // With the sample chains it stands in for the stock `migrate`, under its name.
 let commandName = samples ? "migrate" : "custom-migrate"
+// With CUSTOM_MIGRATE_HOLD_COMMIT=PREFIX, the store kind held-defaults:PATH, a suite whose writes
+// wait for the test (HeldCommit.swift), for the tests of `run` racing another writer.
+let backends: [any StoreBackend] =
+    environment["CUSTOM_MIGRATE_HOLD_COMMIT"].map { [HeldDefaultsBackend(resumePrefix: $0)] } ?? []
 #if DEBUG
 if let pause = environment["CUSTOM_MIGRATE_COPY_PAUSE"] {
     let resume = environment["CUSTOM_MIGRATE_COPY_RESUME"]
@@ -70,4 +74,4 @@ if let pause = environment["CUSTOM_MIGRATE_COPY_PAUSE"] {
     }
 }
 #endif
-MigrateCommand.main(chains: chains, commandName: commandName, bootstrapsLogging: !ownLogging)
+MigrateCommand.main(chains: chains, commandName: commandName, backends: backends, bootstrapsLogging: !ownLogging)

@@ -2,6 +2,7 @@ import Foundation
 import Keepsake
 import KeepsakeKeyring
 import Migrations
+import Synchronization
 import Testing
 
 extension KeyringTests {
@@ -70,5 +71,66 @@ extension KeyringTests {
             #expect(reports.first?.error?.code == .newerVersion)
             #expect(try store.data(forKey: "person") == newer)
         }
+
+        @Test(
+            "records another client changed while they were migrated are reported as they now stand, never overwritten")
+        func otherWriter() throws {
+            let store = try PrivateKeyring.freshStore("other-writer")
+            let v0: @Sendable (String) -> Data = { name in
+                Data(#"{"data":{"age":"30","name":"\#(name)"},"schema":"Person","version":0}"#.utf8)
+            }
+            for key in ["a", "b", "c", "d"] { try store.setData(v0(key.uppercased()), forKey: key) }
+            let theirs = try Person.chain.encode(PersonV3(alias: "Theirs", email: "t@x"))
+            let other = try KeyringStore(service: store.service)  // another client of the same items
+            let racing = OtherClientStore(base: store) {
+                try other.setData(theirs, forKey: "a")
+                try other.setData(v0("Bea"), forKey: "b")
+                try other.removeData(forKey: "c")
+            }
+            let reports = try Migrator(store: racing, chains: SampleModels.all, context: context).run()
+            #expect(reports.map(\.key) == ["a", "b", "c", "d"])
+            #expect(reports.map(\.state) == [.current, .migrated, .removed, .migrated])
+            #expect(
+                reports.map(\.note) == [
+                    "brought to the latest version by another writer while it was being migrated",
+                    "changed by another writer while it was being migrated; migrated again from what that writer stored",
+                    "removed by another writer while it was being migrated", nil
+                ])
+            #expect(reports.allSatisfy { $0.error == nil })
+            #expect(try store.data(forKey: "a") == theirs)
+            #expect(try store.data(forKey: "b") == (try Person.chain.encode(PersonV3(alias: "Bea", email: "---"))))
+            #expect(try store.data(forKey: "c") == nil)
+            #expect(try store.data(forKey: "d") == (try Person.chain.encode(PersonV3(alias: "D", email: "---"))))
+        }
+    }
+}
+
+/// A keyring store another client writes to (`otherWriter`, once) just before the first batch
+/// a run commits, so that the run's compare-and-swap meets that client's change.
+private final class OtherClientStore: RecordStore {
+    let base: KeyringStore
+    private let otherWriter: Mutex<(@Sendable () throws -> Void)?>
+
+    init(base: KeyringStore, otherWriter: @escaping @Sendable () throws -> Void) {
+        self.base = base
+        self.otherWriter = Mutex(otherWriter)
+    }
+
+    var uri: String { base.uri }
+    var capabilities: StoreCapabilities { base.capabilities }
+    func data(forKey key: String) throws(KeepsakeError) -> Data? { try base.data(forKey: key) }
+    func keys() throws(KeepsakeError) -> [String] { try base.keys() }
+    func allRecords() throws(KeepsakeError) -> [(key: String, result: Result<Data, KeepsakeError>)] {
+        try base.allRecords()
+    }
+    func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
+        let write = otherWriter.withLock { pending in
+            defer { pending = nil }
+            return pending
+        }
+        if let write {
+            do { try write() } catch { Issue.record("the other client's write failed: \(error)") }
+        }
+        return try base.commit(writes)
     }
 }

@@ -15,6 +15,7 @@ private struct ReportOutput: Decodable {
         let steps: [Int]
         let error: ErrorOutput?
         let backup: String?
+        let note: String?
     }
     let store: String
     let records: [Record]
@@ -49,7 +50,9 @@ private func memberNames(_ text: String) throws -> [String] {
 
 @Suite("migrate --json: one typed object, failures included")
 struct JSONOutputCLITests {
-    static let states = ["current", "migrated", "newer", "newerReadable", "outdated", "unmanaged", "unreadable"]
+    static let states = [
+        "current", "migrated", "newer", "newerReadable", "outdated", "removed", "unmanaged", "unreadable"
+    ]
 
     @Test("status --json is one object: the store, every record with typed fields, and every state's total")
     func statusObject() throws {
@@ -75,7 +78,7 @@ struct JSONOutputCLITests {
         for record in records {
             #expect(
                 record.keys.sorted() == [
-                    "backup", "error", "form", "key", "latestVersion", "schema", "state",
+                    "backup", "error", "form", "key", "latestVersion", "note", "schema", "state",
                     "steps", "storedVersion", "stringWrapped"
                 ])
         }

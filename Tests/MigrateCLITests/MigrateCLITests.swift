@@ -45,6 +45,7 @@ struct MigrateCLITests {
         #expect(person["stringWrapped"] as? Bool == true)
         #expect(person["error"] is NSNull)
         #expect(person["backup"] is NSNull)
+        #expect(person["note"] is NSNull)
         #expect(person["steps"] as? [Int] == [1, 2, 3])
         #expect(records[1]["state"] as? String == "unmanaged")
         #expect(records[1]["schema"] is NSNull)

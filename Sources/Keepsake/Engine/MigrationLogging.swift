@@ -13,7 +13,8 @@ extension Logger {
     }
 
     /// Logs a finished ``Migrator/run(backup:progress:)``: each record migrated, left unread or
-    /// newer, or changed meanwhile (debug: the caller has each in its report), or failed to
+    /// newer, or changed meanwhile by another writer — brought up to date, removed, migrated
+    /// again or still outdated — (debug: the caller has each in its report), or failed to
     /// write (warning: it is migrated again every time until the app acts), then the counts
     /// (debug). Records are only described when their level is enabled, so a run's cost does not
     /// grow with logging off. An app that never sets up logging (swift-log's default handler
@@ -31,6 +32,10 @@ extension Logger {
                 return metadata
             }
             switch (report.state, report.error?.code) {
+            case (.migrated, _) where report.note != nil:
+                debug(
+                    "record changed while it was being migrated; migrated again from the other writer's version",
+                    metadata: metadata())
             case (.migrated, _):
                 debug("record migrated and written back", metadata: metadata())
             case (_, .conflict?):
@@ -39,6 +44,14 @@ extension Logger {
                     metadata: metadata())
             case (.outdated, _?):
                 warning("migrated record could not be written; left as it was", metadata: metadata())
+            case (.removed, _):
+                debug("record changed while it was being migrated; the other writer removed it", metadata: metadata())
+            case _ where report.note != nil:
+                debug(
+                    """
+                    record changed while it was being migrated; left as the other writer stored it, \
+                    now \(report.state.rawValue)
+                    """, metadata: metadata())
             case (.unreadable, _), (.newer, _):
                 debug("record left untouched: \(report.state.rawValue)", metadata: metadata())
             default:

@@ -162,8 +162,16 @@ public struct Migrator: Sendable {
     /// Writes go to the store as one batch (for the defaults store, one durable document write),
     /// each applied only if its record still holds the bytes that were read. A record that is
     /// newer, unreadable (its bytes, or the store's copy of it, cannot be read — see
-    /// ``RecordStore/allRecords()``), fails its step, fails its backup or changed meanwhile keeps
-    /// its bytes and is reported; the others still migrate.
+    /// ``RecordStore/allRecords()``), fails its step or fails its backup keeps its bytes and is
+    /// reported; the others still migrate.
+    ///
+    /// A record another writer changed between the read and the write keeps that writer's
+    /// bytes: it is read again and reported as it now stands, with a ``RecordReport/note`` —
+    /// `current` when the other writer brought it to the latest version (an app instance
+    /// migrating it on load), `newerReadable`, `removed`, or as `status` would report it. One
+    /// that is still outdated is migrated again from the other writer's bytes (backed up first),
+    /// at most three writes in all; only a record still outdated after that is reported
+    /// `outdated`, with a ``KeepsakeError/Code/conflict`` error.
     ///
     /// - Parameters:
     ///   - backup: When set, each record's original bytes are saved there before the batch, all
@@ -221,21 +229,7 @@ public struct Migrator: Sendable {
                 pending.removeAll(keepingCapacity: true)
             })
         if let backup, !writes.isEmpty {
-            // One durable batch of backups; a record whose backup failed keeps its bytes.
-            var kept: [StoreWrite] = []
-            var keptIndex: [Int] = []
-            for ((write, index), saved) in zip(zip(writes, writeIndex), backup.saveAll(originals, store: store.uri)) {
-                switch saved {
-                case let .success(file):
-                    reports.update(index) { $0.backupPath = file }
-                    kept.append(write)
-                    keptIndex.append(index)
-                case let .failure(error):
-                    reports.update(index) { $0.error = error }
-                }
-            }
-            writes = kept
-            writeIndex = keptIndex
+            (writes, writeIndex) = backUp(originals, in: backup, writes: writes, writeIndex: writeIndex, &reports)
         }
         guard !writes.isEmpty else {
             Log.engine.ranMigration(reports, store: store.uri)
@@ -243,24 +237,163 @@ public struct Migrator: Sendable {
         }
         let results = try store.commit(writes)
         writes = []
+        var conflicted: [Int] = []  // records another writer changed meanwhile
         for (index, result) in zip(writeIndex, results) {
             switch result {
             case .applied:
                 reports.setState(.migrated, at: index)
             case .conflict:
-                let key = reports[index].key
-                reports.update(index) {
-                    $0.error = KeepsakeError(
-                        .conflict, store: store.uri, key: key,
-                        "the record changed while it was being migrated; it was left as the other writer stored it")
-                }
+                conflicted.append(index)
             case let .failed(error):
                 reports.update(index) { $0.error = error }
             }
         }
+        settle(conflicted, in: &reports, backup: backup)
         progress?(MigrationProgress(evaluated: count, total: count, written: true))
         Log.engine.ranMigration(reports, store: store.uri)
         return reports
+    }
+
+    /// Saves `originals` (each write's record as read) in `backup`, as one durable batch, and
+    /// returns the writes whose record was backed up, with their report indices; a record whose
+    /// backup failed keeps its bytes, and its report says why.
+    private func backUp(
+        _ originals: [(key: String, bytes: Data)], in backup: BackupDirectory, writes: [StoreWrite],
+        writeIndex: [Int], _ reports: inout RecordReports
+    ) -> (writes: [StoreWrite], writeIndex: [Int]) {
+        var kept: [StoreWrite] = []
+        var keptIndex: [Int] = []
+        for ((write, index), saved) in zip(zip(writes, writeIndex), backup.saveAll(originals, store: store.uri)) {
+            switch saved {
+            case let .success(file):
+                reports.update(index) { $0.backupPath = file }
+                kept.append(write)
+                keptIndex.append(index)
+            case let .failure(error):
+                reports.update(index) { $0.error = error }
+            }
+        }
+        return (kept, keptIndex)
+    }
+
+    // MARK: Another writer
+
+    /// How many times a run writes one record: a record another writer changed while the run
+    /// was migrating it is read again and, while it is still outdated, migrated and written
+    /// again, at most this many writes in all.
+    static let writeAttempts = 3
+
+    /// What a run says of a record another writer changed while the run was migrating it
+    /// (``RecordReport/note``).
+    enum Note {
+        static let current = "brought to the latest version by another writer while it was being migrated"
+        static let newerReadable =
+            "brought to a newer version this release reads by another writer while it was being migrated"
+        static let removed = "removed by another writer while it was being migrated"
+        static let migratedAgain =
+            "changed by another writer while it was being migrated; migrated again from what that writer stored"
+        static let leftAsStored = "changed by another writer while it was being migrated; left as that writer stored it"
+    }
+
+    /// Settles the records whose write-back found another writer's change (the reports at
+    /// `conflicted`, their writes skipped): each is read again and reported as it now stands,
+    /// as `status` would report it — `current` (or `newerReadable`) when the other writer
+    /// brought it up to date, `removed` when it removed it — with a note saying so. A record
+    /// that is still outdated is migrated again from what the other writer stored (those bytes
+    /// backed up first, when the run backs up) and written only if it still holds them, at most
+    /// ``writeAttempts`` writes in all; after that it stays `outdated`, with a `conflict`
+    /// error. Another writer's change is never written over.
+    ///
+    /// Never throws: the run's first batch is written already. A record that cannot be read
+    /// again, or whose new write fails, keeps an error saying so.
+    private func settle(_ conflicted: [Int], in reports: inout RecordReports, backup: BackupDirectory?) {
+        var conflicted = conflicted
+        var attempt = 1  // writes made of each record in `conflicted`
+        while !conflicted.isEmpty {
+            var writes: [StoreWrite] = []
+            var writeIndex: [Int] = []
+            var originals: [(key: String, bytes: Data)] = []
+            for index in conflicted {
+                let previous = reports[index]
+                let key = previous.key
+                let bytes: Data?
+                do throws(KeepsakeError) {
+                    bytes = try store.data(forKey: key)
+                } catch {
+                    reports.update(index) {
+                        $0.error = KeepsakeError(
+                            .conflict, store: store.uri, key: key,
+                            """
+                            the record changed while it was being migrated; it was left as the other writer \
+                            stored it, and could not be read again: \(error.message)
+                            """, cause: error.cause, underlying: error)
+                    }
+                    continue
+                }
+                guard let bytes else {
+                    reports.update(index) {
+                        $0 = RecordReport(
+                            key: key, schema: previous.schema, latestVersion: previous.latestVersion, state: .removed,
+                            backupPath: previous.backupPath, note: Note.removed)
+                    }
+                    continue
+                }
+                let evaluation = evaluate(key: key, bytes: bytes, encodeLatest: true)
+                var report = evaluation.report
+                report.backupPath = previous.backupPath
+                if let encoded = evaluation.encoded {
+                    if attempt < Self.writeAttempts {
+                        var write = StoreWrite(key: key, value: encoded, expectation: .unchanged(bytes))
+                        write.valueIsVerified = true
+                        writes.append(write)
+                        writeIndex.append(index)
+                        if backup != nil { originals.append((key, bytes)) }
+                    } else {
+                        report.error = KeepsakeError(
+                            .conflict, store: store.uri, key: key,
+                            """
+                            the record changed while it was being migrated, \(attempt) times; it was left as the \
+                            other writer stored it, still outdated
+                            """)
+                    }
+                } else {
+                    switch report.state {
+                    case .current: report.note = Note.current
+                    case .newerReadable: report.note = Note.newerReadable
+                    default: report.note = Note.leftAsStored
+                    }
+                }
+                reports.update(index) { $0 = report }
+            }
+            conflicted = []
+            attempt += 1
+            if let backup, !writes.isEmpty {
+                (writes, writeIndex) = backUp(originals, in: backup, writes: writes, writeIndex: writeIndex, &reports)
+            }
+            guard !writes.isEmpty else { break }
+            let results: [StoreWriteResult]
+            do throws(KeepsakeError) {
+                results = try store.commit(writes)
+            } catch {
+                for (write, index) in zip(writes, writeIndex) {
+                    reports.update(index) { $0.error = error.located(store: store.uri, key: write.key) }
+                }
+                break
+            }
+            for (index, result) in zip(writeIndex, results) {
+                switch result {
+                case .applied:
+                    reports.update(index) {
+                        $0.state = .migrated
+                        $0.note = Note.migratedAgain
+                    }
+                case .conflict:
+                    conflicted.append(index)
+                case let .failed(error):
+                    reports.update(index) { $0.error = error }
+                }
+            }
+        }
     }
 
     // MARK: Evaluation

@@ -8,6 +8,9 @@ public struct RecordReport: Sendable, Equatable {
         case outdated
         /// Migrated and written back by this run.
         case migrated
+        /// Removed by another writer while this run was migrating it: nothing is stored under the
+        /// key any more, so nothing is left to migrate. Only `run` reports it; not an error.
+        case removed
         /// Written by a newer release that declared this release's readers compatible: readable,
         /// never migrated or rewritten by a run.
         case newerReadable
@@ -39,13 +42,17 @@ public struct RecordReport: Sendable, Equatable {
     public var error: KeepsakeError?
     /// Where its original bytes were backed up by this run.
     public var backupPath: String?
+    /// What else the run has to say about the record, when it is not an error: that another
+    /// writer changed it while the run was migrating it, and what became of it ("brought to the
+    /// latest version by another writer while it was being migrated"). `nil` for most records.
+    public var note: String?
 
     /// A report with every field given; the ``Migrator`` builds them with
     /// ``init(key:schema:latestVersion:outcome:)``.
     public init(
         key: String, schema: String? = nil, storedVersion: Int? = nil, latestVersion: Int? = nil,
         state: State, form: RecordForm? = nil, stringWrapped: Bool = false, steps: [Int] = [],
-        error: KeepsakeError? = nil, backupPath: String? = nil
+        error: KeepsakeError? = nil, backupPath: String? = nil, note: String? = nil
     ) {
         self.key = key
         self.schema = schema
@@ -57,6 +64,7 @@ public struct RecordReport: Sendable, Equatable {
         self.steps = steps
         self.error = error
         self.backupPath = backupPath
+        self.note = note
     }
 
     /// The report of a record of model `schema` read through the pipeline.

@@ -2,7 +2,7 @@
 /// when read.
 ///
 /// An array of ``RecordReport`` holds about 200 bytes per record (a report has room for an
-/// error, a backup path and a list of steps, which most records leave empty); this holds a
+/// error, a backup path, a note and a list of steps, which most records leave empty); this holds a
 /// record that has none of them in 40 (its key, and its model as an index into the pass's
 /// model names), and keeps a whole ``RecordReport`` only for the records that need one. That is
 /// what lets `migrate status`, `plan` and `run` over a million-record suite hold little more
@@ -77,8 +77,8 @@ package struct RecordReports: RandomAccessCollection, Sendable {
         }
     }
 
-    /// Hands `body`, in key order, each report held whole: every report with an error or a
-    /// backup path among them (the compact ones have neither).
+    /// Hands `body`, in key order, each report held whole: every report with an error, a
+    /// backup path or a note among them (the compact ones have none).
     package func forEachWhole(_ body: (RecordReport) -> Void) {
         for record in compact where record.full >= 0 { body(full[record.full]) }
     }
@@ -105,7 +105,7 @@ package struct RecordReports: RandomAccessCollection, Sendable {
 
     /// `report` in compact form, or `nil` when it holds what the compact form has no room for.
     private mutating func compacted(_ report: RecordReport) -> Compact? {
-        guard report.error == nil, report.backupPath == nil else { return nil }
+        guard report.error == nil, report.backupPath == nil, report.note == nil else { return nil }
         guard let stored = Self.small(report.storedVersion), let latest = Self.small(report.latestVersion) else {
             return nil
         }

@@ -57,6 +57,8 @@ func printPlan(_ reports: some Collection<RecordReport>) {
             say("  \(key)  \(model)  cannot migrate: \(report.errorText ?? "unreadable"); left untouched")
         case .unmanaged:
             say("  \(key)  unmanaged; left alone")
+        case .removed:  // only a run reports it, and a run does not print a plan
+            say("  \(key)  \(model)  removed by another writer; nothing to do")
         }
     }
     say(summary(reports))

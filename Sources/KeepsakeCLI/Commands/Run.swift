@@ -16,6 +16,8 @@ extension Migrate {
                           \(CLI.name) put KEY --store URI --from-backup BACKUP
                         (BACKUP is the run's folder; folders of earlier releases, one <key>.json per record, work too.)
 
+                        Another writer (an instance of the app) may change a record while the run migrates it: the run never writes over that change. It reads the record again and reports it as it now stands, with a note: current when the other writer brought it to the latest version ("brought to the latest version by another writer while it was being migrated"), newerReadable, or removed when it was deleted; one the other writer left outdated is migrated again from what that writer stored (at most 3 writes in all). Only a record still outdated after the run is reported outdated, with exit 73.
+
                         A defaults: suite file that does not exist is reported as such (exit 66) and is not created. On a terminal, progress (records done, rate, time left) is shown on standard error; never with --json, --quiet or when standard error is not a terminal.
                         """)
             }
@@ -97,6 +99,8 @@ extension Migrate {
                                 stepsText[report.steps] = note
                             }
                         }
+                        // What became of a record another writer changed meanwhile, before the rest.
+                        if let changed = report.note { note = note.isEmpty ? changed : changed + "; " + note }
                         return [
                             report.key, report.schema ?? "-", report.storedText, report.latestText,
                             report.state.rawValue, note

@@ -50,7 +50,13 @@ enum Exit {
             (69, "the store is unavailable"),
             (70, "the store is locked"),
             (71, "wrong master key or passphrase for a file: store"),
-            (73, "a record changed while being migrated, or its backup failed (left untouched)"),
+            (
+                73,
+                """
+                a record changed while being migrated and is still outdated after the run, or its backup failed \
+                (left untouched); one another writer brought up to date is not an error
+                """
+            ),
             (74, "an I/O error"),
             (75, "timed out waiting for the store's lock or an answer; try again"),
             (77, "permission denied")

@@ -185,7 +185,8 @@ extension RecordReport {
             "stringWrapped": .bool(stringWrapped),
             "steps": .array(steps.map(JSONValue.int)),
             "error": error?.json ?? .null,
-            "backup": JSONValue(backupPath)
+            "backup": JSONValue(backupPath),
+            "note": JSONValue(note)
         ]
     }
 }
