@@ -49,7 +49,13 @@ enum Exit {
             (68, "the store's own data is corrupt (e.g. a suite file that is not a JSON object)"),
             (69, "the store is unavailable"),
             (70, "the store is locked"),
-            (71, "wrong master key or passphrase for a file: store"),
+            (
+                71,
+                """
+                wrong master key or passphrase for a file: store; for a PostgreSQL table, a master key (or none) \
+                its seal refuses: nothing was written
+                """
+            ),
             (73, "a record changed while being migrated, or its backup failed (left untouched)"),
             (74, "an I/O error"),
             (75, "timed out waiting for the store's lock or an answer; try again"),

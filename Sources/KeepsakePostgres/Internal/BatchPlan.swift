@@ -56,6 +56,9 @@ struct BatchPlan: Sendable {
         var results: [StoreWriteResult] = []
         results.reserveCapacity(writes.count)
         do {
+            // Table seal (Internal/TableSeal.swift): a store with another master key, or none, is
+            // refused before any write is sent.
+            try await TableSeal(store: store).check(on: connection)
             for segment in segments {
                 results += try await apply(segment, on: connection, store: store)
             }
