@@ -496,6 +496,8 @@ public final class PostgresStore: RecordStore {
                             metadata: ["table": "\(trigger.table)", "error": "\(Self.sqlState(error) ?? "?")"])
                         _ = try await connection.collect("ROLLBACK TO SAVEPOINT keepsake_notify", logger: logger)
                     }
+                    // Table seal (Internal/TableSeal.swift): the new table's marker, in this transaction.
+                    try await TableSeal(store: self).check(on: connection)
                     _ = try await connection.collect("COMMIT", logger: logger)
                 } catch {
                     _ = try await connection.collect("ROLLBACK", logger: logger)

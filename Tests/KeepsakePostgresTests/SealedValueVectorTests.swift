@@ -23,6 +23,7 @@ struct SealedValueVectorTests {
         let masterKey: String
         let identity: String
         let storeId: String
+        let keyFingerprint: String
         let records: [Record]
     }
 
@@ -67,6 +68,19 @@ struct SealedValueVectorTests {
     func storeID() throws {
         let vector = try Self.load()
         #expect(Sealer.storeID(forIdentity: vector.identity) == vector.storeId)
+    }
+
+    @Test("the master key's fingerprint a table's seal records matches the vector, whatever the table")
+    func keyFingerprint() throws {
+        let vector = try Self.load()
+        for record in vector.records {
+            #expect(try Self.sealer(vector, table: record.table).keyFingerprint == vector.keyFingerprint)
+        }
+        var other = try Self.bytes(vector.masterKey)
+        other[0] ^= 1
+        let otherSealer = try Sealer(masterKey: SecureBytes(copying: Data(other)), table: "t", store: "vector")
+        #expect(otherSealer.keyFingerprint != vector.keyFingerprint)
+        #expect(otherSealer.keyFingerprint.count == 32)
     }
 
     @Test("a value moved to another key or table, altered, or of another version does not open")

@@ -49,7 +49,13 @@ enum Exit {
             (68, "the store's own data is corrupt (e.g. a suite file that is not a JSON object)"),
             (69, "the store is unavailable"),
             (70, "the store is locked"),
-            (71, "wrong master key or passphrase for a file: store"),
+            (
+                71,
+                """
+                wrong master key or passphrase for a file: store; for a PostgreSQL table, a master key (or none) \
+                its seal refuses: nothing was written
+                """
+            ),
             (
                 73,
                 """

@@ -61,6 +61,9 @@ struct BatchPlan: Sendable {
         results.reserveCapacity(writes.count)
         var transaction: Int64?
         do {
+            // Table seal (Internal/TableSeal.swift): a store with another master key, or none, is
+            // refused before any write is sent.
+            try await TableSeal(store: store).check(on: connection)
             for segment in segments {
                 let (segmentResults, id) = try await apply(segment, on: connection, store: store)
                 results += segmentResults

@@ -32,6 +32,9 @@ struct RowHold: Sendable {
             let started = ContinuousClock.now
             _ = try await connection.collect("BEGIN", logger: store.logger)
             do {
+                // Table seal (Internal/TableSeal.swift): another master key, or none, is refused
+                // before anything is written.
+                try await TableSeal(store: store).check(on: connection)
                 let rows = try await connection.collect(
                     "SELECT record FROM \(unescaped: table) WHERE key = \(key) FOR UPDATE", logger: store.logger)
                 let current = try rows.first.map { row in Data(try row.decode(ByteBuffer.self).readableBytesView) }

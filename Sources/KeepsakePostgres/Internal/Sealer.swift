@@ -17,6 +17,9 @@ struct Sealer: Sendable {
     /// The `crypto_kdf` context and subkey id of the record key.
     static let kdfContext: [CChar] = Array("KSPGseal".utf8CString)
     static let kdfSubkeyID: UInt64 = 1
+    /// The `crypto_kdf` subkey id and length of the master key's fingerprint (``TableSeal``).
+    static let fingerprintSubkeyID: UInt64 = 2
+    static let fingerprintBytes = 16
 
     private static let initialised: Bool = sodium_init() >= 0
 
@@ -24,6 +27,9 @@ struct Sealer: Sendable {
     private let key: SecureBytes
     /// The table name the values are bound to.
     let table: String
+    /// The master key's fingerprint: 32 lowercase hex digits of a 16-byte `crypto_kdf` subkey of
+    /// it (docs/FORMAT.md §11.2), which a table's seal records and reveals nothing of the key.
+    let keyFingerprint: String
 
     /// A sealer with the record key derived from `masterKey` (32 bytes).
     init(masterKey: SecureBytes, table: String, store: String) throws(KeepsakeError) {
@@ -42,8 +48,18 @@ struct Sealer: Sendable {
                 precondition(status == 0, "crypto_kdf_derive_from_key failed for valid lengths")
             }
         }
+        var fingerprint = [UInt8](repeating: 0, count: Self.fingerprintBytes)
+        masterKey.withUnsafeBytes { master in
+            let status = Self.kdfContext.withUnsafeBufferPointer { context in
+                crypto_kdf_derive_from_key(
+                    &fingerprint, Self.fingerprintBytes, Self.fingerprintSubkeyID, context.baseAddress!,
+                    master.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+            precondition(status == 0, "crypto_kdf_derive_from_key failed for valid lengths")
+        }
         self.key = derived
         self.table = table
+        self.keyFingerprint = fingerprint.map { String(format: "%02x", $0) }.joined()
     }
 
     /// The store id a `MasterKeyProvider` is asked for: 32 lowercase hex

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """An independent implementation of Keepsake's sealed PostgreSQL values, written from
-docs/FORMAT.md ("Sealed PostgreSQL values") alone, without libsodium: checks sealed-values.json
-byte for byte (seals every record's plaintext with its nonce and opens the result).
+docs/FORMAT.md ("Sealed PostgreSQL values", §11, and "Table seal", §11.2) alone, without libsodium:
+checks sealed-values.json byte for byte (seals every record's plaintext with its nonce and opens
+the result; derives the master key's fingerprint).
 
 Needs Python 3.9+ and the `cryptography` package.
 Run: python3 Tests/KeepsakePostgresTests/Vectors/check_sealed.py
@@ -18,8 +19,8 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 HEADER = b"KSPG\x01"
 
 
-def kdf(key: bytes, subkey_id: int, ctx: bytes) -> bytes:
-    return hashlib.blake2b(b"", digest_size=32, key=key,
+def kdf(key: bytes, subkey_id: int, ctx: bytes, size: int = 32) -> bytes:
+    return hashlib.blake2b(b"", digest_size=size, key=key,
                            salt=struct.pack("<Q", subkey_id) + bytes(8), person=ctx + bytes(8)).digest()
 
 
@@ -65,9 +66,14 @@ def store_id(identity: str) -> str:
     return hashlib.blake2b(("keepsake-postgres:" + identity).encode(), digest_size=16).hexdigest()
 
 
+def key_fingerprint(master_key: bytes) -> str:
+    return kdf(master_key, 2, b"KSPGseal", 16).hex()
+
+
 def outputs(v: dict) -> dict:
     sealing_key = kdf(bytes.fromhex(v["masterKey"]), 1, b"KSPGseal")
-    result = {"sealingKey": sealing_key.hex(), "storeId": store_id(v["identity"]), "records": []}
+    result = {"sealingKey": sealing_key.hex(), "storeId": store_id(v["identity"]),
+              "keyFingerprint": key_fingerprint(bytes.fromhex(v["masterKey"])), "records": []}
     for r in v["records"]:
         nonce = bytes.fromhex(r["nonce"])
         sealed = seal(sealing_key, nonce, r["table"], r["recordKey"], r["plaintext"].encode())
@@ -82,16 +88,16 @@ def main() -> int:
     v = json.loads(path.read_text(encoding="utf-8"))
     got = outputs(v)
     if "--write" in sys.argv:
-        v["sealingKey"], v["storeId"] = got["sealingKey"], got["storeId"]
+        v["sealingKey"], v["storeId"], v["keyFingerprint"] = got["sealingKey"], got["storeId"], got["keyFingerprint"]
         for r, out in zip(v["records"], got["records"]):
             r.update(out)
         path.write_text(json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"wrote {path.name}")
         return 0
     failures = 0
-    for field in ("sealingKey", "storeId"):
-        if v[field] != got[field]:
-            print(f"{field}: expected {v[field]}, computed {got[field]}"); failures += 1
+    for field in ("sealingKey", "storeId", "keyFingerprint"):
+        if v.get(field) != got[field]:
+            print(f"{field}: expected {v.get(field)}, computed {got[field]}"); failures += 1
     for index, (r, out) in enumerate(zip(v["records"], got["records"])):
         for field in ("associatedData", "sealed"):
             if r[field] != out[field]:
