@@ -48,7 +48,7 @@ extension PostgresServerTests {
             let unreachable = try PostgresStore(configuration: configuration)
             let failedBefore = total(
                 "keepsake_store_calls_total", [("scheme", "postgresql"), ("operation", "read"), ("outcome", "unavailable")])
-            #expect(throws: KeepsakeError.self) { try unreachable.data(forKey: "k") }
+            #expect(throws: KeepsakeError.self) { try readSynchronously(unreachable, "k") }
             #expect(
                 total("keepsake_store_calls_total", [("scheme", "postgresql"), ("operation", "read"), ("outcome", "unavailable")])
                     == failedBefore + 1)

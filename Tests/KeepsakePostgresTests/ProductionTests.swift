@@ -60,9 +60,7 @@ extension PostgresServerTests {
                                         TallyV0(count: (current?.count ?? 0) + 1)
                                     }
                                 } else {
-                                    try vault.update(tallyChain, forKey: "tally", attempts: 1) { current in
-                                        TallyV0(count: (current?.count ?? 0) + 1)
-                                    }
+                                    try incrementSynchronously(vault)
                                 }
                             } catch {
                                 failures.append("\(task)/\(index): \(error)")
@@ -76,7 +74,7 @@ extension PostgresServerTests {
                 return all
             }
             #expect(failures.isEmpty, "\(failures.prefix(3))")
-            #expect(try vault.load(tallyChain, forKey: "tally")?.value.count == tasks * each)
+            #expect(try await vault.load(tallyChain, forKey: "tally")?.value.count == tasks * each)
         }
 
         @Test("a change that throws writes nothing and lets go of the row", .timeLimit(.minutes(1)))
@@ -85,16 +83,16 @@ extension PostgresServerTests {
             let store = try TestServer.store(prefix: "letgo")
             let vault = Vault(store: store)
             try await vault.save(TallyV0(count: 5), in: tallyChain)
-            let before = try store.data(forKey: "tally")
+            let before = try await store.data(forKey: "tally")
             await #expect(throws: KeepsakeError.self) {
                 try await vault.update(tallyChain, forKey: "tally") { _ in throw Refused() }
             }
-            #expect(try store.data(forKey: "tally") == before)
+            #expect(try await store.data(forKey: "tally") == before)
             // Not held any more: another update goes through at once.
             let started = ContinuousClock.now
             try await vault.update(tallyChain, forKey: "tally") { TallyV0(count: ($0?.count ?? 0) + 1) }
             #expect(ContinuousClock.now - started < .seconds(5))
-            #expect(try vault.load(tallyChain, forKey: "tally")?.value.count == 6)
+            #expect(try await vault.load(tallyChain, forKey: "tally")?.value.count == 6)
         }
 
         @Test(
@@ -170,14 +168,23 @@ extension PostgresServerTests {
                         timings.append((name, ContinuousClock.now - start, error.code))
                     }
                 }
-                await time("data (sync)") { () throws(KeepsakeError) in _ = try store.data(forKey: "k") }
-                await time("data (async)") { () throws(KeepsakeError) in _ = try await store.data(forKey: "k") }
-                await time("commit") { () throws(KeepsakeError) in try store.setData(Data("x".utf8), forKey: "k") }
-                await time("keys") { () throws(KeepsakeError) in _ = try store.keys() }
-                await time("update") { () throws(KeepsakeError) in
+                func timeBlocking(_ name: String, _ body: () throws(KeepsakeError) -> Void) {
+                    let start = ContinuousClock.now
+                    do throws(KeepsakeError) {
+                        try body()
+                        timings.append((name, ContinuousClock.now - start, nil))
+                    } catch {
+                        timings.append((name, ContinuousClock.now - start, error.code))
+                    }
+                }
+                timeBlocking("data (sync)", { () throws(KeepsakeError) in _ = try readSynchronously(store, "k") })
+                await time("data (async)") { () async throws(KeepsakeError) in _ = try await store.data(forKey: "k") }
+                timeBlocking("commit", { () throws(KeepsakeError) in try store.setData(Data("x".utf8), forKey: "k") })
+                timeBlocking("keys", { () throws(KeepsakeError) in _ = try store.keys() })
+                await time("update") { () async throws(KeepsakeError) in
                     try await vault.update(tallyChain, forKey: "tally") { TallyV0(count: ($0?.count ?? 0) + 1) }
                 }
-                await time("ready") { () throws(KeepsakeError) in try await store.ready() }
+                await time("ready") { () async throws(KeepsakeError) in try await store.ready() }
                 return timings
             }
             for (name, elapsed, code) in timings {
@@ -185,7 +192,7 @@ extension PostgresServerTests {
                 #expect(elapsed < .seconds(3), "\(name) took \(elapsed)")
             }
             // Back up: the same store carries on, and the failed writes wrote nothing.
-            #expect(try store.data(forKey: "k") == Data("kept".utf8))
+            #expect(try await store.data(forKey: "k") == Data("kept".utf8))
             print("server stopped, connect_timeout=2: " + timings.map { "\($0.0) \($0.1)" }.joined(separator: ", "))
         }
 
@@ -198,7 +205,7 @@ extension PostgresServerTests {
                 #expect(ContinuousClock.now - started < .milliseconds(500), "opening waited for the server")
                 // A request that does not touch the database is served.
                 #expect(try await webhookHealth(store: store) == "serving")
-                do {
+                do throws(KeepsakeError) {
                     try await store.ready(timeout: .seconds(1))
                     return (store, nil)
                 } catch {
@@ -282,6 +289,16 @@ extension PostgresServerTests {
             #expect(error?.message.contains("shut down") == true, "\(String(describing: error))")
         }
     }
+}
+
+/// The blocking read (in an async context the async overload would be chosen).
+func readSynchronously(_ store: PostgresStore, _ key: String) throws(KeepsakeError) -> Data? {
+    try store.data(forKey: key)
+}
+
+/// The blocking `update` (in an async context the async overload would be chosen).
+func incrementSynchronously(_ vault: Vault) throws(KeepsakeError) {
+    try vault.update(tallyChain, forKey: "tally", attempts: 1) { current in TallyV0(count: (current?.count ?? 0) + 1) }
 }
 
 /// A request the example app serves without its database.

@@ -31,6 +31,13 @@ else { exit(2) }
 let updatesOnly = CommandLine.arguments.contains("--updates-only")
 let synchronous = CommandLine.arguments.contains("--sync")
 
+/// The blocking `update` (in an async context the async overload would be chosen).
+func updateSynchronously(
+    _ vault: Vault, key: String, _ change: @Sendable (PersonV3?) -> PersonV3
+) throws(KeepsakeError) {
+    try vault.update(Person.chain, forKey: key, attempts: 1, change)
+}
+
 /// A failure's line: the code and the message on one line.
 func failure(_ key: String, _ error: any Error) -> String {
     let code = (error as? KeepsakeError)?.code.rawValue ?? "other"
@@ -69,7 +76,7 @@ let lines = await withTaskGroup(of: [String].self) { group in
                     }
                     do {
                         if synchronous {
-                            try vault.update(Person.chain, forKey: key, attempts: 1, change)
+                            try updateSynchronously(vault, key: key, change)
                         } else {
                             try await vault.update(Person.chain, forKey: key, attempts: 1, change)
                         }
