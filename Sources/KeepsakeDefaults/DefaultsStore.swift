@@ -19,9 +19,10 @@ import Glibc
 /// On disk the document is `0600` in a directory created `0700`. Every change is a
 /// read-modify-write under an exclusive `flock` on `<file>.lock`, and the document is replaced
 /// durably (temporary file, fsync, rename, directory fsync), so a reader sees the old document or
-/// the new one and a crash leaves one of them. Values a change does not touch keep their exact
-/// bytes. A document that is not a JSON object is an error — it is never treated as empty and
-/// never overwritten.
+/// the new one and a crash leaves one of them. `Vault.update` reads, changes and writes its record
+/// under that lock too (``exclusiveUpdate(forKey:_:)``): writers of the suite take turns. Values a
+/// change does not touch keep their exact bytes. A document that is not a JSON object is an
+/// error — it is never treated as empty and never overwritten.
 public final class DefaultsStore: RecordStore {
     /// The suite file.
     public let path: String
@@ -100,6 +101,15 @@ public final class DefaultsStore: RecordStore {
                 try Self.checkValue(value, store: uri, key: write.key)
             }
         }
+        return try holdingLock { () throws(KeepsakeError) in try apply(writes, to: try readDocument()) }
+    }
+
+    /// Runs `body` holding the suite's writer lock (an exclusive `flock` on `<file>.lock`, made
+    /// with the suite's directory if need be), waiting for it up to ``lockTimeout``.
+    ///
+    /// - Throws: `KeepsakeError.Code.lockTimeout` when another writer held it too long, the
+    ///   errors of making the directory or opening the lock file, then what `body` throws.
+    private func holdingLock<T>(_ body: () throws(KeepsakeError) -> T) throws(KeepsakeError) -> T {
         do throws(SystemFailure) {
             try Syscall.makeDirectories(directory)
         } catch {
@@ -120,8 +130,14 @@ public final class DefaultsStore: RecordStore {
                 """)
         }
         defer { lock.unlock() }
+        return try body()
+    }
 
-        let document = try readDocument()
+    /// Applies `writes` (checked by the caller) to `document`, the suite as read with the lock
+    /// held, and replaces the suite file durably when anything changed. Call with the lock held.
+    private func apply(_ writes: [StoreWrite], to document: DefaultsDocument) throws(KeepsakeError)
+        -> [StoreWriteResult]
+    {
         // Only the written keys are looked at: the other members keep their bytes, copied once
         // from the document into the new one.
         var results: [StoreWriteResult] = []
@@ -396,6 +412,50 @@ public final class DefaultsStore: RecordStore {
                 a defaults suite keeps exactly one JSON value, and these bytes have whitespace around \
                 it (a trailing newline?) that would not be read back; store the value without it
                 """)
+        }
+    }
+}
+
+extension DefaultsStore: ExclusiveUpdateStore {
+    /// Reads the value under `key`, passes it to `change` and stores what it returns, all under
+    /// the suite's writer lock — the `flock` on `<file>.lock` that every Keepsake writer of the
+    /// suite takes, in this process or another — so that `Vault.update` on a suite never meets
+    /// `conflict`: writers take turns, and each change runs once.
+    ///
+    /// The lock covers the whole suite, every key, not only `key`: while `change` runs, every
+    /// other writer of the suite waits (up to its own ``lockTimeout``). So `change` must be short
+    /// and must not write to this suite at all, under any key: a write from inside it waits for
+    /// the lock this update holds, then throws `lockTimeout` (and the update with it). Reads take
+    /// no lock; one from inside `change` sees the suite as it was before this update.
+    ///
+    /// The write is the one ``commit(_:)`` makes: the suite read under the lock (a change by any
+    /// writer, Keepsake or not, is seen), the new value checked to be one JSON value, the file
+    /// replaced durably (temporary file, fsync, rename, directory fsync).
+    ///
+    /// - Throws: What `change` throws, with nothing written and the lock released;
+    ///   `KeepsakeError.Code.valueRefused` when what it returns is not one JSON value;
+    ///   `KeepsakeError.Code.lockTimeout` when another writer held the lock too long; the errors
+    ///   of ``commit(_:)``.
+    /// - Important: If this throws, the suite file is as it was.
+    public func exclusiveUpdate(
+        forKey key: String, _ change: (Data?) throws(KeepsakeError) -> Data
+    ) throws(KeepsakeError) {
+        try validateKey(key)
+        let result = try holdingLock { () throws(KeepsakeError) -> StoreWriteResult? in
+            let document = try readDocument()
+            let current = document.value(forKey: key)
+            let value = try change(current)
+            try Self.checkValue(value, store: uri, key: key)
+            let write = StoreWrite(key: key, value: value, expectation: .unchanged(current))
+            return try apply([write], to: document).first
+        }
+        switch result {
+        case .applied?: return
+        case let .failed(error)?: throw error
+        case .conflict?, nil:
+            // Not expected: the write is checked against the very document read under the lock.
+            throw KeepsakeError(
+                .io, store: uri, key: key, "the suite changed under its writer lock; nothing was written")
         }
     }
 }

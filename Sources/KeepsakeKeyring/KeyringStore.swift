@@ -45,6 +45,8 @@ import Keepsake
 /// the process holding it exits or dies, so a crashed writer never blocks anyone. Waiting for
 /// the lock is part of the call's deadline: a writer that does not get it in time throws
 /// `.lockTimeout` and writes nothing. Reads take no lock: they see the old or the new record.
+/// `Vault.update` reads, changes and writes its record under the same lock
+/// (``exclusiveUpdate(forKey:_:)``): Keepsake writers of the service take turns.
 /// Other clients (`secret-tool`, Python `keyring`, an older Keepsake) do not take the lock.
 ///
 /// Every write of a record is read back and compared, byte for byte, with what was written.
@@ -192,18 +194,20 @@ public struct KeyringStore: RecordStore {
     ///   or one with NUL), `.locked`, `.unavailable`, `.timeout`, `.io`. Never `nil` for these.
     public func data(forKey key: String) throws(KeepsakeError) -> Data? {
         try validateKey(key)
-        return try converse(key: key) { call throws(LibsecretFailure) in
-            var reads = 1
-            while true {
-                let match = try find(key, in: call, loadSecrets: true)
-                guard let item = match.items.first else { return nil }
-                do throws(LibsecretFailure) {
-                    return try secret(of: item, in: call)
-                } catch  where error.isVanishedObject && reads < Self.searchesForVanishedItems && !call.deadline.expired
-                {
-                    // Deleted between its properties and a second request for its secret.
-                    reads += 1
-                }
+        return try converse(key: key) { call throws(LibsecretFailure) in try read(key, in: call) }
+    }
+
+    /// The record under `key` as ``data(forKey:)`` reads it, on `call`.
+    private func read(_ key: String, in call: LibsecretCall) throws(LibsecretFailure) -> Data? {
+        var reads = 1
+        while true {
+            let match = try find(key, in: call, loadSecrets: true)
+            guard let item = match.items.first else { return nil }
+            do throws(LibsecretFailure) {
+                return try secret(of: item, in: call)
+            } catch  where error.isVanishedObject && reads < Self.searchesForVanishedItems && !call.deadline.expired {
+                // Deleted between its properties and a second request for its secret.
+                reads += 1
             }
         }
     }
@@ -300,29 +304,41 @@ public struct KeyringStore: RecordStore {
         // Watchers (``changes()``) are told whatever came of the write: gnome-keyring signals
         // nothing when a secret is replaced in place, and an extra hint is harmless.
         defer { KeyringSignals.announce(service: service, key: write.key, timeout: min(timeout, .seconds(1))) }
-        let outcome = try KeyringWriteLock.holding(service: service, until: deadline, store: uri, key: write.key) {
-            () throws(KeepsakeError) -> WriteOutcome in
-            let remaining = ContinuousClock.now.duration(to: deadline)
-            guard remaining > .zero else {
-                throw KeepsakeError(
-                    .lockTimeout, store: uri, key: write.key,
-                    "the keyring write lock was taken only at the call's deadline of \(timeout); nothing was written")
-            }
-            return try converse(key: write.key, within: remaining) { call throws(LibsecretFailure) -> WriteOutcome in
-                // An item another client deleted between the search and the write: the write
-                // runs again from a new search. Nothing of this write was applied yet (a
-                // failure after its write is handled where it happens).
-                var attempts = 1
-                while true {
-                    do throws(LibsecretFailure) {
-                        return try attempt(write, in: call)
-                    } catch
-                        where error.isVanishedObject && attempts < Self.searchesForVanishedItems
-                        && !call.deadline.expired
-                    {
-                        Log.keyring.debug("an item of the key vanished during a write; searching again")
-                        attempts += 1
-                    }
+        return try KeyringWriteLock.holding(service: service, until: deadline, store: uri, key: write.key) {
+            () throws(KeepsakeError) -> StoreWriteResult in
+            try applyHeld(write, within: try remaining(until: deadline, key: write.key))
+        }
+    }
+
+    /// The rest of the call's time until `deadline`, once the write lock is taken; `lockTimeout`
+    /// when none is left, as the lock was taken only at the deadline.
+    private func remaining(until deadline: ContinuousClock.Instant, key: String) throws(KeepsakeError) -> Duration {
+        let remaining = ContinuousClock.now.duration(to: deadline)
+        guard remaining > .zero else {
+            throw KeepsakeError(
+                .lockTimeout, store: uri, key: key,
+                "the keyring write lock was taken only at the call's deadline of \(timeout); nothing was written")
+        }
+        return remaining
+    }
+
+    /// One write, made with the service's write lock held, within the `remaining` time of its call.
+    private func applyHeld(_ write: StoreWrite, within remaining: Duration) throws(KeepsakeError) -> StoreWriteResult {
+        let outcome = try converse(key: write.key, within: remaining) {
+            call throws(LibsecretFailure) -> WriteOutcome in
+            // An item another client deleted between the search and the write: the write
+            // runs again from a new search. Nothing of this write was applied yet (a
+            // failure after its write is handled where it happens).
+            var attempts = 1
+            while true {
+                do throws(LibsecretFailure) {
+                    return try attempt(write, in: call)
+                } catch
+                    where error.isVanishedObject && attempts < Self.searchesForVanishedItems
+                    && !call.deadline.expired
+                {
+                    Log.keyring.debug("an item of the key vanished during a write; searching again")
+                    attempts += 1
                 }
             }
         }
@@ -775,4 +791,84 @@ public struct KeyringStore: RecordStore {
             throw failure
         }
     }
+}
+
+extension KeyringStore: ExclusiveUpdateStore {
+    /// Reads the record under `key`, passes it to `change` and stores what it returns, all under
+    /// the service's write lock (see "Writes" above) that every Keepsake writer of the service
+    /// holds — threads of this process and processes on the same session bus — so that
+    /// `Vault.update` on the keyring never meets `conflict` because of another Keepsake writer:
+    /// writers take turns, and each change runs once.
+    ///
+    /// The lock covers the whole service, every key of it, not only `key`: while `change` runs,
+    /// every other Keepsake writer of the service waits. So `change` must be short and must not
+    /// write to this service at all, under any key: a write from inside it waits for the lock
+    /// this update holds until its deadline, then throws `lockTimeout` (and the update with it).
+    /// Reads take no lock; one from inside `change` sees the record as it was before this update.
+    ///
+    /// One deadline (``timeout``) covers the wait for the lock, the read, `change` and the write.
+    /// The read is ``data(forKey:)``'s; the write is ``commit(_:)``'s — read back and compared,
+    /// undone if the provider returns it altered — with the record `change` was given as its
+    /// expectation: other clients (`secret-tool`, Python `keyring`) take no lock, and when one
+    /// wrote the key between the read and the write, nothing is written and, with the lock still
+    /// held, the record is read again and `change` runs again on what that client stored (up to
+    /// 4 runs in all).
+    ///
+    /// - Throws: What `change` throws, with nothing written and the lock released;
+    ///   `lockTimeout` when another Keepsake writer held the lock until the deadline; `timeout`
+    ///   when the deadline passed while `change` ran (nothing written); `conflict` when other
+    ///   clients wrote the key during each run; and what ``commit(_:)`` throws for its one write
+    ///   (`.verificationFailed`, `.valueRefused`, `.locked`, `.unavailable`, `.timeout`).
+    /// - Important: As for ``commit(_:)``: if this throws, nothing was written — except that
+    ///   after a `.timeout` of the write the key holds its old or its new record, and after a
+    ///   `.verificationFailed` whose message says the write was not undone, the new record.
+    public func exclusiveUpdate(
+        forKey key: String, _ change: (Data?) throws(KeepsakeError) -> Data
+    ) throws(KeepsakeError) {
+        try validateKey(key)
+        let deadline = ContinuousClock.now + timeout
+        var wrote = false
+        // Watchers are told of a write as after any (``apply(_:)``); an update that wrote nothing is no news.
+        defer {
+            if wrote { KeyringSignals.announce(service: service, key: key, timeout: min(timeout, .seconds(1))) }
+        }
+        var runs = 0
+        let result = try KeyringWriteLock.holding(service: service, until: deadline, store: uri, key: key) {
+            () throws(KeepsakeError) -> StoreWriteResult in
+            while true {
+                runs += 1
+                let current = try converse(key: key, within: try remaining(until: deadline, key: key)) {
+                    call throws(LibsecretFailure) in try read(key, in: call)
+                }
+                let value = try change(current)
+                let remaining = ContinuousClock.now.duration(to: deadline)
+                guard remaining > .zero else {
+                    throw KeepsakeError(
+                        .timeout, store: uri, key: key,
+                        "the call's deadline of \(timeout) passed while the update's change ran; nothing was written")
+                }
+                wrote = true
+                let write = StoreWrite(key: key, value: value, expectation: .unchanged(current))
+                let result = try applyHeld(write, within: remaining)
+                // Another client (they take no lock) wrote the key after the read: nothing was
+                // written; the change runs again on what it stored.
+                guard result == .conflict, runs < Self.updateRuns else { return result }
+                Log.keyring.notice("another client wrote the record during an update; its change runs again")
+            }
+        }
+        switch result {
+        case .applied: return
+        case let .failed(error): throw error
+        case .conflict:
+            throw KeepsakeError(
+                .conflict, store: uri, key: key,
+                """
+                other clients, which do not take Keepsake's write lock (secret-tool, Python keyring…), changed \
+                the record during each of \(runs) runs of this update's change; nothing was written by this update
+                """)
+        }
+    }
+
+    /// How many times one update runs its change when other clients write the key meanwhile.
+    private static let updateRuns = 4
 }

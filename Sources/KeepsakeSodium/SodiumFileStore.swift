@@ -41,13 +41,15 @@ import Glibc
 /// leaves the previous record. A batch (``commit(_:)``) does this for all its records with one
 /// flush of the file system and one directory sync. Writers
 /// hold an exclusive `flock` on `keepsake.lock`; readers take no lock and see a whole old or a
-/// whole new file. Temporary files left by a crash are removed when the store is opened (if no
-/// writer holds the lock) and before every write.
+/// whole new file. `Vault.update` reads, changes and writes its record under that lock
+/// (``exclusiveUpdate(forKey:_:)``): writers of the store take turns. Temporary files left by a
+/// crash are removed when the store is opened (if no writer holds the lock) and before every
+/// write.
 ///
 /// No key, passphrase or record value appears in a file name, an error or a log. Errors name
 /// the store and, for calls about one record, the record key the caller passed (in
 /// `KeepsakeError.key`); errors about a file found on disk name its hashed file name.
-public final class SodiumFileStore: RecordStore {
+public final class SodiumFileStore: RecordStore, ExclusiveUpdateStore {
     /// The store directory, absolute.
     public let directory: String
     /// `file:<directory>`.
@@ -372,6 +374,12 @@ public final class SodiumFileStore: RecordStore {
         try checkDirectoryExists(key: nil)
         let lock = try Self.acquireLock(lockPath, timeout: lockTimeout, uri: uri)
         defer { lock.unlock() }
+        return apply(writes)
+    }
+
+    /// ``commit(_:)``'s work once its keys are checked and the lock is taken: the leftovers
+    /// removed, then `writes` applied in groups. Call with the lock held.
+    private func apply(_ writes: [StoreWrite]) -> [StoreWriteResult] {
         var existing = cleanLeftovers()
         var results = [StoreWriteResult](repeating: .applied, count: writes.count)
         var group: [(index: Int, file: GroupedFile)] = []
@@ -431,6 +439,49 @@ public final class SodiumFileStore: RecordStore {
         }
         flush()
         return results
+    }
+
+    // MARK: ExclusiveUpdateStore
+
+    /// Reads the record under `key`, passes it to `change` and stores what it returns, all under
+    /// the store's writer lock — the `flock` on `keepsake.lock` that every writer of the store
+    /// takes, in this process or another — so that `Vault.update` on this store never meets
+    /// `conflict`: writers take turns, and each change runs once.
+    ///
+    /// The lock covers the whole store, every record, not only `key`: while `change` runs, every
+    /// other writer of the store waits (up to its own ``lockTimeout``), and so does
+    /// ``changeMasterKey(to:passphraseLimits:)``. So `change` must be short and must not write
+    /// to this store at all, under any key: a write from inside it waits for the lock this update
+    /// holds, then throws `lockTimeout` (and the update with it). Reads take no lock; one from
+    /// inside `change` sees the record as it was before this update.
+    ///
+    /// The record is read and opened as ``data(forKey:)`` does, with the lock held; the write is
+    /// the one ``commit(_:)`` makes, the new file sealed under a fresh nonce, made durable and
+    /// renamed into place, its expectation (the bytes `change` was given) checked again.
+    ///
+    /// - Throws: What `change` throws, with nothing written and the lock released; what
+    ///   ``data(forKey:)`` throws for a record that cannot be read (`corruptRecord`, …), before
+    ///   `change` runs; `lockTimeout`; the write's own failure (the previous record left in
+    ///   place).
+    /// - Important: If this throws, the record's file is as it was.
+    public func exclusiveUpdate(
+        forKey key: String, _ change: (Data?) throws(KeepsakeError) -> Data
+    ) throws(KeepsakeError) {
+        try validateKey(key)
+        try checkDirectoryExists(key: key)
+        let lock = try Self.acquireLock(lockPath, timeout: lockTimeout, uri: uri)
+        defer { lock.unlock() }
+        let current = try data(forKey: key)
+        let value = try change(current)
+        switch apply([StoreWrite(key: key, value: value, expectation: .unchanged(current))]).first {
+        case .applied?: return
+        case let .failed(error)?: throw error
+        case .conflict?, nil:
+            // Not expected: no Keepsake writer can change the record while the lock is held.
+            throw KeepsakeError(
+                .io, store: uri, key: key,
+                "the record's file changed under the store's writer lock; nothing was written")
+        }
     }
 
     // MARK: Helpers

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import Synchronization
 
 /// The contract every `RecordStore` keeps, as checks any test framework can run.
 ///
@@ -207,8 +208,86 @@ public enum StoreContract {
                         .utf8),
                 "saved envelope")
             try expectEqual(try vault.load(ContractNote.chain)?.value, note, "load after save")
+        },
+        Check(name: "an exclusive update stores its change's result; one that throws writes nothing") { store in
+            // Only for a store that offers it (an ExclusiveUpdateStore); any other store passes.
+            guard let holding = store as? any ExclusiveUpdateStore else { return }
+            var given: [Data?] = []
+            try holding.exclusiveUpdate(forKey: "k") { current in
+                given.append(current)
+                return Data(#""first""#.utf8)
+            }
+            try holding.exclusiveUpdate(forKey: "k") { current in
+                given.append(current)
+                return Data(#""second""#.utf8)
+            }
+            try expectEqual(given, [nil, Data(#""first""#.utf8)], "what the changes were given")
+            try expectEqual(try store.data(forKey: "k"), Data(#""second""#.utf8), "value after two updates")
+            for key in ["k", "absent"] {
+                do {
+                    try holding.exclusiveUpdate(forKey: key) { _ throws(KeepsakeError) -> Data in
+                        throw KeepsakeError(.updateFailed, "the contract's change refuses")
+                    }
+                    throw ContractViolation("an exclusive update whose change threw did not throw")
+                } catch let error as KeepsakeError {
+                    try expectEqual(error.code, .updateFailed, "error of an update whose change threw")
+                }
+            }
+            try expectEqual(try store.data(forKey: "k"), Data(#""second""#.utf8), "value after a change threw")
+            try expect(try store.data(forKey: "absent") == nil, "a change that threw left a value behind")
+            // The store was released: another update and a batch go through (a store still held
+            // would make them wait until its deadline, then throw).
+            try holding.exclusiveUpdate(forKey: "k") { _ in Data(#""third""#.utf8) }
+            try store.setData(Data("1".utf8), forKey: "other")
+            try expectEqual(try store.data(forKey: "k"), Data(#""third""#.utf8), "value after the next update")
+            try expectEqual(try store.keys(), ["k", "other"], "keys after the updates")
+        },
+        Check(name: "4 threads × 10 Vault updates with 1 attempt each: all applied, none a conflict") { store in
+            // Only for a store that offers it (an ExclusiveUpdateStore): on any other store, an
+            // update with one attempt may lose a race, which is a conflict.
+            guard store is any ExclusiveUpdateStore else { return }
+            let created = Date(timeIntervalSince1970: 1_700_000_000)
+            let vault = Vault(store: store, context: .fixed(now: created))
+            try vault.save(ContractNoteV1(text: "count", created: created, tags: []), in: ContractNote.chain)
+            let (threads, updates) = (4, 10)
+            let failures = Failures()
+            let group = DispatchGroup()
+            for thread in 0..<threads {
+                group.enter()
+                Thread.detachNewThread {
+                    defer { group.leave() }
+                    for update in 0..<updates {
+                        do {
+                            try vault.update(ContractNote.chain, attempts: 1) { note in
+                                guard let note else { throw ContractViolation("the record read as absent") }
+                                // A change that takes a while: other writers come meanwhile, and
+                                // wait for their turn.
+                                usleep(1_000)
+                                return ContractNoteV1(
+                                    text: note.text, created: note.created, tags: note.tags + ["t\(thread).\(update)"])
+                            }
+                        } catch {
+                            failures.append("update t\(thread).\(update): \(error)")
+                        }
+                    }
+                }
+            }
+            group.wait()
+            try expectEqual(failures.all, [], "updates that failed")
+            let tags = try vault.load(ContractNote.chain)?.value.tags ?? []
+            try expectEqual(tags.count, threads * updates, "tags added by the updates")
+            try expectEqual(Set(tags).count, tags.count, "distinct tags")
         }
     ]
+}
+
+/// What the threads of a check reported, in the order they did.
+private final class Failures: Sendable {
+    private let list = Mutex<[String]>([])
+
+    func append(_ failure: String) { list.withLock { $0.append(failure) } }
+
+    var all: [String] { list.withLock { $0 } }
 }
 
 /// What a store did against the contract.

@@ -29,6 +29,59 @@ private struct StressVerdict: Decodable {
     }
 }
 
+/// Runs `processes` × `tasks` × `operations` of keepsake-stress at once on `store` (in this
+/// process's private keyring), then one final Migrator run, then the check of every ledger.
+private func runStress(
+    _ store: [String], processes: Int, tasks: Int, operations: Int, runArguments: [String] = []
+) throws -> StressVerdict {
+    let directory = PrivateKeyring.scratch.appendingPathComponent("stress-\(UUID().uuidString.prefix(8))").path
+    let barrier = directory + "/barrier"
+    try FileManager.default.createDirectory(atPath: barrier, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+
+    // Every process inherits this one's environment: the private keyring's session bus.
+    var running: [(process: Process, errors: String)] = []
+    for index in 0..<processes {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: stressBinary.path)
+        process.arguments =
+            ["run"] + store + [
+                "--process", "\(index)", "--tasks", "\(tasks)", "--operations", "\(operations)",
+                "--barrier", barrier, "--processes", "\(processes)"
+            ] + runArguments
+        let ledger = directory + "/ledger.\(index).json", errors = directory + "/stderr.\(index).txt"
+        for path in [ledger, errors] {
+            try #require(FileManager.default.createFile(atPath: path, contents: nil))
+        }
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: ledger))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try PrivateKeyring.register(process)
+        running.append((process, errors))
+    }
+    for (process, errors) in running {
+        process.waitUntilExit()
+        let text = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+        try #require(process.terminationStatus == 0, "a keepsake-stress process failed: \(text.suffix(2000))")
+    }
+
+    // What `migrate run` does once the writers are done: every seeded V0 record at the latest.
+    let final = try stressBinary.run(["migrate"] + store)
+    try #require(final.status == 0, "\(final.stderr)")
+    let states = try #require(
+        try JSONSerialization.jsonObject(with: Data(final.stdout.utf8)) as? [String: String])
+    for (key, state) in states {
+        #expect(state == "current" || (state == "migrated" && key.hasPrefix("legacy.")), "\(key): \(state)")
+    }
+
+    let checked = try stressBinary.run(["check"] + store + ["--ledgers", directory])
+    try #require(checked.status == 0, "\(checked.stderr)")
+    let verdict = try JSONDecoder().decode(StressVerdict.self, from: Data(checked.stdout.utf8))
+    print("\(verdict.summary) [\(PrivateKeyring.runningProvider.displayName)]")
+    return verdict
+}
+
 extension KeyringTests {
     @Suite("Many writers on one keyring service")
     struct ManyWriters {
@@ -37,57 +90,13 @@ extension KeyringTests {
             // Operations per task: 12, or `$KEEPSAKE_STRESS_OPERATIONS` for a longer run.
             let operations = ProcessInfo.processInfo.environment["KEEPSAKE_STRESS_OPERATIONS"].flatMap(Int.init) ?? 12
             let (processes, tasks) = (3, 3)
-            let directory = PrivateKeyring.scratch.appendingPathComponent("stress-\(UUID().uuidString.prefix(8))").path
-            let barrier = directory + "/barrier"
-            try FileManager.default.createDirectory(atPath: barrier, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: directory) }
             // The store every process writes, and two more that records are staged in and moved between.
             let store = [
                 "--store", "keyring:" + PrivateKeyring.uniqueService("stress"),
                 "--moves-from", "keyring:" + PrivateKeyring.uniqueService("stress-from"),
                 "--moves-to", "keyring:" + PrivateKeyring.uniqueService("stress-to")
             ]
-
-            // Every process inherits this one's environment: the private keyring's session bus.
-            var running: [(process: Process, errors: String)] = []
-            for index in 0..<processes {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: stressBinary.path)
-                process.arguments =
-                    ["run"] + store + [
-                        "--process", "\(index)", "--tasks", "\(tasks)", "--operations", "\(operations)",
-                        "--barrier", barrier, "--processes", "\(processes)"
-                    ]
-                let ledger = directory + "/ledger.\(index).json", errors = directory + "/stderr.\(index).txt"
-                for path in [ledger, errors] {
-                    try #require(FileManager.default.createFile(atPath: path, contents: nil))
-                }
-                process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: ledger))
-                process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
-                process.standardInput = FileHandle.nullDevice
-                try process.run()
-                try PrivateKeyring.register(process)
-                running.append((process, errors))
-            }
-            for (process, errors) in running {
-                process.waitUntilExit()
-                let text = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
-                try #require(process.terminationStatus == 0, "a keepsake-stress process failed: \(text.suffix(2000))")
-            }
-
-            // What `migrate run` does once the writers are done: every seeded V0 record at the latest.
-            let final = try stressBinary.run(["migrate"] + store)
-            try #require(final.status == 0, "\(final.stderr)")
-            let states = try #require(
-                try JSONSerialization.jsonObject(with: Data(final.stdout.utf8)) as? [String: String])
-            for (key, state) in states {
-                #expect(state == "current" || (state == "migrated" && key.hasPrefix("legacy.")), "\(key): \(state)")
-            }
-
-            let checked = try stressBinary.run(["check"] + store + ["--ledgers", directory])
-            try #require(checked.status == 0, "\(checked.stderr)")
-            let verdict = try JSONDecoder().decode(StressVerdict.self, from: Data(checked.stdout.utf8))
-            print("\(verdict.summary) [\(PrivateKeyring.runningProvider.displayName)]")
+            let verdict = try runStress(store, processes: processes, tasks: tasks, operations: operations)
 
             #expect(verdict.processes == processes)
             #expect(verdict.tasks == tasks)
@@ -104,6 +113,22 @@ extension KeyringTests {
             #expect(verdict.moved > 0)
             #expect(verdict.counted == verdict.successful.values.reduce(0, +))
             #expect(verdict.counted * 2 > verdict.attempted("save") + verdict.attempted("update"))
+            #expect(verdict.lost == 0)
+            #expect(verdict.problems == [], "\(verdict.problems.joined(separator: "\n"))")
+        }
+
+        @Test("3 processes × 3 tasks updating one record with 1 attempt each: all applied, none a conflict")
+        func heldUpdates() throws {
+            // Updates per task: 8, or `$KEEPSAKE_STRESS_OPERATIONS` for a longer run.
+            let updates = ProcessInfo.processInfo.environment["KEEPSAKE_STRESS_OPERATIONS"].flatMap(Int.init) ?? 8
+            let (processes, tasks) = (3, 3)
+            let verdict = try runStress(
+                ["--store", "keyring:" + PrivateKeyring.uniqueService("stress-updates")], processes: processes,
+                tasks: tasks, operations: updates, runArguments: ["--workload", "updates", "--attempts", "1"])
+            #expect(verdict.processes == processes)
+            #expect(verdict.successful == ["update": processes * tasks * updates])
+            #expect(verdict.failed == [:])
+            #expect(verdict.counted == processes * tasks * updates)
             #expect(verdict.lost == 0)
             #expect(verdict.problems == [], "\(verdict.problems.joined(separator: "\n"))")
         }

@@ -88,7 +88,8 @@ struct VaultConcurrencyTests {
     @Test("update: conflict after its attempts, the change's error kept, notFound without a default; nothing written")
     func updateErrors() throws {
         struct Refused: Error, Equatable {}
-        let store = InMemoryStore()
+        // A store that cannot hold a record (an app's own): update's compare-and-swap loop.
+        let store = CompareAndSwapStore()
         let vault = Vault(store: store)
         do throws(KeepsakeError) {
             try vault.update(.tally) { $0.count += 1 }
@@ -127,4 +128,144 @@ struct VaultConcurrencyTests {
         #expect(updated == CounterV0(count: 104, ids: []))
         #expect(try vault.load(.tally)?.value == updated)
     }
+
+    @Test("8 tasks × 25 updates with 1 attempt each on stores that hold the record: all 200 applied, none a conflict")
+    func heldUpdates() async throws {
+        for store in try stores() {
+            #expect(store is any ExclusiveUpdateStore, "\(store.uri)")
+            let vault = Vault(store: store)
+            let (succeeded, failures) = await withTaskGroup(of: ([String], [String]).self) { group in
+                for task in 0..<8 {
+                    group.addTask {
+                        var done: [String] = []
+                        var failures: [String] = []
+                        for step in 0..<25 {
+                            let id = "t\(task)-\(step)"
+                            do throws(KeepsakeError) {
+                                // One attempt: on compare-and-swap, any race lost is a conflict.
+                                try await vault.update(.counter, attempts: 1) { value in
+                                    // A change that takes a while: the other tasks' updates come meanwhile.
+                                    usleep(200)
+                                    value.count += 1
+                                    value.ids.append(id)
+                                }
+                                done.append(id)
+                            } catch {
+                                failures.append("\(id): \(error.code.rawValue): \(error)")
+                            }
+                        }
+                        return (done, failures)
+                    }
+                }
+                var all: ([String], [String]) = ([], [])
+                for await (done, failed) in group {
+                    all.0 += done
+                    all.1 += failed
+                }
+                return all
+            }
+            #expect(failures == [], "\(store.uri)")
+            #expect(succeeded.count == 200, "\(store.uri)")
+            let stored = try await vault.value(.counter)
+            #expect(stored.count == 200, "\(store.uri)")
+            #expect(stored.ids.count == 200 && Set(stored.ids) == Set(succeeded), "\(store.uri)")
+        }
+    }
+
+    @Test("a held update whose change throws leaves the stored bytes exactly as they were and releases the store")
+    func heldUpdateThrows() throws {
+        struct Refused: Error, Equatable {}
+        let path = try temporaryDirectory() + "/suite.json"
+        let stores: [any RecordStore] = [
+            InMemoryStore(), DefaultsStore(path: path, lockTimeout: .milliseconds(500))
+        ]
+        for store in stores {
+            let vault = Vault(store: store)
+            try vault.save(CounterV0(count: 1, ids: ["a"]), for: .tally)
+            try store.setData(Data(#"{"b":1,"z":[true]}"#.utf8), forKey: "other")
+            let before = try store.allData()
+            do throws(KeepsakeError) {
+                try vault.update(.tally) { value in
+                    value.count = 99
+                    throw Refused()
+                }
+                Issue.record("\(store.uri): expected updateFailed")
+            } catch {
+                #expect(error.code == .updateFailed && error.underlying(as: Refused.self) == Refused(), "\(error)")
+            }
+            // The store's own error from inside the change, too.
+            do throws(KeepsakeError) {
+                try vault.update(.tally) { _ in throw KeepsakeError(.invalidArgument, "refused") }
+                Issue.record("\(store.uri): expected invalidArgument")
+            } catch {
+                #expect(error.code == .invalidArgument && error.key == "tally", "\(error)")
+            }
+            let after = try store.allData()
+            #expect(after.map(\.key) == before.map(\.key) && after.map(\.data) == before.map(\.data), "\(store.uri)")
+            if store is DefaultsStore {
+                // No one holds the suite's lock.
+                let lock = try StoreLock.acquire(path + ".lock", timeout: .zero)
+                #expect(lock != nil)
+                lock?.unlock()
+            }
+            // The next update goes through (a suite still locked would be a lockTimeout).
+            #expect(try vault.update(.tally) { $0.count += 1 } == CounterV0(count: 2, ids: ["a"]))
+            #expect(try vault.load(.tally)?.value == CounterV0(count: 2, ids: ["a"]))
+        }
+    }
+
+    @Test("the in-memory store: a write from inside a held update's change throws at once; a read sees the record")
+    func memoryWriteInsideChange() throws {
+        let store = InMemoryStore()
+        let vault = Vault(store: store)
+        try vault.save(CounterV0(count: 1, ids: []), for: .tally)
+        let before = try store.data(forKey: "tally")
+        var read: Data?
+        do throws(KeepsakeError) {
+            try vault.update(.tally) { value in
+                read = try store.data(forKey: "tally")
+                try store.setData(Data("1".utf8), forKey: "elsewhere")
+                value.count = 5
+            }
+            Issue.record("expected invalidArgument")
+        } catch {
+            #expect(error.code == .invalidArgument && error.message.contains("inside the change"), "\(error)")
+        }
+        #expect(read == before)
+        #expect(try store.keys() == ["tally"])
+        #expect(try store.data(forKey: "tally") == before)
+        // Outside an update, the same write goes through.
+        try store.setData(Data("1".utf8), forKey: "elsewhere")
+        #expect(try store.keys() == ["elsewhere", "tally"])
+    }
+
+    @Test("a defaults suite: a write from inside a held update's change waits for the lock, then fails")
+    func defaultsWriteInsideChange() throws {
+        let store = DefaultsStore(path: try temporaryDirectory() + "/suite.json", lockTimeout: .milliseconds(200))
+        let vault = Vault(store: store)
+        try vault.save(CounterV0(count: 1, ids: []), for: .tally)
+        let before = try store.data(forKey: "tally")
+        do throws(KeepsakeError) {
+            try vault.update(.tally) { value in
+                try store.setData(Data("1".utf8), forKey: "elsewhere")
+                value.count = 5
+            }
+            Issue.record("expected lockTimeout")
+        } catch {
+            #expect(error.code == .lockTimeout, "\(error)")
+        }
+        #expect(try store.keys() == ["tally"])
+        #expect(try store.data(forKey: "tally") == before)
+    }
+}
+
+/// A store that offers no way to hold a record: an app's own, on which `Vault.update` reads,
+/// changes and writes under compare-and-swap, up to its attempts.
+private final class CompareAndSwapStore: RecordStore {
+    private let base = InMemoryStore(name: "compare-and-swap")
+    var uri: String { base.uri }
+    var capabilities: StoreCapabilities { base.capabilities }
+    func data(forKey key: String) throws(KeepsakeError) -> Data? { try base.data(forKey: key) }
+    func keys() throws(KeepsakeError) -> [String] { try base.keys() }
+    func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] { try base.commit(writes) }
 }

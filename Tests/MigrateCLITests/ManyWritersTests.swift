@@ -51,10 +51,13 @@ func plannedOperations(processes: Int, tasks: Int, operations: Int) -> [String: 
 /// Runs `processes` × `tasks` × `operations` of keepsake-stress at once against `store`, then one
 /// final Migrator run, then the check of every ledger against what the stores hold.
 ///
-/// - Parameter storeArguments: `--store URI`, `--moves-from URI --moves-to URI` (the two stores
-///   records are staged in and moved between) and, for `file:` stores, `--key-file PATH`.
+/// - Parameters:
+///   - storeArguments: `--store URI`, `--moves-from URI --moves-to URI` (the two stores
+///     records are staged in and moved between) and, for `file:` stores, `--key-file PATH`.
+///   - runArguments: More options of `keepsake-stress run` (`--workload updates`, `--attempts 1`).
 func runManyWriters(
-    _ storeArguments: [String], processes: Int, tasks: Int, operations: Int, in directory: String
+    _ storeArguments: [String], processes: Int, tasks: Int, operations: Int, in directory: String,
+    runArguments: [String] = []
 ) throws -> StressVerdict {
     let barrier = directory + "/barrier"
     try FileManager.default.createDirectory(atPath: barrier, withIntermediateDirectories: true)
@@ -66,7 +69,7 @@ func runManyWriters(
             ["run"] + storeArguments + [
                 "--process", "\(index)", "--tasks", "\(tasks)", "--operations", "\(operations)",
                 "--barrier", barrier, "--processes", "\(processes)"
-            ]
+            ] + runArguments
         let ledger = directory + "/ledger.\(index).json", errors = directory + "/stderr.\(index).txt"
         for path in [ledger, errors] { try #require(FileManager.default.createFile(atPath: path, contents: nil)) }
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: ledger))
@@ -114,6 +117,21 @@ func expectNoLoss(_ verdict: StressVerdict, processes: Int, tasks: Int, operatio
     #expect(verdict.problems == [], "\(verdict.problems.joined(separator: "\n"))")
 }
 
+/// The verdict of a run of updates only (`--workload updates --attempts 1`) on a store that holds
+/// a record while an update's change runs: every update applied, exactly once, none a conflict.
+func expectHeldUpdates(_ verdict: StressVerdict, processes: Int, tasks: Int, operations: Int) {
+    #expect(verdict.processes == processes)
+    #expect(verdict.tasks == tasks)
+    #expect(verdict.operations == operations)
+    #expect(verdict.successful == ["update": processes * tasks * operations])
+    #expect(verdict.failed["update conflict"] == nil)
+    #expect(verdict.failed == [:])
+    #expect(verdict.counted == processes * tasks * operations)
+    #expect(verdict.migratorRuns == 0 && verdict.moveRuns == 0)
+    #expect(verdict.lost == 0)
+    #expect(verdict.problems == [], "\(verdict.problems.joined(separator: "\n"))")
+}
+
 @Suite("Many writers: processes × tasks saving, updating and migrating one store at once", .serialized)
 struct ManyWritersTests {
     /// Operations per task: 25, or `$KEEPSAKE_STRESS_OPERATIONS` for a longer run.
@@ -157,6 +175,36 @@ struct ManyWritersTests {
             store, processes: processes, tasks: tasks, operations: operations, in: directory)
         print(verdict.summary)
         expectNoLoss(verdict, processes: processes, tasks: tasks, operations: operations)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Updates per task in the runs of updates only: 15, or `$KEEPSAKE_STRESS_OPERATIONS`.
+    let updates = ProcessInfo.processInfo.environment["KEEPSAKE_STRESS_OPERATIONS"].flatMap(Int.init) ?? 15
+
+    @Test("defaults: 4 processes × 4 tasks updating one record with 1 attempt each: all applied, none a conflict")
+    func defaultsHeldUpdates() throws {
+        let directory = try workspace()
+        let (processes, tasks) = (4, 4)
+        let verdict = try runManyWriters(
+            ["--store", "defaults:\(directory)/suite.json"], processes: processes, tasks: tasks, operations: updates,
+            in: directory, runArguments: ["--workload", "updates", "--attempts", "1"])
+        print(verdict.summary)
+        expectHeldUpdates(verdict, processes: processes, tasks: tasks, operations: updates)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    @Test("encrypted files: 4 processes × 4 tasks updating one record with 1 attempt each: all applied, no conflict")
+    func fileHeldUpdates() throws {
+        let directory = try workspace()
+        let key = ["--key-file", directory + "/records.key"]
+        let created = try migrate(["init", "--store", "file:\(directory)/records"] + key)
+        try #require(created.status == 0, "\(created.stderr)")
+        let (processes, tasks) = (4, 4)
+        let verdict = try runManyWriters(
+            ["--store", "file:\(directory)/records"] + key, processes: processes, tasks: tasks, operations: updates,
+            in: directory, runArguments: ["--workload", "updates", "--attempts", "1"])
+        print(verdict.summary)
+        expectHeldUpdates(verdict, processes: processes, tasks: tasks, operations: updates)
         try? FileManager.default.removeItem(atPath: directory)
     }
 }

@@ -10,12 +10,21 @@ struct Workload: Sendable {
     let process: Int
     /// Where records are staged, and where moves take them.
     let moves: (from: any RecordStore, to: any RecordStore)?
+    /// The attempts of each update (`Vault.update(_:attempts:_:)`).
+    let updateAttempts: Int
+    /// Whether every operation is an update of the counter, rather than the mix of ``task(_:operations:)``.
+    let updatesOnly: Bool
 
-    init(store: any RecordStore, moves: (from: any RecordStore, to: any RecordStore)?, process: Int) {
+    init(
+        store: any RecordStore, moves: (from: any RecordStore, to: any RecordStore)?, process: Int,
+        updateAttempts: Int = Vault.defaultUpdateAttempts, updatesOnly: Bool = false
+    ) {
         self.store = store
         self.vault = Vault(store: store)
         self.process = process
         self.moves = moves
+        self.updateAttempts = updateAttempts
+        self.updatesOnly = updatesOnly
     }
 
     /// Runs every task to its end; their entries, task by task, each task's in order.
@@ -32,12 +41,17 @@ struct Workload: Sendable {
 
     /// One task: operation `seq` is, in turn (shifted by the task's number so that tasks of a
     /// process do not all do the same at once), a save, an update, a read, and a seeded V0 record
-    /// (and a record staged for moves) — or, for task 0, a Migrator run (and a move).
+    /// (and a record staged for moves) — or, for task 0, a Migrator run (and a move). With
+    /// ``updatesOnly``, every operation is an update.
     private func task(_ task: Int, operations: Int) async -> [Entry] {
         var entries: [Entry] = []
         var seeded: (key: String, id: String, count: Int)?
         for seq in 0..<operations {
             let id = "p\(process).t\(task).s\(seq)"
+            if updatesOnly {
+                entries.append(await update(id, seq: seq, task: task))
+                continue
+            }
             switch (seq + task) % 4 {
             case 0:
                 entries.append(await save(id, seq: seq, task: task, to: .shared))
@@ -80,7 +94,9 @@ struct Workload: Sendable {
     private func update(_ id: String, seq: Int, task: Int) async -> Entry {
         var entry = Entry(op: "update", task: task, seq: seq, key: RecordKeys.counter.name, id: id, ok: true)
         do throws(KeepsakeError) {
-            let stored = try await vault.update(.counter) { counter in counter.ids.append(id) }
+            let stored = try await vault.update(.counter, attempts: updateAttempts) { counter in
+                counter.ids.append(id)
+            }
             entry.returnedOwnID = stored.ids.contains(id)
         } catch {
             entry.failed(error)

@@ -8,12 +8,17 @@ import KeepsakeStores
 //
 //   keepsake-stress run --store URI [--key-file PATH] --process P --tasks M --operations K
 //                       [--barrier DIR --processes N] [--moves-from URI --moves-to URI]
+//                       [--workload mixed|updates] [--attempts A]
 //       M concurrent tasks, each K operations (save, update, read, seed a V0 record or run the
 //       Migrator) through Vault's async API; prints the ledger (Ledger.swift) as JSON.
 //       With --barrier, waits until N processes have reached the start before the first operation.
 //       With --moves-from/--moves-to, each seed also stages a record in the first store, and each
 //       Migrator run is followed by a StoreTransfer move of every record from the first to the
 //       second (a file: store of either uses --key-file too).
+//       With --workload updates, every operation is an update of the shared counter (default
+//       mixed: the operations above, in turn). --attempts: each update's attempts (default
+//       Vault.defaultUpdateAttempts); with 1, an update that loses a race on a store that cannot
+//       hold the record is a conflict.
 //   keepsake-stress migrate --store URI [--key-file PATH]
 //       one Migrator run over the store; prints each record's key and state.
 //   keepsake-stress dump --store URI [--key-file PATH]
@@ -93,9 +98,19 @@ case "run":
     let process = integer("process")
     let tasks = integer("tasks")
     let operations = integer("operations")
+    let attempts = integer("attempts", default: Vault.defaultUpdateAttempts)
+    guard attempts >= 1 else { fail("--attempts takes at least 1", status: 2) }
+    let updatesOnly: Bool
+    switch options["workload"] ?? "mixed" {
+    case "mixed": updatesOnly = false
+    case "updates": updatesOnly = true
+    case let other: fail("--workload takes mixed or updates, not \(other)", status: 2)
+    }
     if let barrier = options["barrier"] { waitAtBarrier(barrier, process: process, processes: integer("processes")) }
     let start = ContinuousClock.now
-    let entries = await Workload(store: store, moves: moves, process: process).run(tasks: tasks, operations: operations)
+    let workload = Workload(
+        store: store, moves: moves, process: process, updateAttempts: attempts, updatesOnly: updatesOnly)
+    let entries = await workload.run(tasks: tasks, operations: operations)
     let elapsed = ContinuousClock.now - start
     printJSON(
         Ledger(
