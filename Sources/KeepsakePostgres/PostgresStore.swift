@@ -411,9 +411,15 @@ public final class PostgresStore: RecordStore {
                     holding.letGo(held))
                 throw error
             }
-            let attempt = try perform(
-                "update", key: key, operation: .update, deadline: deadline, on: held.connection,
-                holding.write(bytes, over: held))
+            let attempt: CommitAttempt
+            do throws(KeepsakeError) {
+                attempt = try perform(
+                    "update", key: key, operation: .update, deadline: deadline, on: held.connection,
+                    holding.write(bytes, over: held))
+            } catch where error.code == .unavailable && ContinuousClock.now < deadline {
+                // The held connection was lost before COMMIT was sent: nothing was written. Hold again.
+                continue
+            }
             if case let .committed(results) = attempt, results.first == .conflict { continue }  // inserted meanwhile
             if try settle(attempt, batch: holding.batch) != nil { return }
             if try perform(
@@ -446,9 +452,15 @@ public final class PostgresStore: RecordStore {
                     holding.letGo(held))
                 throw error
             }
-            let attempt = try await call(
-                "update", key: key, operation: .update, deadline: deadline, on: held.connection,
-                holding.write(bytes, over: held))
+            let attempt: CommitAttempt
+            do throws(KeepsakeError) {
+                attempt = try await call(
+                    "update", key: key, operation: .update, deadline: deadline, on: held.connection,
+                    holding.write(bytes, over: held))
+            } catch where error.code == .unavailable && ContinuousClock.now < deadline {
+                // The held connection was lost before COMMIT was sent: nothing was written. Hold again.
+                continue
+            }
             if case let .committed(results) = attempt, results.first == .conflict { continue }  // inserted meanwhile
             if try settle(attempt, batch: holding.batch) != nil { return }
             if try await call(

@@ -84,7 +84,10 @@ extension PostgresServerTests {
             try store.setData(Data("x".utf8), forKey: "k")
             #expect(try store.data(forKey: "k") == Data("x".utf8))
             let without = try PostgresConfiguration(parsing: tcp + "&table=" + table + "&timeout=3", environment: [:])
-            #expect(throws: KeepsakeError.self) { try PostgresStore(configuration: without) }
+            // Opening asks nothing of the server; the first call is refused at once, as the server said.
+            let unauthenticated = try PostgresStore(configuration: without)
+            let error = #expect(throws: KeepsakeError.self) { try unauthenticated.data(forKey: "k") }
+            #expect(error?.code == .permissionDenied, "\(String(describing: error))")
         }
     }
 }

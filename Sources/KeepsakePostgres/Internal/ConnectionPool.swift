@@ -36,6 +36,8 @@ final class ConnectionPool: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The call using each lent connection, by connection id: told when its connection closes.
+    private let holders = Mutex<[Int: CallSession]>([:])
     private let configuration: PostgresConnection.Configuration
     private let maximum: Int
     private let logger: Logger
@@ -138,6 +140,16 @@ final class ConnectionPool: Sendable {
         for connection in idle { Self.close(connection, logger: logger) }
     }
 
+    /// Records that `session` uses `connection`, to be told if it closes.
+    func track(_ connection: PostgresConnection, _ session: CallSession) {
+        holders.withLock { $0[connection.id] = session }
+    }
+
+    /// `connection` is no longer used by a call.
+    func untrack(_ connection: PostgresConnection) {
+        _ = holders.withLock { $0.removeValue(forKey: connection.id) }
+    }
+
     /// Whether ``shutdown()`` has begun.
     var isClosed: Bool { state.withLock { $0.closed } }
 
@@ -165,10 +177,14 @@ final class ConnectionPool: Sendable {
         switch outcome {
         case let .finished(.success(connection)):
             opened.add(1, ordering: .relaxed)
+            // Once per connection: whoever uses it when it closes is told.
+            connection.closeFuture.whenComplete { [weak self] _ in
+                self?.holders.withLock { $0[connection.id] }?.connectionClosed()
+            }
             return connection
         case let .finished(.failure(error)):
             throw error
-        case .expired:
+        case .expired, .aborted:
             throw ChannelError.connectTimeout(allowed)
         }
     }
@@ -218,13 +234,19 @@ final class ConnectionPool: Sendable {
     /// of no interest (the connection is not used again either way).
     static func closeQuietly(_ connection: PostgresConnection) {
         let closing: EventLoopFuture<Void> = connection.close()
-        closing.whenComplete { _ in }
+        // The connection must outlive its closing (postgres-nio checks that a connection is
+        // closed before it goes away).
+        closing.whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
     /// Closes `connection` without waiting; a failure to close is logged (it is gone either way).
     static func close(_ connection: PostgresConnection, logger: Logger) {
-        connection.close().whenFailure { error in
-            logger.debug("closing a connection failed", metadata: ["error": "\(error)"])
+        let closing: EventLoopFuture<Void> = connection.close()
+        closing.whenComplete { result in
+            withExtendedLifetime(connection) {}
+            if case let .failure(error) = result {
+                logger.debug("closing a connection failed", metadata: ["error": "\(error)"])
+            }
         }
     }
 }

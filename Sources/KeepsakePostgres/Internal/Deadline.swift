@@ -8,6 +8,8 @@ enum DeadlineOutcome<T: Sendable>: Sendable {
     case finished(Result<T, any Error>)
     /// The deadline passed first: the caller has its answer now, whatever the work still does.
     case expired
+    /// `abort` fired first (the connection the work waits on closed).
+    case aborted
 }
 
 /// What one call holds while it runs: the connection it was lent, and whether it has sent
@@ -19,6 +21,8 @@ final class CallSession: Sendable {
         var expired = false
         /// The work succeeded and left its connection lent to the caller.
         var kept = false
+        /// What to do when the connection in use closes (``ConnectionPool`` tells).
+        var onClose: (@Sendable () -> Void)?
     }
 
     private let state = Mutex(State())
@@ -34,11 +38,33 @@ final class CallSession: Sendable {
             state.connection = connection
             return state.expired
         }
+        pool.track(connection, self)
         if expired { ConnectionPool.closeQuietly(connection) }
     }
 
     /// The call no longer uses a connection.
-    func letGo() { state.withLock { $0.connection = nil } }
+    func letGo() {
+        if let connection = state.withLock({ state in
+            defer { state.connection = nil }
+            return state.connection
+        }) {
+            pool.untrack(connection)
+        }
+    }
+
+    /// Runs `action` when the connection in use closes (at once if it already has).
+    func whenClosed(_ action: @escaping @Sendable () -> Void) {
+        let connection = state.withLock { state in
+            state.onClose = action
+            return state.connection
+        }
+        if connection?.isClosed == true { action() }
+    }
+
+    /// The connection in use closed.
+    func connectionClosed() {
+        state.withLock { $0.onClose }?()
+    }
 
     /// The work succeeded and its connection stays lent to the caller; `false` when the deadline
     /// passed first (then the caller never sees it, and the work gives it back).
@@ -74,7 +100,8 @@ enum Deadline {
     static func run<T: Sendable>(
         until deadline: ContinuousClock.Instant, executor: (any TaskExecutor)?,
         _ work: @escaping @Sendable () async throws -> T, onExpiry: @escaping @Sendable () -> Void,
-        late: (@Sendable (T) -> Void)? = nil
+        late: (@Sendable (T) -> Void)? = nil,
+        abort: ((@escaping @Sendable () -> Void) -> Void)? = nil
     ) async -> DeadlineOutcome<T> {
         let race = Race<T>()
         return await withCheckedContinuation { continuation in
@@ -104,6 +131,12 @@ enum Deadline {
                         late?(value)
                     }
                 })
+            abort?({
+                if race.finish(.aborted) {
+                    timer.cancel()
+                    race.cancelWork()
+                }
+            })
         }
     }
 }

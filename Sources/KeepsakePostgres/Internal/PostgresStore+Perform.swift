@@ -44,13 +44,16 @@ extension PostgresStore {
         let pool = self.pool
         let session = CallSession(pool: pool)
         let instruments = self.instruments
+        let logger = self.logger
         let span = instruments.startSpan(operation)
         let outcome = await Deadline.run(until: deadline, executor: executor) { () async throws -> T in
             if let given {
                 // The connection of an earlier call, holding a row: used once, never retried.
                 session.hold(given)
                 do {
-                    let value = try await work(given, session)
+                    let value = try await Self.whileOpen(given, session: session, until: deadline, executor: executor) {
+                        try await work(given, session)
+                    }
                     session.letGo()
                     pool.release(given, reusable: true)
                     return value
@@ -70,6 +73,8 @@ extension PostgresStore {
                 do {
                     connection = try await pool.lease(connectBy: connectBy, executor: executor)
                 } catch {
+                    logger.debug(
+                        "connecting failed", metadata: ["operation": "\(operation.rawValue)", "error": "\(Self.describe(error))"])
                     if error is CancellationError || error is ConnectionPool.Closed { throw error }
                     guard Self.mayConnectLater(error) else { throw ConnectFailed(underlying: error, final: true) }
                     lastConnectFailure = error
@@ -85,7 +90,11 @@ extension PostgresStore {
                 lastConnectFailure = nil
                 session.hold(connection)
                 do {
-                    let value = try await work(connection, session)
+                    let value = try await Self.whileOpen(
+                        connection, session: session, until: deadline, executor: executor
+                    ) {
+                        try await work(connection, session)
+                    }
                     if keep {
                         guard session.keep() else { throw CancellationError() }
                     } else {
@@ -94,6 +103,8 @@ extension PostgresStore {
                     }
                     return value
                 } catch {
+                    logger.debug(
+                        "a call failed", metadata: ["operation": "\(operation.rawValue)", "error": "\(Self.describe(error))"])
                     session.letGo()
                     pool.release(connection, reusable: !Self.isConnectionLost(error))
                     if case let .answer(answer) = tableMissing, Self.isMissingTable(error) { return answer }
@@ -116,7 +127,7 @@ extension PostgresStore {
             let mapped = mapError(error, what: what, key: key)
             instruments.finished(operation, span: span, outcome: mapped.code.rawValue, after: elapsed)
             throw mapped
-        case .expired:
+        case .expired, .aborted:
             instruments.finished(operation, span: span, outcome: KeepsakeError.Code.timeout.rawValue, after: elapsed)
             let written = session.commitSent.load(ordering: .relaxed)
             throw KeepsakeError(
@@ -125,6 +136,28 @@ extension PostgresStore {
                 could not \(what) within \(Self.seconds(configuration.timeout)) s (timeout=); \
                 \(written ? "COMMIT was sent and not answered: the write may have been applied" : "nothing was changed")
                 """)
+        }
+    }
+
+    /// Runs `work`, which waits on `connection`, and fails it with ``ConnectionLost`` should the
+    /// connection close under it without its queries failing (seen with postgres-nio 1.33 when a
+    /// server is killed: the connection is cleaned up, and a query in flight never answers).
+    /// A moment's grace lets a work that closed the connection itself (an unanswered `COMMIT`)
+    /// return its own answer.
+    static func whileOpen<T: Sendable>(
+        _ connection: PostgresConnection, session: CallSession, until deadline: ContinuousClock.Instant,
+        executor: (any TaskExecutor)?, _ work: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let outcome = await Deadline.run(until: deadline + .seconds(1), executor: executor, work) {
+        } abort: { trigger in
+            session.whenClosed {
+                connection.eventLoop.scheduleTask(in: .milliseconds(300)) { trigger() }
+            }
+        }
+        switch outcome {
+        case let .finished(result): return try result.get()
+        case .expired: throw CancellationError()
+        case .aborted: throw ConnectionLost(commitSent: session.commitSent.load(ordering: .relaxed))
         }
     }
 
@@ -173,6 +206,7 @@ extension PostgresStore {
 
     /// Whether `error` left nothing applied and may pass on another try.
     static func isRetryable(_ error: any Error) -> Bool {
+        if let error = error as? ConnectionLost { return !error.commitSent }
         if error is CommitUncertain || error is CancellationError || error is KeepsakeError || error is ConnectFailed
             || error is ConnectionPool.Closed
         {
@@ -251,6 +285,13 @@ extension PostgresStore {
     /// dependency's internal type (that stays in ``KeepsakeError/underlying``).
     func mapError(_ error: any Error, what: String, key: String?) -> KeepsakeError {
         if let error = error as? KeepsakeError { return error }
+        if let error = error as? ConnectionLost {
+            return KeepsakeError(
+                .unavailable, store: uri, key: key,
+                error.commitSent
+                    ? "could not \(what): the connection was lost after COMMIT was sent: the write may have been applied"
+                    : "could not \(what): the connection to the server was lost; nothing was changed")
+        }
         if let error = error as? UnexpectedAnswer {
             return KeepsakeError(
                 .corruptStore, store: uri, key: key, "could not \(what): the server's answer makes no sense (\(error.what))")
@@ -394,6 +435,12 @@ struct CommitUncertain: Error {
     let underlying: any Error
     var transaction: Int64? = nil
     var results: [StoreWriteResult] = []
+}
+
+/// The connection closed under a call whose queries did not fail: retried when `COMMIT` was not
+/// sent (nothing was applied); "may have been applied" when it was.
+struct ConnectionLost: Error {
+    let commitSent: Bool
 }
 
 /// Connecting failed: `final` when it was not worth another try (a refused login).

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import Logging
 import KeepsakePostgres
 import Migrations
 
@@ -22,6 +23,14 @@ func option(_ name: String) -> String {
         exit(2)
     }
     return arguments[index + 1]
+}
+
+if ProcessInfo.processInfo.environment["KEEPSAKE_WRITER_DEBUG"] != nil {
+    LoggingSystem.bootstrap { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = .debug
+        return handler
+    }
 }
 
 let storeURI = option("store")
