@@ -213,7 +213,9 @@ let package = Package(
         // run M at once beside `migrate run` processes by KeepsakePostgresTests. Not a product.
         .executableTarget(
             name: "keepsake-postgres-writer",
-            dependencies: ["KeepsakePostgres", "Keepsake", "Migrations", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "KeepsakePostgres", "Keepsake", "Migrations", .product(name: "Logging", package: "swift-log")
+            ],
             path: "Tests/KeepsakePostgresTests/Writer"),
         // Needs a PostgreSQL server: run inside scripts/postgres (scripts/test does), skipped with the
         // reason when KEEPSAKE_TEST_POSTGRES_URI is unset.

@@ -119,7 +119,8 @@ public final class PostgresStore: RecordStore {
             sealer = nil
         }
         pool = ConnectionPool(
-            configuration: try Self.connectionConfiguration(configuration, applicationName: configuration.applicationName),
+            configuration: try Self.connectionConfiguration(
+                configuration, applicationName: configuration.applicationName),
             maximum: configuration.maximumConnections, logger: logger)
         instruments = StoreInstruments(
             scheme: "postgresql", database: configuration.database, table: configuration.table)
@@ -329,7 +330,7 @@ public final class PostgresStore: RecordStore {
         ) { connection, session in
             do {
                 return try await plan.attempt(on: connection, store: store, session: session)
-            } catch where Self.isMissingTable(error) {
+            } catch  where Self.isMissingTable(error) {
                 // The first write to this store: nothing was applied (the transaction was rolled back).
                 try await store.createTable(on: connection)
                 return try await plan.attempt(on: connection, store: store, session: session)
@@ -404,7 +405,8 @@ public final class PostgresStore: RecordStore {
                 "hold the record", key: key, operation: .hold, deadline: deadline, keep: true, holding.hold)
             let bytes: Data
             do throws(KeepsakeError) {
-                bytes = try change(try held.current.map { stored throws(KeepsakeError) in try open(stored, forKey: key) })
+                bytes = try change(
+                    try held.current.map { stored throws(KeepsakeError) in try open(stored, forKey: key) })
             } catch {
                 try perform(
                     "let go of the record", key: key, operation: .hold, deadline: deadline, on: held.connection,
@@ -416,7 +418,7 @@ public final class PostgresStore: RecordStore {
                 attempt = try perform(
                     "update", key: key, operation: .update, deadline: deadline, on: held.connection,
                     holding.write(bytes, over: held))
-            } catch where error.code == .unavailable && ContinuousClock.now < deadline {
+            } catch  where error.code == .unavailable && ContinuousClock.now < deadline {
                 // The held connection was lost before COMMIT was sent: nothing was written. Hold again.
                 continue
             }
@@ -445,7 +447,8 @@ public final class PostgresStore: RecordStore {
                 "hold the record", key: key, operation: .hold, deadline: deadline, keep: true, holding.hold)
             let bytes: Data
             do throws(KeepsakeError) {
-                bytes = try change(try held.current.map { stored throws(KeepsakeError) in try open(stored, forKey: key) })
+                bytes = try change(
+                    try held.current.map { stored throws(KeepsakeError) in try open(stored, forKey: key) })
             } catch {
                 try await call(
                     "let go of the record", key: key, operation: .hold, deadline: deadline, on: held.connection,
@@ -457,7 +460,7 @@ public final class PostgresStore: RecordStore {
                 attempt = try await call(
                     "update", key: key, operation: .update, deadline: deadline, on: held.connection,
                     holding.write(bytes, over: held))
-            } catch where error.code == .unavailable && ContinuousClock.now < deadline {
+            } catch  where error.code == .unavailable && ContinuousClock.now < deadline {
                 // The held connection was lost before COMMIT was sent: nothing was written. Hold again.
                 continue
             }
@@ -502,7 +505,7 @@ public final class PostgresStore: RecordStore {
                     _ = try await connection.collect("SAVEPOINT keepsake_notify", logger: logger)
                     do {
                         _ = try await connection.collect(PostgresQuery(unsafeSQL: trigger.installSQL), logger: logger)
-                    } catch where NotifyTrigger.isRefusal(error) {
+                    } catch  where NotifyTrigger.isRefusal(error) {
                         logger.warning(
                             "cannot create the change notification triggers; watches of this table poll",
                             metadata: ["table": "\(trigger.table)", "error": "\(Self.sqlState(error) ?? "?")"])

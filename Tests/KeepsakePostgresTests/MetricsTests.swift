@@ -2,8 +2,8 @@ import Foundation
 import Keepsake
 import KeepsakePostgres
 import Metrics
-import Migrations
 import MetricsTestKit
+import Migrations
 import Testing
 
 /// The metrics backend of this test process: bootstrapped once (swift-metrics allows one per
@@ -40,17 +40,22 @@ extension PostgresServerTests {
             #expect(total("keepsake_store_calls_total", update) == updatesBefore + 2)
             let timer = try testMetrics.expectTimer("keepsake_store_call_duration_seconds", read)
             #expect(!timer.values.isEmpty)
-            #expect(!(try testMetrics.expectTimer("keepsake_store_lock_wait_seconds", [("scheme", "postgresql")])).values.isEmpty)
+            #expect(
+                !(try testMetrics.expectTimer("keepsake_store_lock_wait_seconds", [("scheme", "postgresql")])).values
+                    .isEmpty)
             // A failed call is counted under its code.
             var configuration = store.configuration
             configuration.endpoint = .tcp(host: "127.0.0.1", port: 9)
             configuration.connectTimeout = .seconds(1)
             let unreachable = try PostgresStore(configuration: configuration)
             let failedBefore = total(
-                "keepsake_store_calls_total", [("scheme", "postgresql"), ("operation", "read"), ("outcome", "unavailable")])
+                "keepsake_store_calls_total",
+                [("scheme", "postgresql"), ("operation", "read"), ("outcome", "unavailable")])
             #expect(throws: KeepsakeError.self) { try readSynchronously(unreachable, "k") }
             #expect(
-                total("keepsake_store_calls_total", [("scheme", "postgresql"), ("operation", "read"), ("outcome", "unavailable")])
+                total(
+                    "keepsake_store_calls_total",
+                    [("scheme", "postgresql"), ("operation", "read"), ("outcome", "unavailable")])
                     == failedBefore + 1)
             // A load that migrates counts the migration and its write-back.
             let migrations = total("keepsake_migrations_total", [("scheme", "postgresql")])
@@ -58,8 +63,11 @@ extension PostgresServerTests {
             try store.setData(Data(#"{"name":"Ann","age":"30"}"#.utf8), forKey: "person")
             #expect(try await vault.load(Person.chain, forKey: "person")?.writeBack == .written)
             #expect(total("keepsake_migrations_total", [("scheme", "postgresql")]) == migrations + 1)
-            #expect(total("keepsake_write_backs_total", [("scheme", "postgresql"), ("outcome", "ok")]) == writeBacks + 1)
-            let labels = testMetrics.counters.flatMap { $0.dimensions.map(\.1) } + testMetrics.timers.flatMap { $0.dimensions.map(\.1) }
+            #expect(
+                total("keepsake_write_backs_total", [("scheme", "postgresql"), ("outcome", "ok")]) == writeBacks + 1)
+            let labels =
+                testMetrics.counters.flatMap { $0.dimensions.map(\.1) }
+                + testMetrics.timers.flatMap { $0.dimensions.map(\.1) }
             #expect(!labels.contains { $0.contains("secret-key-name") || $0.contains("count") })
         }
     }

@@ -157,7 +157,8 @@ extension PostgresServerTests {
             let store = try PostgresStore(configuration: configuration)
             try store.setData(Data("kept".utf8), forKey: "k")
             let vault = Vault(store: store)
-            let timings = try await Self.withServerStopped { () async throws -> [(String, Duration, KeepsakeError.Code?)] in
+            let timings = try await Self.withServerStopped {
+                () async throws -> [(String, Duration, KeepsakeError.Code?)] in
                 var timings: [(String, Duration, KeepsakeError.Code?)] = []
                 func time(_ name: String, _ body: () async throws(KeepsakeError) -> Void) async {
                     let start = ContinuousClock.now
@@ -199,7 +200,8 @@ extension PostgresServerTests {
         @Test("an app opens its store and serves while PostgreSQL is down, and uses it once it is up")
         func bootsWithoutItsDatabase() async throws {
             let uri = TestServer.uniqueURI(prefix: "boot")
-            let (store, readiness) = try await Self.withServerStopped { () async throws -> (PostgresStore, KeepsakeError?) in
+            let (store, readiness) = try await Self.withServerStopped {
+                () async throws -> (PostgresStore, KeepsakeError?) in
                 let started = ContinuousClock.now
                 let store = try PostgresStore(configuration: PostgresConfiguration(parsing: uri))
                 #expect(ContinuousClock.now - started < .milliseconds(500), "opening waited for the server")
@@ -235,7 +237,8 @@ extension PostgresServerTests {
             #expect(error?.message.contains("ConnectionPool") == false)
         }
 
-        @Test("a call never outlives its deadline by more than a second when the server dies under it",
+        @Test(
+            "a call never outlives its deadline by more than a second when the server dies under it",
             .timeLimit(.minutes(3)))
         func deadlineWhenTheServerDies() throws {
             var configuration = try PostgresConfiguration(parsing: TestServer.uniqueURI(prefix: "dies"))

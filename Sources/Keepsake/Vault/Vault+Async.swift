@@ -39,7 +39,8 @@ extension Vault {
         _ change: @escaping @Sendable (inout Latest) throws -> Void
     ) async throws(KeepsakeError) -> Latest {
         guard let holding = store as? any AsyncExclusiveUpdateStore else {
-            return try await Blocking.run { () throws(KeepsakeError) in try self.update(key, attempts: attempts, change) }
+            return try await Blocking.run { () throws(KeepsakeError) in try self.update(key, attempts: attempts, change)
+            }
         }
         let name = try resolve(key.name, key.chain)
         return try await heldUpdate(holding, key.chain, key: name) { current throws(KeepsakeError) in
@@ -146,7 +147,7 @@ extension Vault {
                 let encoded = try chain.encodeForSave(value, over: existing, plain: &plain)
                 try await direct.commitOne(StoreWrite(key: key, value: encoded, expectation: .unchanged(existing)))
                 return
-            } catch where error.code == .conflict && attempt < Self.saveAttempts {
+            } catch  where error.code == .conflict && attempt < Self.saveAttempts {
                 // Another writer's save landed in between: last writer wins, so read and write again.
                 await Backoff.sleep(after: attempt)
             } catch {

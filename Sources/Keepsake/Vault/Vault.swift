@@ -94,7 +94,8 @@ public struct Vault: Sendable {
     }
 
     /// Where an update of `key` starts: what is stored, else the key's default.
-    func startValue<Latest>(_ current: Latest?, of key: RecordKey<Latest>, name: String) throws(KeepsakeError) -> Latest {
+    func startValue<Latest>(_ current: Latest?, of key: RecordKey<Latest>, name: String) throws(KeepsakeError) -> Latest
+    {
         guard let start = current ?? key.defaultValue else {
             throw KeepsakeError(
                 .notFound, store: store.uri, key: name,

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 internal import PostgresNIO
+import Synchronization
 
 /// How a call raced against its deadline.
 enum DeadlineOutcome<T: Sendable>: Sendable {
@@ -143,7 +143,9 @@ enum Deadline {
 
 /// The one answer of a ``Deadline/run(until:executor:_:onExpiry:)`` race.
 private final class Race<T: Sendable>: Sendable {
-    private let state = Mutex<(continuation: CheckedContinuation<DeadlineOutcome<T>, Never>?, work: Task<Void, Never>?)>(
+    private let state = Mutex<
+        (continuation: CheckedContinuation<DeadlineOutcome<T>, Never>?, work: Task<Void, Never>?)
+    >(
         (nil, nil))
 
     func start(_ continuation: CheckedContinuation<DeadlineOutcome<T>, Never>) {
@@ -156,10 +158,12 @@ private final class Race<T: Sendable>: Sendable {
 
     /// Hands `outcome` to the caller if nothing was handed yet; whether it was.
     func finish(_ outcome: DeadlineOutcome<T>) -> Bool {
-        guard let continuation = state.withLock({ state in
-            defer { state.continuation = nil }
-            return state.continuation
-        }) else { return false }
+        guard
+            let continuation = state.withLock({ state in
+                defer { state.continuation = nil }
+                return state.continuation
+            })
+        else { return false }
         continuation.resume(returning: outcome)
         return true
     }

@@ -74,7 +74,8 @@ extension PostgresStore {
                     connection = try await pool.lease(connectBy: connectBy, executor: executor)
                 } catch {
                     logger.debug(
-                        "connecting failed", metadata: ["operation": "\(operation.rawValue)", "error": "\(Self.describe(error))"])
+                        "connecting failed",
+                        metadata: ["operation": "\(operation.rawValue)", "error": "\(Self.describe(error))"])
                     if error is CancellationError || error is ConnectionPool.Closed { throw error }
                     guard Self.mayConnectLater(error) else { throw ConnectFailed(underlying: error, final: true) }
                     lastConnectFailure = error
@@ -104,7 +105,8 @@ extension PostgresStore {
                     return value
                 } catch {
                     logger.debug(
-                        "a call failed", metadata: ["operation": "\(operation.rawValue)", "error": "\(Self.describe(error))"])
+                        "a call failed",
+                        metadata: ["operation": "\(operation.rawValue)", "error": "\(Self.describe(error))"])
                     session.letGo()
                     pool.release(connection, reusable: !Self.isConnectionLost(error))
                     if case let .answer(answer) = tableMissing, Self.isMissingTable(error) { return answer }
@@ -294,7 +296,8 @@ extension PostgresStore {
         }
         if let error = error as? UnexpectedAnswer {
             return KeepsakeError(
-                .corruptStore, store: uri, key: key, "could not \(what): the server's answer makes no sense (\(error.what))")
+                .corruptStore, store: uri, key: key,
+                "could not \(what): the server's answer makes no sense (\(error.what))")
         }
         if let error = error as? UnknownFate { return KeepsakeError(.unavailable, store: uri, key: key, error.message) }
         if error is ConnectionPool.Closed {

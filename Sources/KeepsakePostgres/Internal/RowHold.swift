@@ -40,7 +40,7 @@ struct RowHold: Sendable {
                 let current = try rows.first.map { row in Data(try row.decode(ByteBuffer.self).readableBytesView) }
                 store.instruments.waitedForLock(ContinuousClock.now - started)
                 return Held(connection: connection, current: current, started: started)
-            } catch where PostgresStore.isMissingTable(error) {
+            } catch  where PostgresStore.isMissingTable(error) {
                 _ = try await connection.collect("ROLLBACK", logger: store.logger)
                 try await store.createTable(on: connection)
                 _ = try await connection.collect("BEGIN", logger: store.logger)

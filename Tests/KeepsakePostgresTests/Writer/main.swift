@@ -1,7 +1,7 @@
 import Foundation
 import Keepsake
-import Logging
 import KeepsakePostgres
+import Logging
 import Migrations
 
 // keepsake-postgres-writer: one app instance of the many-instances test (DESIGN.md §17, §19).
