@@ -41,7 +41,7 @@ internal import PostgresNIO
 ///   reconnection. When the connection is lost after `COMMIT` was sent, the store asks the
 ///   server what became of the transaction (`pg_xact_status`) and reports that; only when the
 ///   server cannot say within the deadline is the write `unavailable`, "may have been applied".
-/// - `Vault.update` holds the row while its change runs (``exclusiveUpdate(forKey:_:)``):
+/// - `Vault.update` holds the row while its change runs (`exclusiveUpdate(forKey:_:)`):
 ///   writers of one record take turns and none sees a conflict.
 /// - Values can be sealed with a master key (``init(configuration:masterKey:requireExisting:)``):
 ///   XChaCha20-Poly1305 bound to the table and the record key, so that a database reader or a
@@ -51,7 +51,7 @@ internal import PostgresNIO
 /// - Each call is measured through swift-metrics and traced through swift-distributed-tracing,
 ///   labelled by scheme, operation and outcome (the KeepsakePostgres article lists them).
 ///
-/// postgres-nio is asynchronous. The `async` calls (``AsyncRecordStore``, which `Vault`'s
+/// postgres-nio is asynchronous. The `async` calls (`AsyncRecordStore`, which `Vault`'s
 /// `async` methods use) run on the caller's task; the synchronous `RecordStore` calls run
 /// their work on an event loop thread of their own — never on Swift's cooperative pool — while
 /// the calling thread waits.
@@ -192,7 +192,7 @@ public final class PostgresStore: RecordStore {
         return try open(stored, forKey: key)
     }
 
-    /// ``data(forKey:)``, without blocking a thread.
+    /// The synchronous `data(forKey:)`, without blocking a thread.
     public func data(forKey key: String) async throws(KeepsakeError) -> Data? {
         try validateKey(key)
         let stored = try await call("read", key: key, operation: .read, tableMissing: .answer(nil), readWork(key))
@@ -294,9 +294,10 @@ public final class PostgresStore: RecordStore {
         }
     }
 
-    /// ``commit(_:)``, without blocking a thread.
+    /// The synchronous `commit(_:)`, without blocking a thread.
     ///
-    /// - Important: As ``commit(_:)``.
+    /// - Important: As the synchronous `commit(_:)`: if this throws, no write was applied, unless
+    ///   the error is `unavailable` and says the batch may have been applied.
     public func commit(_ writes: [StoreWrite]) async throws(KeepsakeError) -> [StoreWriteResult] {
         for write in writes { try validateKey(write.key) }
         guard !writes.isEmpty else { return [] }
@@ -433,9 +434,10 @@ public final class PostgresStore: RecordStore {
         }
     }
 
-    /// ``exclusiveUpdate(forKey:_:)``, without blocking a thread.
+    /// The synchronous `exclusiveUpdate(forKey:_:)`, without blocking a thread.
     ///
-    /// - Important: As ``exclusiveUpdate(forKey:_:)``.
+    /// - Important: If this throws, nothing was written — except `unavailable` saying the write
+    ///   may have been applied.
     public func exclusiveUpdate(
         forKey key: String, _ change: (Data?) throws(KeepsakeError) -> Data
     ) async throws(KeepsakeError) {
