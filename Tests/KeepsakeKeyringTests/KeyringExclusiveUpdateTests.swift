@@ -87,7 +87,11 @@ extension KeyringTests {
             #expect(try vault.update(.counter) { $0.count += 1 } == CounterV0(count: 2, ids: ["a"]))
         }
 
-        @Test("another client writing the key while the change runs: the change runs again on its record")
+        @Test(
+            "another client writing the key while the change runs: the change runs again on its record",
+            // KeePassXC refused secret-tool's store from inside the change (status 9), and its
+            // collection then no longer locked for the tests after: checked on the other providers.
+            .enabled(if: PrivateKeyring.runningProvider != .keePassXC, "secret-tool mid-update is refused by KeePassXC"))
         func otherClientMeanwhile() throws {
             let store = try PrivateKeyring.freshStore("held-update-other-client")
             let vault = Vault(store: store)
