@@ -93,7 +93,7 @@ let package = Package(
         .target(
             name: "KeepsakeStores",
             dependencies: ["KeepsakeDefaults", "KeepsakeMemory", "Keepsake", "KeepsakeSodium", "KeepsakeKeyring"]),
-        // The PostgreSQL store (DESIGN.md §19): one table, compare-and-swap on a row version,
+        // The PostgreSQL store (Sources/KeepsakePostgres/KeepsakePostgres.docc): one table, compare-and-swap on a row version,
         // optional sealing with the file store's libsodium primitives. The only module that
         // builds postgres-nio.
         .target(
@@ -106,7 +106,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing")
             ]),
-        // Records as configuration (DESIGN.md §11, §20): a swift-configuration ConfigProvider over
+        // Records as configuration (the KeepsakeConfiguration article): a swift-configuration ConfigProvider over
         // a Vault, reading fields of migrated records, secrets marked, watches on updates(for:).
         // The only module that builds swift-configuration.
         .target(
@@ -148,7 +148,7 @@ let package = Package(
         .executableTarget(
             name: "person-release-4", dependencies: ["TwoReleasesSupport", "Keepsake", "Migrations"],
             path: "Tests/TwoReleases/Release4"),
-        // Test-only: one process of the many-writers stress test (DESIGN.md §17), run N at once
+        // Test-only: one process of the many-writers stress test (docs/RELIABILITY.md), run N at once
         // against one store by the ManyWriters tests of MigrateCLITests and KeepsakeKeyringTests.
         // Not a product.
         .executableTarget(
