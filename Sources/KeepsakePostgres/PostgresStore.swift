@@ -5,7 +5,7 @@ import Logging
 internal import PostgresNIO
 
 /// A `RecordStore` on one PostgreSQL table, shared by every instance of a server app
-/// (DESIGN.md §19).
+/// (the KeepsakePostgres article).
 ///
 /// The table — `keepsake_records` unless configured — holds one row per record:
 ///

@@ -91,7 +91,8 @@ extension KeyringTests {
             "another client writing the key while the change runs: the change runs again on its record",
             // KeePassXC refused secret-tool's store from inside the change (status 9), and its
             // collection then no longer locked for the tests after: checked on the other providers.
-            .enabled(if: PrivateKeyring.runningProvider != .keePassXC, "secret-tool mid-update is refused by KeePassXC"))
+            .enabled(if: PrivateKeyring.runningProvider != .keePassXC, "secret-tool mid-update is refused by KeePassXC")
+        )
         func otherClientMeanwhile() throws {
             let store = try PrivateKeyring.freshStore("held-update-other-client")
             let vault = Vault(store: store)

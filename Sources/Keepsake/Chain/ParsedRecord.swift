@@ -3,7 +3,7 @@ import Foundation
 /// A stored record parsed once, before it is matched to a chain: where the stored forms are
 /// told apart.
 ///
-/// The forms, in the order they are tried (DESIGN §4):
+/// The forms, in the order they are tried (docs/FORMAT.md):
 /// 1. a JSON string holding any of the others (UserDefaults-era apps): unwrapped once by
 ///    ``parse(_:)``, ``stringWrapped`` set;
 /// 2. an ``Envelope`` (what Keepsake writes), recognised by ``StoredEnvelope/schema(of:)``;

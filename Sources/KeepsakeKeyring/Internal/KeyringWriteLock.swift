@@ -3,7 +3,7 @@ import Keepsake
 
 /// The lock every Keepsake writer of one keyring service holds from its search for the key's
 /// items through its write and the write's read-back: the Secret Service has no transactions,
-/// so Keepsake serialises its own writers (DESIGN §17).
+/// so Keepsake serialises its own writers (docs/RELIABILITY.md).
 ///
 /// Two levels, taken in this order and released in reverse:
 /// - in this process, a gate per lock name (threads of one process wait here, so that the
