@@ -46,6 +46,9 @@ internal import PostgresNIO
 /// - Values can be sealed with a master key (``init(configuration:masterKey:requireExisting:)``):
 ///   XChaCha20-Poly1305 bound to the table and the record key, so that a database reader or a
 ///   backup sees no secret (docs/FORMAT.md).
+/// - A key is at most ``maximumKeyLength`` bytes of UTF-8 (the primary key's index holds the
+///   whole key, and a btree index entry must fit in a third of a page); a longer one is refused
+///   before anything is sent, as `KeepsakeError.Code.invalidArgument`.
 /// - The store is a swift-service-lifecycle `Service`: put it in the app's `ServiceGroup`, and a
 ///   graceful shutdown lets calls in flight end and closes its connections and watches.
 /// - Each call is measured through swift-metrics and traced through swift-distributed-tracing,
@@ -68,6 +71,23 @@ public final class PostgresStore: RecordStore {
     public let configuration: PostgresConfiguration
     /// Whether values are sealed with a master key.
     public var isSealed: Bool { sealer != nil }
+
+    /// The longest key the store takes, in bytes of UTF-8: 2,048. The table's primary-key index
+    /// holds each key whole, and PostgreSQL refuses an index entry larger than about a third of a
+    /// page (2,704 bytes with the default 8 kB pages); the limit leaves room below that.
+    public static let maximumKeyLength = 2048
+
+    /// `validateKey(_:)`, and the key's length within ``maximumKeyLength``.
+    func checkKey(_ key: String) throws(KeepsakeError) {
+        try validateKey(key)
+        let length = key.utf8.count
+        guard length <= Self.maximumKeyLength else {
+            throw KeepsakeError(
+                .invalidArgument, store: uri, key: String(key.prefix(64)) + "…",
+                "a key of \(length) bytes is longer than this store takes: at most \(Self.maximumKeyLength) bytes of UTF-8 (the table's primary-key index holds each key whole)"
+            )
+        }
+    }
 
     let sealer: Sealer?
     let pool: ConnectionPool
@@ -186,7 +206,7 @@ public final class PostgresStore: RecordStore {
     // MARK: Reads
 
     public func data(forKey key: String) throws(KeepsakeError) -> Data? {
-        try validateKey(key)
+        try checkKey(key)
         let stored = try perform("read", key: key, operation: .read, tableMissing: .answer(nil), readWork(key))
         guard let stored else { return nil }
         return try open(stored, forKey: key)
@@ -194,7 +214,7 @@ public final class PostgresStore: RecordStore {
 
     /// The synchronous `data(forKey:)`, without blocking a thread.
     public func data(forKey key: String) async throws(KeepsakeError) -> Data? {
-        try validateKey(key)
+        try checkKey(key)
         let stored = try await call("read", key: key, operation: .read, tableMissing: .answer(nil), readWork(key))
         guard let stored else { return nil }
         return try open(stored, forKey: key)
@@ -278,7 +298,7 @@ public final class PostgresStore: RecordStore {
     ///   the deadline what became of it: then the error is `unavailable` and says the batch
     ///   may have been applied (whole or not at all). A batch is never applied in part.
     public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
-        for write in writes { try validateKey(write.key) }
+        for write in writes { try checkKey(write.key) }
         guard !writes.isEmpty else { return [] }
         let batch = try commitBatch(writes)
         let deadline = ContinuousClock.now + configuration.timeout
@@ -299,7 +319,7 @@ public final class PostgresStore: RecordStore {
     /// - Important: As the synchronous `commit(_:)`: if this throws, no write was applied, unless
     ///   the error is `unavailable` and says the batch may have been applied.
     public func commit(_ writes: [StoreWrite]) async throws(KeepsakeError) -> [StoreWriteResult] {
-        for write in writes { try validateKey(write.key) }
+        for write in writes { try checkKey(write.key) }
         guard !writes.isEmpty else { return [] }
         let batch = try commitBatch(writes)
         let deadline = ContinuousClock.now + configuration.timeout
@@ -398,7 +418,7 @@ public final class PostgresStore: RecordStore {
     public func exclusiveUpdate(
         forKey key: String, _ change: (Data?) throws(KeepsakeError) -> Data
     ) throws(KeepsakeError) {
-        try validateKey(key)
+        try checkKey(key)
         let deadline = ContinuousClock.now + configuration.timeout
         let holding = RowHold(store: self, key: key)
         while true {
@@ -441,7 +461,7 @@ public final class PostgresStore: RecordStore {
     public func exclusiveUpdate(
         forKey key: String, _ change: (Data?) throws(KeepsakeError) -> Data
     ) async throws(KeepsakeError) {
-        try validateKey(key)
+        try checkKey(key)
         let deadline = ContinuousClock.now + configuration.timeout
         let holding = RowHold(store: self, key: key)
         while true {

@@ -55,7 +55,7 @@ extension TestKeyring {
     /// A session bus reachable from `environment` that is not a private keyring's.
     static func realSession(_ environment: [String: String]) -> TestKeyringError? {
         let advice = """
-            run the tests inside a private keyring instead (`keepsake-test-keyring -- swift test`), \
+            run the tests inside a private keyring instead (`keepsake-test-keyring --keep-home -- swift test`), \
             or unset DBUS_SESSION_BUS_ADDRESS and XDG_RUNTIME_DIR for the test run
             """
         if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty {

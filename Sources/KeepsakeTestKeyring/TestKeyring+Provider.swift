@@ -3,7 +3,7 @@ import Foundation
 extension TestKeyring {
     /// The Secret Service provider a private keyring runs, chosen when it starts: by
     /// ``start(provider:)``, or for ``shared()`` and the `keepsake-test-keyring` runner by
-    /// ``Variable/provider`` (`keepsake-test-keyring --provider keepassxc -- swift test`).
+    /// ``Variable/provider`` (`keepsake-test-keyring --provider keepassxc --keep-home -- swift test`).
     ///
     /// Each runs headless, with no dialog, on files in the keyring's temporary directory, and
     /// is driven the same way: ``TestKeyring/lock()``, ``TestKeyring/unlock()`` and

@@ -7,7 +7,7 @@ import Synchronization
 /// temporary directory, never the user's keyring.
 ///
 /// Three ways to use it:
-/// - **Around the test command** (what CI does): `keepsake-test-keyring -- swift test` starts one,
+/// - **Around the test command** (what CI does): `keepsake-test-keyring --keep-home -- swift test` starts one,
 ///   runs the command inside it and cleans up. Inside, ``shared()`` attaches to it.
 /// - **From inside the test process**, with no wrapper: the first ``shared()`` call starts one and
 ///   points this process at it (`DBUS_SESSION_BUS_ADDRESS`, the XDG directories) — it must come

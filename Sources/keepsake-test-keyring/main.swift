@@ -7,23 +7,28 @@ import Glibc
 
 // keepsake-test-keyring: runs a command inside a private, throwaway keyring — never the user's.
 //
-//   keepsake-test-keyring [--provider PROVIDER] [--] COMMAND [ARGUMENT…]
+//   keepsake-test-keyring [--provider PROVIDER] [--keep-home] [--] COMMAND [ARGUMENT…]
 //   keepsake-test-keyring [--provider PROVIDER] --check
 //   keepsake-test-keyring [--provider PROVIDER] --install
-//   keepsake-test-keyring -- swift test
-//   keepsake-test-keyring --provider keepassxc -- swift test --filter KeyringTests
+//   keepsake-test-keyring -- .build/debug/MyApp
+//   keepsake-test-keyring --keep-home -- swift test
+//   keepsake-test-keyring --provider keepassxc --keep-home -- swift test --filter KeyringTests
 //
 // Starts a D-Bus session bus of its own and a Secret Service provider on it in a temporary
 // directory — gnome-keyring-daemon (login collection unlocked with a random password) unless
 // PROVIDER (or KEEPSAKE_TEST_KEYRING_PROVIDER) says keepassxc or kwallet — runs COMMAND with
 //   DBUS_SESSION_BUS_ADDRESS         the private bus
 //   XDG_RUNTIME_DIR                  a private runtime directory (0700)
+//   HOME, XDG_{CONFIG,DATA,CACHE,STATE}_HOME
+//                                    throwaway directories (<ROOT>/home), so that an app run
+//                                    inside writes nothing into the user's own home; with
+//                                    --keep-home, the caller's, for a build tool that keeps its
+//                                    caches there (`swift test`): the test process itself still
+//                                    moves to the throwaway ones when TestKeyring.shared()
+//                                    attaches, and ReinstallSimulator wipes them
 //   KEEPSAKE_TEST_KEYRING=1 and KEEPSAKE_TEST_KEYRING_{ROOT,BUS,PASSWORD,DIR,PROVIDER}
 //                                    what TestKeyring.shared() attaches to, to lock, unlock and
-//                                    restart the daemon; it also points the test process's
-//                                    XDG_*_HOME at throwaway directories (<ROOT>/home), which
-//                                    ReinstallSimulator wipes. COMMAND's own XDG_*_HOME are left
-//                                    alone: a build tool keeps its caches there
+//                                    restart the daemon
 // and DISPLAY, WAYLAND_DISPLAY, GNOME_KEYRING_CONTROL and SSH_AUTH_SOCK removed; then stops
 // the daemon and the bus (and any process a test registered), removes the directory, and exits
 // with COMMAND's status. Needs dbus-daemon, gdbus and the provider; on Debian:
@@ -38,11 +43,13 @@ import Glibc
 // not be started (COMMAND did not run); 127 when COMMAND was not found; 2 for a usage error.
 
 let usage = """
-    usage: keepsake-test-keyring [--provider gnome-keyring|keepassxc|kwallet] [--] COMMAND [ARGUMENT…]
+    usage: keepsake-test-keyring [--provider gnome-keyring|keepassxc|kwallet] [--keep-home] [--] COMMAND [ARGUMENT…]
            keepsake-test-keyring [--provider gnome-keyring|keepassxc|kwallet] --check | --install
     Runs COMMAND inside a private D-Bus session with a throwaway Secret Service provider
     (gnome-keyring unless --provider or KEEPSAKE_TEST_KEYRING_PROVIDER says otherwise), never the
     user's keyring, then cleans up and exits with COMMAND's status (125: the keyring did not start).
+    COMMAND gets a throwaway HOME and XDG_{CONFIG,DATA,CACHE,STATE}_HOME, removed afterwards.
+    --keep-home keeps the caller's instead: for a build tool with caches there (`swift test`).
     --check starts nothing: exit 0 when the provider could start here, else 1 with the reason.
     --install: the same, after installing the provider's Debian packages with apt-get when it cannot.
     """
@@ -58,7 +65,13 @@ if arguments.first == "-h" || arguments.first == "--help" {
     exit(0)
 }
 var providerName = ProcessInfo.processInfo.environment[TestKeyring.Variable.provider] ?? ""
-if arguments.first == "--provider" {
+var keepHome = false
+while let option = arguments.first, option == "--provider" || option == "--keep-home" {
+    if option == "--keep-home" {
+        keepHome = true
+        arguments.removeFirst()
+        continue
+    }
     guard arguments.count >= 2 else { fail("--provider needs a name\n\(usage)", status: 2) }
     providerName = arguments[1]
     arguments.removeFirst(2)
@@ -131,7 +144,20 @@ do {
     fail(error.message, status: 125)
 }
 
-let environment = keyring.childEnvironment(homeDirectories: false)
+var environment = keyring.childEnvironment(homeDirectories: !keepHome)
+if !keepHome {
+    // HOME too: an app that looks for ~/.config itself, or a tool that writes dotfiles.
+    let home = keyring.root.appendingPathComponent("home")
+    do {
+        for directory in [home] + keyring.home.all {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        }
+    } catch {
+        keyring.stop()
+        fail("could not create the throwaway home \(home.path): \(error)", status: 125)
+    }
+    environment["HOME"] = home.path
+}
 var executable = command
 if !command.contains("/") {
     guard

@@ -378,15 +378,27 @@ extension KeyringTests {
                 lookup || lookup || lookup || exit 91
                 [ "$DBUS_SESSION_BUS_ADDRESS" = "unix:path=$KEEPSAKE_TEST_KEYRING_ROOT/bus" ] || exit 92
                 [ -z "${DISPLAY:-}" ] || exit 93
-                [ "${XDG_CONFIG_HOME:-unset}" = "$2" ] || exit 94
+                # A throwaway home, unless --keep-home: then the caller's (a build tool keeps its caches there).
+                if [ "$3" = keep ]; then
+                    [ "${XDG_CONFIG_HOME:-unset}" = "$2" ] && [ "$HOME" = "$4" ] || exit 94
+                else
+                    [ "$XDG_CONFIG_HOME" = "$KEEPSAKE_TEST_KEYRING_ROOT/home/config" ] || exit 95
+                    [ "$XDG_DATA_HOME" = "$KEEPSAKE_TEST_KEYRING_ROOT/home/data" ] || exit 96
+                    [ "$HOME" = "$KEEPSAKE_TEST_KEYRING_ROOT/home" ] && [ -d "$HOME" ] || exit 97
+                    touch "$HOME/.written-inside" "$XDG_CONFIG_HOME/app.json" || exit 98
+                fi
                 exit 7
                 """
             let rootFile = PrivateKeyring.scratch.appendingPathComponent("runner-root-\(UUID().uuidString.prefix(8))")
-            // The command's own XDG_CONFIG_HOME is left alone (a build tool keeps its configuration there).
             let configHome = "/nonexistent/runner-test-config"
+            let callerHome = "/nonexistent/runner-test-home"
+            let caller = ["DISPLAY": ":99", "XDG_CONFIG_HOME": configHome, "HOME": callerHome]
+            let kept = try runner.run(
+                ["--keep-home", "--", "sh", "-c", script, "sh", rootFile.path, configHome, "keep", callerHome],
+                environment: caller)
+            #expect(kept.status == 7, "\(kept.stderr)")
             let result = try runner.run(
-                ["--", "sh", "-c", script, "sh", rootFile.path, configHome],
-                environment: ["DISPLAY": ":99", "XDG_CONFIG_HOME": configHome])
+                ["--", "sh", "-c", script, "sh", rootFile.path, configHome, "throwaway", callerHome], environment: caller)
             #expect(result.status == 7, "\(result.stderr)")
             let root = try String(contentsOf: rootFile, encoding: .utf8)
             let own = try PrivateKeyring.keyring.root.path

@@ -59,6 +59,34 @@ extension PostgresServerTests {
             #expect(get.stdout.contains("Bo"))
         }
 
+        @Test("copy into a table the role may not create exits 77, writes nothing and says nothing is in both stores")
+        func copyWithoutCreatePrivilege() throws {
+            let directory = FileManager.default.temporaryDirectory.path + "/keepsake-pg-" + UUID().uuidString.prefix(8)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { _ = try? FileManager.default.removeItem(atPath: directory) }  // cleanup only
+            let suite = "defaults:\(directory)/suite.json"
+            #expect(
+                try migrateBinary.run(["put", "person", "--store", suite], stdin: #"{"name":"Bo","age":"7"}"#).status
+                    == 0)
+            let before = try String(contentsOfFile: directory + "/suite.json", encoding: .utf8)
+            // A role that may log in but not create anything in the schema (PostgreSQL 15's default).
+            let role = "keepsake_nocreate_" + UUID().uuidString.prefix(6).lowercased()
+            try SQL.run("CREATE ROLE \(role) LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+            let table = newTable("nocreate")
+            let uri = try #require(TestServer.uri)
+            let store = uri.replacingOccurrences(of: "postgresql://postgres@", with: "postgresql://\(role)@")
+                + "&table=\(table)"
+            for move in [false, true] {
+                let copy = try migrateBinary.run(["copy", "--from", suite, "--to", store] + (move ? ["--move"] : []))
+                #expect(copy.status == 77, "\(copy.stdout)\(copy.stderr)")
+                #expect(copy.stdout.contains("Nothing was written."), "\(copy.stdout)")
+                #expect(!copy.stdout.contains("inBoth") && !copy.stdout.contains("could not be restored"))
+                #expect(copy.stdout.contains("permission denied"), "\(copy.stdout)")
+            }
+            #expect(try SQL.run("SELECT count(*) FROM pg_tables WHERE tablename = '\(table)'") == "0")
+            #expect(try String(contentsOfFile: directory + "/suite.json", encoding: .utf8) == before)
+        }
+
         @Test("A URI with a password, an unknown parameter or a bad table name is refused before connecting")
         func badURIs() throws {
             for text in [

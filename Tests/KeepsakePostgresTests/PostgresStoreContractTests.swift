@@ -28,5 +28,43 @@ extension PostgresServerTests {
             let key = EnvironmentMasterKey(variable: "K", environment: ["K": String(repeating: "ab", count: 32)])
             try check.run(on: TestServer.store(masterKey: .some(.provider(key))))
         }
+
+        @Test("A key longer than the store takes is refused before anything is sent, naming the limit")
+        func longKey() throws {
+            let store = try TestServer.store()
+            let longest = String(repeating: "é", count: PostgresStore.maximumKeyLength / 2)  // 2 bytes each
+            try store.setData(Data("1".utf8), forKey: longest)
+            #expect(try store.data(forKey: longest) == Data("1".utf8))
+            let tooLong = longest + "x"
+            for attempt in 0..<3 {
+                let error = try #require(
+                    throws: KeepsakeError.self,
+                    "attempt \(attempt)",
+                    performing: {
+                        switch attempt {
+                        case 0: try store.setData(Data("2".utf8), forKey: tooLong)
+                        case 1: _ = try store.data(forKey: tooLong)
+                        default: _ = try store.commit([StoreWrite(key: tooLong, value: Data("2".utf8))])
+                        }
+                    })
+                #expect(error.code == .invalidArgument)
+                #expect(error.store == store.uri)
+                #expect(error.message.contains("a key of 2049 bytes"), "\(error.message)")
+                #expect(error.message.contains("at most 2048 bytes"))
+            }
+            #expect(try store.keys() == [longest], "nothing under the long key was written")
+        }
+
+        @Test("The async calls refuse a key longer than the store takes too")
+        func longKeyAsync() async throws {
+            let store = try TestServer.store()
+            let tooLong = String(repeating: "k", count: PostgresStore.maximumKeyLength + 1)
+            let read = await #expect(throws: KeepsakeError.self) { try await store.data(forKey: tooLong) }
+            #expect(read?.code == .invalidArgument)
+            let write = await #expect(throws: KeepsakeError.self) {
+                try await store.commit([StoreWrite(key: tooLong, value: Data("2".utf8))])
+            }
+            #expect(write?.message.contains("at most 2048 bytes") == true)
+        }
     }
 }

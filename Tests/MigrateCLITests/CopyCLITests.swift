@@ -107,6 +107,30 @@ struct CopyCLITests {
         #expect(try migrate(["get", "theme", "--store", store, "--key-file", keyFile]).stdout == #""dark""#)
     }
 
+    @Test("--overwrite over a newer version: 83 with a note that says why, and --migrate copies it at its latest")
+    func overwriteNewer() throws {
+        let (suite, store, keyFile) = try setUp()
+        let newer = #"{"data":{"alias":"Bea","email":"b@example.com"},"schema":"Person","version":3}"#
+        let put = try migrate(["put", "person", "--store", store, "--key-file", keyFile], stdin: newer)
+        try #require(put.status == 0, "\(put.stderr)")
+
+        let refused = try copy(["--from", suite.store, "--to", store, "--to-key-file", keyFile, "person", "--overwrite"])
+        #expect(refused.status == 83, "\(refused.stdout)\(refused.stderr)")
+        #expect(refused.stdout.contains("version 3, newer than the one copied (0, stored without a version)"), "\(refused.stdout)")
+        #expect(refused.stdout.contains("never copied over a newer one, even with --overwrite"))
+        #expect(refused.stdout.contains("give --migrate (and --overwrite)"))
+        #expect(!refused.stdout.contains("give --overwrite to replace it"))
+        #expect(try migrate(["get", "person", "--store", store, "--key-file", keyFile]).stdout == newer)
+
+        let migrated = try copy([
+            "--from", suite.store, "--to", store, "--to-key-file", keyFile, "person", "--overwrite", "--migrate"
+        ])
+        #expect(migrated.status == 0, "\(migrated.stdout)\(migrated.stderr)")
+        #expect(
+            try migrate(["get", "person", "--store", store, "--key-file", keyFile]).stdout
+                == #"{"data":{"alias":"Ada","email":"---"},"schema":"Person","version":3}"#)
+    }
+
     @Test(
         "usage errors: key options for the wrong side, --all with keys, a file: side without its key, one store twice")
     func usage() throws {

@@ -112,6 +112,18 @@ struct MigrateCLITests {
         #expect(try suite.run("status", ["--json"]).stdout.contains(#""storedVersion" : 0"#))
     }
 
+
+    @Test("run --backup counts what it migrated in its summary line, as the rows and --json do")
+    func backupSummary() throws {
+        let suite = try Suite(legacySuite)
+        let result = try suite.run("run", ["--backup"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.filter { $0.contains("migrated") && !$0.hasPrefix("theme") }.count == 3, "\(result.stdout)")
+        #expect(lines.dropLast().last == "2 migrated, 1 unmanaged", "\(result.stdout)")
+        #expect(lines.last?.hasPrefix("Backups in ") == true)
+        #expect(!result.stdout.contains("outdated"))
+    }
     @Test("a newer record is reported with its own exit code and left untouched while the rest migrate")
     func newerRecord() throws {
         let newer = #"{"schema":"Person","version":7,"data":{"alias":"x"}}"#

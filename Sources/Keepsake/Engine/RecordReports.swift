@@ -63,6 +63,7 @@ package struct RecordReports: RandomAccessCollection, Sendable {
             compact[position] = small
         } else if compact[position].full >= 0 {
             full[compact[position].full] = report
+            compact[position].state = report.state  // what `count(of:)` reads
         } else {
             compact[position] = fullEntry(report)
         }
@@ -70,11 +71,9 @@ package struct RecordReports: RandomAccessCollection, Sendable {
 
     /// Sets the state of the report at `position`, as ``update(_:_:)`` would, without building it.
     package mutating func setState(_ state: RecordReport.State, at position: Int) {
-        if compact[position].full >= 0 {
-            full[compact[position].full].state = state
-        } else {
-            compact[position].state = state
-        }
+        // The compact entry's state is the one `count(of:)` reads, whole report or not.
+        compact[position].state = state
+        if compact[position].full >= 0 { full[compact[position].full].state = state }
     }
 
     /// Hands `body`, in key order, each report held whole: every report with an error, a

@@ -211,6 +211,13 @@ public struct StoreTransfer: Sendable {
                         failed = true
                     }
                 }
+            } catch where Self.refusedBeforeWriting(error) {
+                // The destination refused the batch (a role that may not create the table, a
+                // locked keyring): nothing was written, so there is nothing to restore.
+                for index in toWrite {
+                    prepared[index].error = error.located(store: destination.uri, key: prepared[index].key)
+                }
+                return report(prepared, options, .refused) { prepared[$0].error != nil ? .failed : .notCopied }
             } catch {
                 // Nothing should have been written; a store that cannot be sure (a keyring call
                 // that timed out may still be applied) is covered by restoring every key that
@@ -431,7 +438,7 @@ public struct StoreTransfer: Sendable {
                             .newerVersion, store: destination.uri, key: key,
                             """
                             the destination holds a record of version \(VersionClaim.describe(held)), newer than the one \
-                            copied (\(VersionClaim.highest(in: bytes).map(VersionClaim.describe) ?? "no version")); it was \
+                            copied (\(copiedVersion(bytes, prepared[index].evaluation))); it was \
                             left as it is
                             """)
                     } else if options.overwrite {
@@ -537,6 +544,21 @@ public struct StoreTransfer: Sendable {
     }
 
     /// The report that stops a transfer after step 1, or `nil` when every record is ready.
+    /// The version of `bytes` for a message: the one they claim, else the one the chain read
+    /// them as (a record stored bare claims none).
+    private func copiedVersion(_ bytes: Data, _ evaluation: TransferRecord) -> String {
+        if let claimed = VersionClaim.highest(in: bytes) { return VersionClaim.describe(claimed) }
+        if let version = evaluation.writtenVersion { return "\(version), stored without a version" }
+        return "no version"
+    }
+
+    /// Whether a batch that threw `error` was refused before anything was written: codes a store
+    /// gives only for a write it did not start. Any other (`timeout`, `unavailable`, `io`) may
+    /// come from a write whose fate is unknown, and the keys are restored as if written.
+    private static func refusedBeforeWriting(_ error: KeepsakeError) -> Bool {
+        [.permissionDenied, .invalidArgument, .valueRefused, .locked, .lockTimeout].contains(error.code)
+    }
+
     private func refusal(_ prepared: [Prepared], _ options: Options) -> TransferReport? {
         guard prepared.contains(where: { $0.error != nil && !$0.skipped }) else { return nil }
         return report(prepared, options, .refused) { index in

@@ -21,7 +21,7 @@ extension Migrate {
 
                         States: planned (--dry-run), copied, moved, exists (the destination holds another value), failed, reverted (written, then taken back), notCopied (another record failed first), inBoth (copied but not removed from the source, or not taken back).
 
-                        Exit codes besides those of `\(CLI.name) --help`: 83 a destination key holds another value (give --overwrite); 84 a value the destination cannot hold; 85 a write or read-back failed, the destination was restored and the source untouched; 86 some records are in both stores. Nothing is written for 83 and 84. Any other refusal exits with its record's code (66 a named key the source does not hold, 65 a record that cannot be read or migrated, 69, 70, 71 a store that cannot be used), and nothing is written then either.
+                        Exit codes besides those of `\(CLI.name) --help`: 83 a destination key holds another value (give --overwrite) or a newer version than the one copied (give --migrate); 84 a value the destination cannot hold; 85 a write or read-back failed, the destination was restored and the source untouched; 86 some records are in both stores. Nothing is written for 83 and 84. Any other refusal exits with its record's code (66 a named key the source does not hold, 65 a record that cannot be read or migrated, 69, 70, 71 a store that cannot be used), and nothing is written then either.
 
                         Example:
                           \(CLI.name) copy --from defaults:~/.config/app/settings.json \\
@@ -130,6 +130,15 @@ extension Migrate {
 
         private func note(_ record: TransferRecord) -> String {
             if record.state == .exists {
+                // A newer version in the destination: --overwrite is not the way (it never puts an
+                // older version over a newer one); say so, and what does work.
+                if let error = record.error, error.code == .newerVersion {
+                    if migrate || record.schema == nil {
+                        return error.message + "; an older version is never copied over a newer one, even with --overwrite"
+                    }
+                    return error.message
+                        + "; an older version is never copied over a newer one, even with --overwrite: give --migrate (and --overwrite) to copy it at its latest version"
+                }
                 return "the destination holds another value under this key; give --overwrite to replace it"
             }
             if let error = record.error {

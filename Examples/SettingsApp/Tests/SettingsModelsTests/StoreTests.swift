@@ -131,7 +131,7 @@ struct StoreTests {
 /// (`TestKeyring.shared()`), never the user's. Serialized, nested suites included, because the
 /// trial tests lock the keyring and restart its daemon. Skipped, saying why, where no private
 /// keyring can run (gnome-keyring or dbus missing, or a desktop session's bus reachable: then run
-/// the tests under `keepsake-test-keyring -- swift test`).
+/// the tests under `keepsake-test-keyring --keep-home -- swift test`).
 @Suite(
     "On a private keyring",
     .serialized,
