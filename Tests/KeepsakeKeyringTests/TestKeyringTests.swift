@@ -398,7 +398,8 @@ extension KeyringTests {
                 environment: caller)
             #expect(kept.status == 7, "\(kept.stderr)")
             let result = try runner.run(
-                ["--", "sh", "-c", script, "sh", rootFile.path, configHome, "throwaway", callerHome], environment: caller)
+                ["--", "sh", "-c", script, "sh", rootFile.path, configHome, "throwaway", callerHome],
+                environment: caller)
             #expect(result.status == 7, "\(result.stderr)")
             let root = try String(contentsOf: rootFile, encoding: .utf8)
             let own = try PrivateKeyring.keyring.root.path

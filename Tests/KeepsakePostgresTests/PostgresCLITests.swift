@@ -74,7 +74,8 @@ extension PostgresServerTests {
             try SQL.run("CREATE ROLE \(role) LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC")
             let table = newTable("nocreate")
             let uri = try #require(TestServer.uri)
-            let store = uri.replacingOccurrences(of: "postgresql://postgres@", with: "postgresql://\(role)@")
+            let store =
+                uri.replacingOccurrences(of: "postgresql://postgres@", with: "postgresql://\(role)@")
                 + "&table=\(table)"
             for move in [false, true] {
                 let copy = try migrateBinary.run(["copy", "--from", suite, "--to", store] + (move ? ["--move"] : []))

@@ -114,9 +114,12 @@ struct CopyCLITests {
         let put = try migrate(["put", "person", "--store", store, "--key-file", keyFile], stdin: newer)
         try #require(put.status == 0, "\(put.stderr)")
 
-        let refused = try copy(["--from", suite.store, "--to", store, "--to-key-file", keyFile, "person", "--overwrite"])
+        let refused = try copy(["--from", suite.store, "--to", store, "--to-key-file", keyFile, "person", "--overwrite"]
+        )
         #expect(refused.status == 83, "\(refused.stdout)\(refused.stderr)")
-        #expect(refused.stdout.contains("version 3, newer than the one copied (0, stored without a version)"), "\(refused.stdout)")
+        #expect(
+            refused.stdout.contains("version 3, newer than the one copied (0, stored without a version)"),
+            "\(refused.stdout)")
         #expect(refused.stdout.contains("never copied over a newer one, even with --overwrite"))
         #expect(refused.stdout.contains("give --migrate (and --overwrite)"))
         #expect(!refused.stdout.contains("give --overwrite to replace it"))

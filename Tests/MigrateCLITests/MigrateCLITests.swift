@@ -112,7 +112,6 @@ struct MigrateCLITests {
         #expect(try suite.run("status", ["--json"]).stdout.contains(#""storedVersion" : 0"#))
     }
 
-
     @Test("run --backup counts what it migrated in its summary line, as the rows and --json do")
     func backupSummary() throws {
         let suite = try Suite(legacySuite)

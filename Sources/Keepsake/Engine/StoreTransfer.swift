@@ -211,7 +211,7 @@ public struct StoreTransfer: Sendable {
                         failed = true
                     }
                 }
-            } catch where Self.refusedBeforeWriting(error) {
+            } catch  where Self.refusedBeforeWriting(error) {
                 // The destination refused the batch (a role that may not create the table, a
                 // locked keyring): nothing was written, so there is nothing to restore.
                 for index in toWrite {

@@ -134,7 +134,8 @@ extension Migrate {
                 // older version over a newer one); say so, and what does work.
                 if let error = record.error, error.code == .newerVersion {
                     if migrate || record.schema == nil {
-                        return error.message + "; an older version is never copied over a newer one, even with --overwrite"
+                        return error.message
+                            + "; an older version is never copied over a newer one, even with --overwrite"
                     }
                     return error.message
                         + "; an older version is never copied over a newer one, even with --overwrite: give --migrate (and --overwrite) to copy it at its latest version"

@@ -67,7 +67,10 @@ enum Exit {
             (75, "timed out waiting for the store's lock or an answer; try again"),
             (77, "permission denied")
         ] + trial + [
-            (83, "`\(CLI.name) copy`: a destination key holds another value (give --overwrite) or a newer version (give --migrate); nothing was written"),
+            (
+                83,
+                "`\(CLI.name) copy`: a destination key holds another value (give --overwrite) or a newer version (give --migrate); nothing was written"
+            ),
             (84, "a value the store cannot hold as given (put, copy); nothing was written"),
             (85, "`\(CLI.name) copy`: a write or read-back failed; the destination was restored, the source untouched"),
             (86, "`\(CLI.name) copy`: some records are in both stores (not removed from the source, or not restored)")
