@@ -64,8 +64,8 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
     public struct Version: Codable, Sendable, Hashable {
         /// The version number.
         public var version: Int
-        /// The version type's name (`PersonV1`). Renaming the type changes no record, so the
-        /// check updates it without failing.
+        /// The version type's name (`PersonV1`). Renaming the type changes no record: the check
+        /// passes, and record mode `refine` updates it.
         public var type: String
         /// The oldest version whose readers can read this version's records (`ModelVersion.oldestReader`).
         public var oldestReader: Int
@@ -276,7 +276,9 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
                         it orphans every record (or this is another chain's file)
                         """))
         }
-        var notes: [String] = []
+        // Refinements of versions already in the file, which change no stored record: written
+        // only in record mode `refine`.
+        var refinements: [String] = []
         for old in stored.versions {
             guard let new = current.versions.first(where: { $0.version == old.version }) else {
                 changes.append(
@@ -289,12 +291,12 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
             }
             changes += differences(from: old, to: new)
             if old.type != new.type {
-                notes.append("version \(old.version) is now \(new.type) (was \(old.type))")
+                refinements.append("version \(old.version) is now \(new.type) (was \(old.type))")
             }
             if let oldShape = old.shape, let newShape = new.shape, oldShape != newShape {
-                notes.append("version \(old.version)'s shape is read further than when it was recorded")
+                refinements.append("version \(old.version)'s shape is read further than when it was recorded")
             } else if old.shape == nil, new.shape != nil {
-                notes.append("version \(old.version)'s shape can now be read off its Decodable conformance")
+                refinements.append("version \(old.version)'s shape can now be read off its Decodable conformance")
             }
         }
         let storedVersions = Set(stored.versions.map(\.version))
@@ -310,12 +312,41 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
                             """))
             }
         }
+        let stale = refinements.joined(separator: "; ")
+        if !refinements.isEmpty, record != .refine, record != .missing {
+            // Where a snapshot nobody refined must not pass (CI): say what is stale and how to refine it.
+            changes.append(
+                .init(
+                    kind: .stale, version: nil, typeName: nil, key: nil,
+                    reason: """
+                        the snapshot is out of date for versions already in it, in ways that change no stored record \
+                        (\(stale)); refine it where it may be written (KEEPSAKE_RECORD_SNAPSHOTS=refine) and commit \
+                        \(fileName)
+                        """))
+        }
         guard changes.isEmpty else { throw SchemaSnapshotError(chain: chain.name, file: fileName, changes: changes) }
-        notes = unreadableShapes + notes
-        let updated = try current.encoded()
-        if updated != bytes {
-            try updated.write(to: file, options: .atomic)
-            notes.append("\(fileName) was updated; commit it")
+        var notes = unreadableShapes
+        // The file as it is with the chain's new versions added; when refining, the chain as it is now.
+        var updated = stored
+        if record == .refine {
+            updated = current
+        } else {
+            updated.versions += current.versions.filter { !storedVersions.contains($0.version) }
+            updated.versions.sort { $0.version < $1.version }
+            if !refinements.isEmpty {
+                notes.append(
+                    """
+                    \(fileName) is out of date for versions already in it (\(stale)) and was left as it is; refine \
+                    it with KEEPSAKE_RECORD_SNAPSHOTS=refine and commit it (where CI is set, this fails)
+                    """)
+            }
+        }
+        if updated != stored {
+            try updated.write(to: file)
+            notes.append(
+                record == .refine && !refinements.isEmpty
+                    ? "\(fileName) was refined (\(stale)); review its diff and commit it"
+                    : "\(fileName) was updated with the new versions; commit it")
         }
         return Report(
             chain: chain.name, checked: stored.versions.map(\.version).sorted(), recorded: recorded,
@@ -511,8 +542,15 @@ extension SchemaSnapshot {
         /// snapshot nobody committed never passes there.
         case newVersions = "new-versions"
         /// Writes versions the file does not have, and a missing file whole. The default on a
-        /// developer's machine: the report's notes say to commit the file.
+        /// developer's machine: the report's notes say to commit the file. A version already in
+        /// the file is never rewritten: one whose entry is out of date in a way that changes no
+        /// record (its type renamed, its shape read further once an enum declares its cases)
+        /// passes with a note that says to refine the file.
         case missing
+        /// What ``missing`` writes, and also refines the entries of versions already in the file
+        /// in ways that change no stored record: a renamed type, a shape read further. Changes
+        /// that do change records still fail. Review the file's diff before committing it.
+        case refine
         /// Rewrites the whole file from the chain without comparing it: for re-recording
         /// versions that never shipped. Review the file's diff before committing it.
         ///
@@ -525,7 +563,7 @@ extension SchemaSnapshot {
         public static let variable = "KEEPSAKE_RECORD_SNAPSHOTS"
 
         /// The mode a check uses when it is given none: ``variable``'s value when it names a
-        /// mode (`never`, `new-versions`, `missing`, `all`; `1` or `true` for `missing`), else
+        /// mode (`never`, `new-versions`, `missing`, `refine`, `all`; `1` or `true` for `missing`), else
         /// ``newVersions`` where `CI` is set to anything but `false` or `0`, else ``missing``.
         ///
         /// - Parameter environment: The environment to read; this process's by default.
@@ -555,7 +593,7 @@ extension SchemaSnapshot {
             }
         }
 
-        var writesMissingFile: Bool { self == .missing || self == .all }
+        var writesMissingFile: Bool { self == .missing || self == .refine || self == .all }
         var writesNewVersions: Bool { self != .never }
 
         /// How a failure names the mode.
@@ -592,6 +630,10 @@ public struct SchemaSnapshotError: Error, Sendable, Hashable, CustomStringConver
             /// The file, or a version of the chain, is missing from the snapshot, and the
             /// ``SchemaSnapshot/RecordMode`` did not allow writing it.
             case notRecorded
+            /// Versions already in the snapshot are recorded in a way that is out of date but
+            /// changes no record (a renamed type, a shape read further), and the
+            /// ``SchemaSnapshot/RecordMode`` (the one used where `CI` is set) does not refine them.
+            case stale
         }
 
         /// What kind of difference it is.

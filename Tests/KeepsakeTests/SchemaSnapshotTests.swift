@@ -448,33 +448,76 @@ struct SchemaSnapshotTests {
         #expect(report.checked == [0])
         #expect(report.recorded == [1])
         #expect(!report.createdFile)
-        #expect(report.notes == ["Sample.json was updated; commit it"])
+        #expect(report.notes == ["Sample.json was updated with the new versions; commit it"])
         #expect(try contents(file) == sampleSnapshotJSON)
         // And from then on version 1 is released.
         #expect(try SchemaSnapshot.check(sampleChain, file: file, record: .missing).checked == [0, 1])
     }
 
-    @Test("a renamed version type is not a change to its records: the file is updated and the check passes")
+    @Test(
+        "a renamed version type is not a change to its records: the check passes and writes nothing; refine updates it"
+    )
     func renamedTypeIsUpdated() throws {
         let file = try temporarySnapshotFile()
         var snapshot = SchemaSnapshot(sampleChain)
         snapshot.versions[1].type = "OldSampleV1"
         try snapshot.write(to: file)
+        let committed = try contents(file)
         let report = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
-        #expect(report.notes == ["version 1 is now SampleV1 (was OldSampleV1)", "Sample.json was updated; commit it"])
+        #expect(report.checked == [0, 1])
+        #expect(report.notes.count == 1)
+        #expect(report.notes.first?.contains("version 1 is now SampleV1 (was OldSampleV1)") == true)
+        #expect(report.notes.first?.contains("was left as it is; refine it with KEEPSAKE_RECORD_SNAPSHOTS=refine") == true)
+        #expect(try contents(file) == committed, "a check never rewrites a version already in the file")
+        let refined = try SchemaSnapshot.check(sampleChain, file: file, record: .refine)
+        #expect(refined.notes == ["Sample.json was refined (version 1 is now SampleV1 (was OldSampleV1)); review its diff and commit it"])
         #expect(try contents(file) == sampleSnapshotJSON)
     }
 
-    @Test("a shape recorded as unknown matches what the probe reads now, and is refined in the file")
+    @Test("a shape recorded as unknown matches what the probe reads now: refined in the file only when asked")
     func unknownIsRefined() throws {
         let file = try temporarySnapshotFile()
         var snapshot = SchemaSnapshot(sampleChain)
         snapshot.versions[1].shape?.fields["owner"]?.type = .unknown
         try snapshot.write(to: file)
+        let committed = try contents(file)
         let report = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
         #expect(report.checked == [0, 1])
-        #expect(report.notes.first == "version 1's shape is read further than when it was recorded")
+        #expect(report.notes.first?.contains("version 1's shape is read further than when it was recorded") == true)
+        #expect(try contents(file) == committed)
+        try SchemaSnapshot.check(sampleChain, file: file, record: .refine)
         #expect(try contents(file) == sampleSnapshotJSON)
+    }
+
+    @Test(
+        "a stale snapshot fails where CI is set (new-versions) and under never, naming what is stale and refine; nothing is written",
+        arguments: [SchemaSnapshot.RecordMode.never, .newVersions])
+    func staleFailsInCI(_ mode: SchemaSnapshot.RecordMode) throws {
+        let file = try temporarySnapshotFile("staleFailsInCI-\(mode.rawValue)")
+        var snapshot = SchemaSnapshot(sampleChain)
+        snapshot.versions[1].type = "OldSampleV1"
+        snapshot.versions[1].shape?.fields["owner"]?.type = .unknown
+        try snapshot.write(to: file)
+        let committed = try contents(file)
+        let error = try snapshotFailure(sampleChain.erased, file: file, record: mode)
+        #expect(error.changes.map(\.kind) == [.stale])
+        #expect(error.description.contains("version 1 is now SampleV1 (was OldSampleV1)"), "\(error)")
+        #expect(error.description.contains("KEEPSAKE_RECORD_SNAPSHOTS=refine"))
+        #expect(try contents(file) == committed)
+        #expect(try SchemaSnapshot.RecordMode.fromEnvironment(["CI": "true"]) == .newVersions)
+    }
+
+    @Test("a new version beside a stale entry: the new one is added, the stale one left as committed")
+    func newVersionBesideStaleEntry() throws {
+        let file = try temporarySnapshotFile()
+        var snapshot = SchemaSnapshot(ModelChain<SampleV0>(name: "Sample", defaultKeys: []))
+        snapshot.versions[0].type = "OldSampleV0"
+        try snapshot.write(to: file)
+        let report = try SchemaSnapshot.check(sampleChain, file: file, record: .missing)
+        #expect(report.recorded == [1])
+        let written = try JSONDecoder().decode(SchemaSnapshot.self, from: Data(contentsOf: file))
+        #expect(written.versions.map(\.type) == ["OldSampleV0", "SampleV1"])
+        #expect(written.versions[1] == SchemaSnapshot(sampleChain).versions[1])
     }
 
     @Test("a version whose shape cannot be probed is recorded without one, and its declared keys are checked")
