@@ -313,7 +313,7 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
             }
         }
         let stale = refinements.joined(separator: "; ")
-        if !refinements.isEmpty, record != .refine, record != .missing {
+        if !refinements.isEmpty, changes.isEmpty, record != .refine, record != .missing {
             // Where a snapshot nobody refined must not pass (CI): say what is stale and how to refine it.
             changes.append(
                 .init(

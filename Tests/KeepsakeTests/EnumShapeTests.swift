@@ -171,16 +171,42 @@ struct EnumShapeTests {
         #expect(error.changes.first?.reason.hasPrefix("its cases are no longer declared") == true)
     }
 
-    @Test("a snapshot recorded before cases were, with the raw type or unknown, passes and is refined")
+    @Test("a snapshot recorded before cases were, with the raw type or unknown, passes; refine records the cases")
     func olderSnapshotRefined() throws {
         let file = try recordedFile()
         var snapshot = SchemaSnapshot(loginChain)
         snapshot.versions[0].shape?.fields["role"]?.type = .integer
         snapshot.versions[0].shape?.fields["credential"]?.type = .unknown
         try snapshot.write(to: file)
+        let committed = try Data(contentsOf: file)
         let report = try SchemaSnapshot.check(loginChain, file: file, record: .missing)
         #expect(report.checked == [0])
+        #expect(try Data(contentsOf: file) == committed, "a check leaves a released version's entry as committed")
+        try SchemaSnapshot.check(loginChain, file: file, record: .refine)
         #expect(try Data(contentsOf: file) == SchemaSnapshot(loginChain).encoded())
+    }
+
+    @Test(
+        "a compatibility claim over an enum whose cases are not declared fails, naming the key and both ways out",
+        arguments: [true, false])
+    func undeclaredEnumClaim(_ tagged: Bool) {
+        let problems =
+            tagged
+            ? ModelChain<PlanV1>(name: "Plans", defaultKeys: []).problems
+            : ModelChain<LevelV1>(name: "Levels", defaultKeys: []).problems
+        let problem = problems.first { $0.field == (tagged ? "plan" : "level") }
+        #expect(problem?.version == 1, "\(problems)")
+        #expect(problem?.reason.contains("is an enum whose cases are not declared") == true, "\(problems)")
+        #expect(problem?.reason.contains("version 0 (\(tagged ? "PlanV0" : "LevelV0")) knows every case") == true)
+        #expect(problem?.reason.contains("CaseIterable for raw values, DeclaredCases for cases with associated") == true)
+        #expect(problem?.reason.contains("or declare no older readers compatible (oldestReader = 1)") == true)
+        #expect(throws: ChainError.self) {
+            if tagged {
+                try ChainValidation.validate(ModelChain<PlanV1>(name: "Plans", defaultKeys: []))
+            } else {
+                try ChainValidation.validate(ModelChain<LevelV1>(name: "Levels", defaultKeys: []))
+            }
+        }
     }
 
     @Test("validation refuses a version older readers read compatibly that stores a case they do not know")
@@ -211,4 +237,46 @@ private struct RoleV1: ModelVersion {
         role = WiderRole(rawValue: previous.role.rawValue) ?? .user
         since = nil
     }
+}
+
+/// An enum with associated values that declares no cases, gaining one in version 1.
+private enum Plan: Codable, Sendable {
+    case local(minutes: Int)
+}
+private enum WiderPlan: Codable, Sendable {
+    case local(minutes: Int)
+    case cloud(account: String, minutes: Int)
+}
+private struct PlanV0: ModelVersion {
+    static let version = 0
+    let plan: Plan
+}
+private struct PlanV1: ModelVersion {
+    typealias Predecessor = PlanV0
+    static let version = 1
+    static let oldestReader = 0
+    let plan: WiderPlan
+    init(migrating previous: PlanV0, context: MigrationContext) {
+        switch previous.plan {
+        case let .local(minutes): plan = .local(minutes: minutes)
+        }
+    }
+}
+/// A raw-value enum that is not CaseIterable, gaining a case in version 1.
+private enum Level: String, Codable, Sendable {
+    case low
+}
+private enum WiderLevel: String, Codable, Sendable {
+    case low, high
+}
+private struct LevelV0: ModelVersion {
+    static let version = 0
+    let level: Level
+}
+private struct LevelV1: ModelVersion {
+    typealias Predecessor = LevelV0
+    static let version = 1
+    static let oldestReader = 0
+    let level: WiderLevel
+    init(migrating previous: LevelV0, context: MigrationContext) { level = .low }
 }

@@ -160,6 +160,21 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
                             store; lower no further than the oldest version whose required keys it keeps
                             """))
                 } else if let shape = entry.shape, let readerShape = reader.shape,
+                    let problem = RecordShape.readingProblem(of: shape, by: readerShape), problem.undeclaredEnum
+                {
+                    found.append(
+                        ChainError(
+                            chain: name, version: entry.version, typeName: entry.typeName,
+                            field: problem.path,
+                            """
+                            it declares readers from version \(entry.oldestReader) compatible, but '\(problem.path)' is \
+                            an enum whose cases are not declared, so whether version \(reader.version) \
+                            (\(reader.typeName)) knows every case \(entry.typeName) stores cannot be checked; declare \
+                            the enum's cases (CaseIterable for raw values, DeclaredCases for cases with associated \
+                            values) in every version that has it, or declare no older readers compatible (oldestReader \
+                            = \(entry.version))
+                            """))
+                } else if let shape = entry.shape, let readerShape = reader.shape,
                     let problem = RecordShape.readingProblem(of: shape, by: readerShape)
                 {
                     // Below the top level too: what an older reader decodes must still be there,

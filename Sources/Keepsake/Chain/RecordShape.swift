@@ -292,7 +292,9 @@ extension RecordShape {
     /// reader decodes differently. `nil` when every record of `shape` reads as `reader`
     /// (keys the reader does not know are ignored by it). Values of a type the probe could not
     /// read (`unknown`) are not compared.
-    static func readingProblem(of shape: RecordShape, by reader: RecordShape) -> (path: String, reason: String)? {
+    static func readingProblem(
+        of shape: RecordShape, by reader: RecordShape
+    ) -> (path: String, reason: String, undeclaredEnum: Bool)? {
         var pending: [(RecordShape, RecordShape, String)] = [(shape, reader, "")]
         var values: [(Value, Value, String)] = []
         while !pending.isEmpty || !values.isEmpty {
@@ -302,12 +304,12 @@ extension RecordShape {
                     let path = prefix.isEmpty ? key : "\(prefix).\(key)"
                     guard let field = shape.fields[key] else {
                         if readerField.required {
-                            return (path, "a required \(readerField.type), which is never stored")
+                            return (path, "a required \(readerField.type), which is never stored", false)
                         }
                         continue
                     }
                     if readerField.required && !field.required {
-                        return (path, "a required \(readerField.type), which is not always stored")
+                        return (path, "a required \(readerField.type), which is not always stored", false)
                     }
                     values.append((field.type, readerField.type, path))
                 }
@@ -320,7 +322,7 @@ extension RecordShape {
             case let (.nullable(inner), .nullable(readsInner)):
                 values.append((inner, readsInner, path))
             case (.nullable, _):
-                return (path, "\(reads), which may be stored as null")
+                return (path, "\(reads), which may be stored as null", false)
             case let (_, .nullable(readsInner)):
                 values.append((value, readsInner, path))
             case let (.array(element), .array(readsElement)):
@@ -331,21 +333,23 @@ extension RecordShape {
                 pending.append((inner, readsInner, path))
             case let (.rawEnum(raw, values?), .rawEnum(readsRaw, readsValues?)) where raw == readsRaw:
                 if let unknown = values.first(where: { !readsValues.contains($0) }) {
-                    return (path, "\(reads), which does not know the stored case '\(unknown)'")
+                    return (path, "\(reads), which does not know the stored case '\(unknown)'", false)
                 }
             case (.rawEnum(let raw, _), .rawEnum(let readsRaw, _)) where raw == readsRaw:
-                continue
+                // One side's cases are not declared: whether the reader knows every stored case
+                // cannot be known, so the claim cannot be checked.
+                return (path, "an enum whose cases are not declared", true)
             case let (.taggedEnum(cases?), .taggedEnum(readsCases?)):
                 for key in cases.keys.sorted() {
                     guard let reads = readsCases[key], let payload = cases[key] else {
-                        return (path, "an enum without the stored case '\(key)'")
+                        return (path, "an enum without the stored case '\(key)'", false)
                     }
                     values.append((payload, reads, "\(path)(\(key))"))
                 }
             case (.taggedEnum, .taggedEnum):
-                continue
+                return (path, "an enum whose cases are not declared", true)
             default:
-                if value != reads { return (path, "\(reads), which is stored as \(value)") }
+                if value != reads { return (path, "\(reads), which is stored as \(value)", false) }
             }
         }
         return nil
