@@ -46,9 +46,10 @@ public enum ChainValidation {
 
     private static func indistinguishableBareVersions(among versions: [VersionSummary]) -> [(Int, Int)] {
         var pairs: [(Int, Int)] = []
-        for (index, first) in versions.enumerated() {
+        let candidates = versions.filter(\.storedWithoutVersion)
+        for (index, first) in candidates.enumerated() {
             guard let firstKeys = first.storedKeys else { continue }
-            for second in versions[(index + 1)...] {
+            for second in candidates[(index + 1)...] {
                 if let secondKeys = second.storedKeys, firstKeys.overlaps(secondKeys),
                     second.oldestReader > first.version
                 {

@@ -209,7 +209,8 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
                 reason: """
                     versions \(first) (\(current.typeName(of: first) ?? "?")) and \(second) \
                     (\(current.typeName(of: second) ?? "?")) could both match one record stored without a version; \
-                    give one a required key the other cannot have
+                    give one a required key the other cannot have, declare `storedWithoutVersion = false` in one that \
+                    was only ever stored with its version, or declare the earlier one's readers compatible (oldestReader)
                     """)
         }
         let unreadableShapes =

@@ -325,6 +325,30 @@ struct ChainValidationTests {
         #expect(outcome.error?.code == .ambiguousRecord)
     }
 
+    @Test("a version that only adds an optional key fails validation, naming both ways out, unless it was never stored bare")
+    func onlyOptionalKeysAdded() throws {
+        let undeclared = ModelChain<NoteV1>(name: "Note", defaultKeys: ["note"])
+        let problem = try #require(undeclared.problems.first, "V0 and V1 can match one bare record")
+        #expect(problem.version == 1)
+        #expect(problem.reason.contains("declare `static let storedWithoutVersion = false` in it"), "\(problem)")
+        #expect(problem.reason.contains("`static let oldestReader = 0`"))
+
+        let chain = ModelChain<EnvelopeOnlyNoteV1>(name: "Note", defaultKeys: ["note"])
+        #expect(chain.problems.isEmpty, "\(chain.problems)")
+        #expect(ChainValidation.indistinguishableBareVersions(chain).isEmpty)
+        #expect(chain.versionSummaries.map(\.storedWithoutVersion) == [true, false])
+        let context = MigrationContext.fixed(now: Date())
+        // A bare record is read as the version that was stored bare, and migrated.
+        let bare = try chain.read(Data(#"{"title":"Ada"}"#.utf8), context: context)
+        #expect(bare.storedVersion == 0 && bare.value.title == "Ada" && bare.value.pinned == nil)
+        let envelope = try chain.read(
+            Data(#"{"data":{"pinned":true,"title":"Bo"},"schema":"Note","version":1}"#.utf8), context: context)
+        #expect(envelope.storedVersion == 1 && envelope.value.pinned == true)
+        // A bare record with V1's key is no version's: V1 was never stored bare.
+        let stray = chain.outcome(of: Data(#"{"title":"Cy","pinned":true}"#.utf8), context: context)
+        #expect(stray.error?.code == .unrecognisedRecord)
+    }
+
     @Test("a version that writes a key it does not read is reported with the key")
     func lopsided() throws {
         #expect {
@@ -339,4 +363,26 @@ struct ChainValidationTests {
     func samplesAreClean() {
         #expect(ModelChain<ProfileV2>(name: "Profile", defaultKeys: []).problems.isEmpty)
     }
+}
+
+private struct NoteV0: ModelVersion {
+    static let version = 0
+    var title: String
+}
+/// Adds only an optional key, and does not say it was never stored bare.
+private struct NoteV1: ModelVersion {
+    typealias Predecessor = NoteV0
+    static let version = 1
+    var title: String
+    var pinned: Bool?
+    init(migrating previous: NoteV0, context: MigrationContext) { title = previous.title }
+}
+/// The same, first released with Keepsake: only ever stored in an envelope.
+private struct EnvelopeOnlyNoteV1: ModelVersion {
+    typealias Predecessor = NoteV0
+    static let version = 1
+    static let storedWithoutVersion = false
+    var title: String
+    var pinned: Bool?
+    init(migrating previous: NoteV0, context: MigrationContext) { title = previous.title }
 }

@@ -646,7 +646,8 @@ struct SchemaSnapshotTests {
                     kind: .ambiguous, version: 1, typeName: "TwinV1", key: nil,
                     reason: """
                         versions 0 (TwinV0) and 1 (TwinV1) could both match one record stored without a version; give one \
-                        a required key the other cannot have
+                        a required key the other cannot have, declare `storedWithoutVersion = false` in one that was only \
+                        ever stored with its version, or declare the earlier one's readers compatible (oldestReader)
                         """)
             ])
         #expect(!FileManager.default.fileExists(atPath: file.path), "nothing is written for a failing chain")

@@ -124,7 +124,8 @@ extension ModelChain {
     /// not known ahead matches when it decodes the record and reads every one of its keys.
     private func detectBare(_ object: JSONObject, record: ParsedRecord) throws(KeepsakeError) -> DetectedRecord {
         var matches: [DetectedRecord] = []
-        for entry in versions {
+        let candidates = versions.filter(\.storedWithoutVersion)
+        for entry in candidates {
             let detected = DetectedRecord(
                 version: entry.version, form: .bare, stringWrapped: record.stringWrapped,
                 fields: record.root)
@@ -150,13 +151,13 @@ extension ModelChain {
         }
         let keyList = "{" + abridged(object.keys.sorted()) + "}"
         if matches.isEmpty {
-            let expected = versions.map { "v\($0.version) \($0.keys?.description ?? "(keys read by decoding)")" }
+            let expected = candidates.map { "v\($0.version) \($0.keys?.description ?? "(keys read by decoding)")" }
                 .joined(separator: ", ")
             throw KeepsakeError(
                 .unrecognisedRecord,
                 """
                 \(withArticle(name)) record without a version has keys \(keyList), which match no version of \(name) \
-                (expected one of: \(expected))
+                (\(candidates.isEmpty ? "every version declares storedWithoutVersion = false" : "expected one of: \(expected)"))
                 """)
         }
         let matching = matches.map { "v\($0.version)" }.joined(separator: ", ")

@@ -44,7 +44,7 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
         versions.map {
             VersionSummary(
                 version: $0.version, typeName: $0.typeName, storedKeys: $0.keys, oldestReader: $0.oldestReader,
-                dateEncoding: $0.dateEncoding)
+                dateEncoding: $0.dateEncoding, storedWithoutVersion: $0.storedWithoutVersion)
         }
     }
 
@@ -100,9 +100,10 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
             }
         }
         found += compatibilityProblems
-        for (index, first) in versions.enumerated() {
+        // Only versions some release stored without a version can be matched to a bare record.
+        for (index, first) in versions.enumerated() where first.storedWithoutVersion {
             guard let firstKeys = first.keys else { continue }
-            for second in versions[(index + 1)...] {
+            for second in versions[(index + 1)...] where second.storedWithoutVersion {
                 guard let secondKeys = second.keys, firstKeys.overlaps(secondKeys),
                     !second.readable(byReadersOf: first.version)
                 else { continue }
@@ -113,7 +114,11 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
                         """
                         versions \(first.version) (\(first.typeName), keys \(firstKeys)) and \(second.version) \
                         (\(second.typeName), keys \(secondKeys)) could both match one record stored without a version, \
-                        such as {\(example)}; give one a required key the other cannot have
+                        such as {\(example)}; give one a required key the other cannot have — or, if \
+                        \(second.typeName) was only ever stored with its version (first released with Keepsake), \
+                        declare `static let storedWithoutVersion = false` in it; if it only adds keys \
+                        \(first.typeName)'s readers can ignore, declare them compatible (`static let oldestReader = \
+                        \(first.version)`)
                         """))
             }
         }
@@ -269,6 +274,9 @@ public struct VersionSummary: Sendable, Hashable {
     public let oldestReader: Int
     /// How the version's dates are stored (``ModelVersion/dateEncoding``).
     public let dateEncoding: DateEncoding
+    /// Whether a release ever stored its records without a version
+    /// (``ModelVersion/storedWithoutVersion``).
+    public let storedWithoutVersion: Bool
 }
 
 /// What is wrong with a model chain: the chain, the version, the type and field, and why.
@@ -314,6 +322,8 @@ final class VersionEntry: Sendable {
     let oldestReader: Int
     /// How the version's dates are stored.
     let dateEncoding: DateEncoding
+    /// Whether a record stored without a version may be this version.
+    let storedWithoutVersion: Bool
     /// Decodes the version from a parsed tree.
     let decode: @Sendable (JSONValue) throws -> any ModelVersion
     /// Decodes the version from a parsed tree and says which of its top-level keys it read.
@@ -334,6 +344,7 @@ final class VersionEntry: Sendable {
         typeName = String(describing: V.self)
         oldestReader = V.oldestReader
         dateEncoding = V.dateEncoding
+        storedWithoutVersion = V.storedWithoutVersion
         decode = { value in try JSONValueDecoder.decode(V.self, from: value, dates: V.dateEncoding) }
         decodeTrackingKeys = { value in
             let (decoded, readKeys) = try JSONValueDecoder.decodeTrackingKeys(

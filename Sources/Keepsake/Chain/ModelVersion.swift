@@ -89,12 +89,35 @@ public protocol ModelVersion: Codable, Sendable {
     /// A stored date that does not fit the form is that record's
     /// ``KeepsakeError/Code/corruptRecord`` error naming the field.
     static var dateEncoding: DateEncoding { get }
+
+    /// Whether a release ever stored this version's records without a version — a bare JSON
+    /// object, as an app did before it adopted Keepsake: `true` by default. Keepsake itself
+    /// always stores the version with the record, so a version first released with Keepsake can
+    /// declare `false`:
+    ///
+    /// ```swift
+    /// public struct SettingsV2: ModelVersion {
+    ///     public typealias Predecessor = SettingsV1
+    ///     public static let version = 2
+    ///     public static let storedWithoutVersion = false   // only ever stored in an envelope
+    ///     public var theme: String
+    ///     public var fontSize: Int?   // all V2 adds: an optional key
+    ///     …
+    /// }
+    /// ```
+    ///
+    /// A record stored without a version is then never read as this version, so its keys need
+    /// not differ from those of a version that was stored bare: a version that only adds
+    /// optional keys passes `ChainValidation`. Declaring `false` for a version some release did
+    /// store bare makes those records `unrecognisedRecord` (or read as another version).
+    static var storedWithoutVersion: Bool { get }
 }
 
 extension ModelVersion {
     public static var storedKeys: StoredKeys { .inferred }
     public static var oldestReader: Int { version }
     public static var dateEncoding: DateEncoding { .deferredToDate }
+    public static var storedWithoutVersion: Bool { true }
 }
 
 extension ModelVersion where Predecessor == NoPredecessor {
