@@ -118,6 +118,7 @@ public final class PostgresStore: RecordStore {
     ) throws(KeepsakeError) {
         self.configuration = configuration
         let uri = configuration.uri
+        self.uri = uri  // made once: a call names its store in every error and log
         if let masterKey {
             let key: SecureBytes
             switch masterKey {
@@ -161,7 +162,8 @@ public final class PostgresStore: RecordStore {
 
     deinit { pool.shutdown() }
 
-    public var uri: String { configuration.uri }
+    /// The store's URI, without secrets (see ``PostgresConfiguration/uri``).
+    public let uri: String
 
     /// The server, database and table, whichever URI names them.
     public var identity: String { configuration.identity }

@@ -20,7 +20,8 @@ struct ConfigurationDocumentationExampleTests {
                 .init(.apiClient, secretFields: ["token"]),
             ])
         let config = ConfigReader(providers: [
-            EnvironmentVariablesProvider(environmentVariables: environment),
+            // API_TOKEN, if set, overrides the stored token, and is as secret as it.
+            EnvironmentVariablesProvider(environmentVariables: environment, secretsSpecifier: provider.environmentSecrets),
             provider,
         ])
         let width = config.int(forKey: "settings.window.width", default: 800)

@@ -1,11 +1,12 @@
 import Configuration
 import Foundation
 import Keepsake
-import KeepsakeConfiguration
 import KeepsakeMemory
 import KeepsakeSodium
 import Synchronization
 import Testing
+
+@testable import KeepsakeConfiguration
 
 /// Collects swift-configuration's access events as their rendered lines, the ones its access
 /// loggers write.
@@ -72,6 +73,41 @@ struct SecretTests {
         #expect(lines.count == 2)
         #expect(!lines.joined().contains(self.token), "a secret in the access log: \(lines)")
         #expect(lines.contains { $0.contains("api.retries") && $0.contains("3") }, "\(lines)")
+    }
+
+    @Test("an environment variable that overrides a secret field is secret too, and stays out of the access log")
+    func environmentOverride() throws {
+        let vault = Vault(store: InMemoryStore())
+        try vault.save(client, for: .apiClient)
+        let provider = KeepsakeProvider(
+            vault: vault,
+            records: [.init(.apiClient, secretFields: ["token"]), .init(.settings, secretFields: ["window"])])
+        let override = "tok_from_the_environment"
+        let environment = EnvironmentVariablesProvider(
+            environmentVariables: [
+                "API_TOKEN": override, "API_RETRIES": "5", "SETTINGS_WINDOW_WIDTH": "640", "API_TOKENISH": "x"
+            ],
+            secretsSpecifier: provider.environmentSecrets)
+        let reporter = CollectingReporter()
+        let config = ConfigReader(providers: [environment, provider], accessReporter: reporter)
+        #expect(config.string(forKey: "api.token") == override)
+        #expect(config.int(forKey: "api.retries") == 5)
+        #expect(config.int(forKey: "settings.window.width") == 640)
+        let lines = reporter.lines.withLock { $0 }
+        #expect(lines.count == 3)
+        #expect(!lines.joined().contains(override), "an overridden secret in the access log: \(lines)")
+        #expect(!lines.joined().contains("640"), "a field under a secret one in the access log: \(lines)")
+        #expect(lines.contains { $0.contains("api.retries") && $0.contains("5") }, "\(lines)")
+        func isSecret(_ variable: String) throws -> Bool? {
+            try environment.value(
+                forKey: AbsoluteConfigKey(variable.split(separator: "_").map(String.init)), type: .string
+            )
+            .value?.isSecret
+        }
+        #expect(try isSecret("API_TOKENISH") == false, "a name that only begins like a secret one is not secret")
+        // How camelCase fields are named, as EnvironmentVariablesProvider names them.
+        #expect(KeepsakeProvider.environmentName(["prefs", "textSize"]) == "PREFS_TEXT_SIZE")
+        #expect(KeepsakeProvider.environmentName(["apiClient", "oauth-token"]) == "API_CLIENT_OAUTH_TOKEN")
     }
 
     @Test("a secret field marks everything under it, and a secret record every field")

@@ -198,7 +198,8 @@ struct EnumShapeTests {
         #expect(problem?.version == 1, "\(problems)")
         #expect(problem?.reason.contains("is an enum whose cases are not declared") == true, "\(problems)")
         #expect(problem?.reason.contains("version 0 (\(tagged ? "PlanV0" : "LevelV0")) knows every case") == true)
-        #expect(problem?.reason.contains("CaseIterable for raw values, DeclaredCases for cases with associated") == true)
+        #expect(
+            problem?.reason.contains("CaseIterable for raw values, DeclaredCases for cases with associated") == true)
         #expect(problem?.reason.contains("or declare no older readers compatible (oldestReader = 1)") == true)
         #expect(throws: ChainError.self) {
             if tagged {

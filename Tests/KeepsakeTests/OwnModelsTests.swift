@@ -325,7 +325,9 @@ struct ChainValidationTests {
         #expect(outcome.error?.code == .ambiguousRecord)
     }
 
-    @Test("a version that only adds an optional key fails validation, naming both ways out, unless it was never stored bare")
+    @Test(
+        "a version that only adds an optional key fails validation, naming both ways out, unless it was never stored bare"
+    )
     func onlyOptionalKeysAdded() throws {
         let undeclared = ModelChain<NoteV1>(name: "Note", defaultKeys: ["note"])
         let problem = try #require(undeclared.problems.first, "V0 and V1 can match one bare record")

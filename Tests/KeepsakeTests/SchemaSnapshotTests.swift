@@ -467,10 +467,14 @@ struct SchemaSnapshotTests {
         #expect(report.checked == [0, 1])
         #expect(report.notes.count == 1)
         #expect(report.notes.first?.contains("version 1 is now SampleV1 (was OldSampleV1)") == true)
-        #expect(report.notes.first?.contains("was left as it is; refine it with KEEPSAKE_RECORD_SNAPSHOTS=refine") == true)
+        #expect(
+            report.notes.first?.contains("was left as it is; refine it with KEEPSAKE_RECORD_SNAPSHOTS=refine") == true)
         #expect(try contents(file) == committed, "a check never rewrites a version already in the file")
         let refined = try SchemaSnapshot.check(sampleChain, file: file, record: .refine)
-        #expect(refined.notes == ["Sample.json was refined (version 1 is now SampleV1 (was OldSampleV1)); review its diff and commit it"])
+        #expect(
+            refined.notes == [
+                "Sample.json was refined (version 1 is now SampleV1 (was OldSampleV1)); review its diff and commit it"
+            ])
         #expect(try contents(file) == sampleSnapshotJSON)
     }
 

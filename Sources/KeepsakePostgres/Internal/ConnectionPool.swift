@@ -168,8 +168,11 @@ final class ConnectionPool: Sendable {
         // start-up until the call's deadline. The whole of connecting, TLS and login included,
         // races the connect deadline.
         let outcome = await Deadline.run(until: deadline, executor: executor) { [configuration] in
+            // On the bridge's event loop: a synchronous call's work runs there too, so that its
+            // queries cross no thread between the work and the socket.
             try await PostgresConnection.connect(
-                configuration: configuration, id: Self.ids.add(1, ordering: .relaxed).newValue, logger: logger)
+                on: Bridge.executor.loop, configuration: configuration,
+                id: Self.ids.add(1, ordering: .relaxed).newValue, logger: logger)
         } onExpiry: {
         } late: { connection in
             Self.close(connection, logger: logger)

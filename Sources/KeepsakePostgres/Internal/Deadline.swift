@@ -12,15 +12,18 @@ enum DeadlineOutcome<T: Sendable>: Sendable {
     case aborted
 }
 
-/// What one call holds while it runs: the connection it was lent, and whether it has sent
-/// `COMMIT` — so that a deadline that passes can close the connection (ending whatever waits on
-/// it) and say whether a write may have been applied.
+/// What one attempt of a call holds while it runs: the connection it was lent, and whether it
+/// has sent `COMMIT` — so that a deadline that passes can close the connection (ending whatever
+/// waits on it) and say whether a write may have been applied, and so that the connection goes
+/// back to the pool exactly once, whether the work or the call that gave up on it returns it.
 final class CallSession: Sendable {
     private struct State {
         var connection: PostgresConnection?
         var expired = false
         /// The work succeeded and left its connection lent to the caller.
         var kept = false
+        /// The connection went back to the pool (or was kept): nothing more to give back.
+        var returned = false
         /// What to do when the connection in use closes (``ConnectionPool`` tells).
         var onClose: (@Sendable () -> Void)?
     }
@@ -32,24 +35,31 @@ final class CallSession: Sendable {
 
     init(pool: ConnectionPool) { self.pool = pool }
 
-    /// Records the connection the call now uses; closes it at once when the deadline already passed.
+    /// Records the connection the attempt now uses; closes it at once when the deadline already
+    /// passed, and says so at once when it closed already.
     func hold(_ connection: PostgresConnection) {
-        let expired = state.withLock { state in
+        let (expired, onClose) = state.withLock { state in
             state.connection = connection
-            return state.expired
+            return (state.expired, state.onClose)
         }
         pool.track(connection, self)
         if expired { ConnectionPool.closeQuietly(connection) }
+        if connection.isClosed { onClose?() }
     }
 
-    /// The call no longer uses a connection.
-    func letGo() {
-        if let connection = state.withLock({ state in
-            defer { state.connection = nil }
-            return state.connection
-        }) {
-            pool.untrack(connection)
-        }
+    /// Gives the connection in use back to the pool — kept for the next call when `reusable`
+    /// — unless it already went back or was kept. Safe to call from the work and from the call
+    /// that gave up on it.
+    func giveBack(reusable: Bool) {
+        guard
+            let connection = state.withLock({ state -> PostgresConnection? in
+                guard !state.returned, !state.kept, let connection = state.connection else { return nil }
+                state.returned = true
+                return connection
+            })
+        else { return }
+        pool.untrack(connection)
+        pool.release(connection, reusable: reusable)
     }
 
     /// Runs `action` when the connection in use closes (at once if it already has).
@@ -69,34 +79,47 @@ final class CallSession: Sendable {
     /// The work succeeded and its connection stays lent to the caller; `false` when the deadline
     /// passed first (then the caller never sees it, and the work gives it back).
     func keep() -> Bool {
-        state.withLock { state in
-            guard !state.expired else { return false }
+        let connection = state.withLock { state -> PostgresConnection? in
+            guard !state.expired, !state.returned else { return nil }
             state.kept = true
-            return true
+            return state.connection
         }
+        guard let connection else { return false }
+        pool.untrack(connection)
+        return true
     }
 
-    /// The deadline passed: closes the connection in use, if any, so that its queries fail now;
-    /// one the work had kept for a caller that will never see it goes back to the pool.
+    /// The deadline passed: closes the connection in use, if any, so that its queries fail now,
+    /// and gives it back, not to be lent again — one the work had kept for a caller that will
+    /// never see it too.
     func expire() {
-        let (connection, kept) = state.withLock { state in
+        let connection = state.withLock { state -> PostgresConnection? in
             state.expired = true
-            return (state.connection, state.kept)
+            guard !state.returned, let connection = state.connection else { return nil }
+            state.returned = true
+            state.kept = false
+            return connection
         }
         guard let connection else { return }
         ConnectionPool.closeQuietly(connection)
-        if kept { pool.release(connection, reusable: false) }
+        pool.untrack(connection)
+        pool.release(connection, reusable: false)
     }
 }
 
 enum Deadline {
+    /// The event loop whose timers end calls at their deadlines: a timer there costs a heap
+    /// entry, where a sleeping task costs a task and a Dispatch timer.
+    static var timers: any EventLoop { Bridge.executor.loop }
+
     /// Runs `work` as a task of its own (on `executor` when given) and returns as soon as it
     /// finishes or `deadline` passes, whichever is first. When the deadline passes first, the
     /// work is cancelled and `onExpiry` runs (it closes the call's connection); the work's
     /// later result is dropped. So a call never outlives its deadline, whatever the server does.
     ///
     /// `late` receives a result the work produced after the deadline had answered (a connection
-    /// made too late, to close).
+    /// made too late, to close). `abort`, when given, is handed a trigger that ends the race at
+    /// once as ``DeadlineOutcome/aborted`` (the connection the work waits on closed).
     static func run<T: Sendable>(
         until deadline: ContinuousClock.Instant, executor: (any TaskExecutor)?,
         _ work: @escaping @Sendable () async throws -> T, onExpiry: @escaping @Sendable () -> Void,
@@ -106,12 +129,7 @@ enum Deadline {
         let race = Race<T>()
         return await withCheckedContinuation { continuation in
             race.start(continuation)
-            let timer = Task(executorPreference: executor) {
-                do {
-                    try await Task.sleep(until: deadline, clock: .continuous)
-                } catch {
-                    return  // the work finished first
-                }
+            let timer = timers.scheduleTask(in: TimeAmount(ContinuousClock.now.duration(to: deadline))) {
                 if race.finish(.expired) {
                     race.cancelWork()
                     onExpiry()
@@ -141,6 +159,18 @@ enum Deadline {
     }
 }
 
+extension TimeAmount {
+    /// `duration` as a NIO time amount, at least zero.
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else {
+            self = .zero
+            return
+        }
+        let (nanoseconds, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        self = overflow ? .hours(24 * 365) : .nanoseconds(nanoseconds + attoseconds / 1_000_000_000)
+    }
+}
 /// The one answer of a ``Deadline/run(until:executor:_:onExpiry:)`` race.
 private final class Race<T: Sendable>: Sendable {
     private let state = Mutex<

@@ -42,125 +42,114 @@ extension PostgresStore {
         let deadline = deadline ?? start + configuration.timeout
         let connectTimeout = connectTimeout ?? configuration.connectTimeout
         let pool = self.pool
-        let session = CallSession(pool: pool)
         let instruments = self.instruments
         let logger = self.logger
         let span = instruments.startSpan(operation)
-        let outcome = await Deadline.run(until: deadline, executor: executor) { () async throws -> T in
-            if let given {
-                // The connection of an earlier call, holding a row: used once, never retried.
-                session.hold(given)
-                do {
-                    let value = try await Self.whileOpen(given, session: session, until: deadline, executor: executor) {
-                        try await work(given, session)
-                    }
-                    session.letGo()
-                    pool.release(given, reusable: true)
-                    return value
-                } catch {
-                    session.letGo()
-                    pool.release(given, reusable: false)
-                    throw error
-                }
-            }
-            var pause: Duration = .milliseconds(50)
-            // Connecting may be tried until this instant; a new window opens after a connection
-            // that worked was lost.
-            var connectBy = min(deadline, ContinuousClock.now + connectTimeout)
-            var lastConnectFailure: (any Error)?
-            while true {
+        var pause: Duration = .milliseconds(50)
+        // Connecting may be tried until this instant; a new window opens after a connection
+        // that worked was lost.
+        var connectBy = min(deadline, start + connectTimeout)
+        var lastConnectFailure: (any Error)?
+        var failure: any Error
+        while true {
+            // One attempt, raced against the deadline and against its connection closing under
+            // it (postgres-nio 1.33 can leave a query unanswered when the server is killed): a
+            // task of its own, so that the call can return while a stuck query still waits.
+            let session = CallSession(pool: pool)
+            let outcome = await Deadline.run(until: deadline, executor: executor) { [connectBy] () async throws -> T in
                 let connection: PostgresConnection
-                do {
-                    connection = try await pool.lease(connectBy: connectBy, executor: executor)
-                } catch {
-                    logger.debug(
-                        "connecting failed",
-                        metadata: ["operation": "\(operation.rawValue)", "error": "\(Self.describe(error))"])
-                    if error is CancellationError || error is ConnectionPool.Closed { throw error }
-                    guard Self.mayConnectLater(error) else { throw ConnectFailed(underlying: error, final: true) }
-                    lastConnectFailure = error
-                    guard ContinuousClock.now + pause < connectBy else {
-                        throw ConnectFailed(underlying: error, final: false)
+                if let given {
+                    connection = given
+                } else {
+                    do {
+                        connection = try await pool.lease(connectBy: connectBy, executor: executor)
+                    } catch {
+                        throw LeaseFailed(underlying: error)
                     }
-                    instruments.retried()
-                    try await Task.sleep(for: pause)
-                    pause = min(pause * 2, .milliseconds(500))
-                    continue
                 }
-                if lastConnectFailure != nil { instruments.reconnected() }
-                lastConnectFailure = nil
                 session.hold(connection)
                 do {
-                    let value = try await Self.whileOpen(
-                        connection, session: session, until: deadline, executor: executor
-                    ) {
-                        try await work(connection, session)
-                    }
+                    let value = try await work(connection, session)
                     if keep {
                         guard session.keep() else { throw CancellationError() }
                     } else {
-                        session.letGo()
-                        pool.release(connection, reusable: true)
+                        session.giveBack(reusable: true)
                     }
                     return value
                 } catch {
-                    logger.debug(
-                        "a call failed",
-                        metadata: ["operation": "\(operation.rawValue)", "error": "\(Self.describe(error))"])
-                    session.letGo()
-                    pool.release(connection, reusable: !Self.isConnectionLost(error))
-                    if case let .answer(answer) = tableMissing, Self.isMissingTable(error) { return answer }
-                    guard retrying, Self.isRetryable(error), ContinuousClock.now + pause < deadline else { throw error }
-                    instruments.retried()
-                    try await Task.sleep(for: pause)
-                    pause = min(pause * 2, .milliseconds(500))
-                    connectBy = min(deadline, ContinuousClock.now + connectTimeout)
+                    session.giveBack(reusable: given == nil && !Self.isConnectionLost(error))
+                    throw error
                 }
+            } onExpiry: {
+                session.expire()
+            } abort: { trigger in
+                // A moment's grace lets a work that closed the connection itself (an unanswered
+                // `COMMIT`) return its own answer.
+                session.whenClosed { _ = Deadline.timers.scheduleTask(in: .milliseconds(300)) { trigger() } }
             }
-        } onExpiry: {
-            session.expire()
-        }
-        let elapsed = ContinuousClock.now - start
-        switch outcome {
-        case let .finished(.success(value)):
-            instruments.finished(operation, span: span, outcome: "ok", after: elapsed)
-            return value
-        case let .finished(.failure(error)):
-            let mapped = mapError(error, what: what, key: key)
-            instruments.finished(operation, span: span, outcome: mapped.code.rawValue, after: elapsed)
-            throw mapped
-        case .expired, .aborted:
-            instruments.finished(operation, span: span, outcome: KeepsakeError.Code.timeout.rawValue, after: elapsed)
-            let written = session.commitSent.load(ordering: .relaxed)
-            throw KeepsakeError(
-                .timeout, store: uri, key: key,
-                """
-                could not \(what) within \(Self.seconds(configuration.timeout)) s (timeout=); \
-                \(written ? "COMMIT was sent and not answered: the write may have been applied" : "nothing was changed")
-                """)
-        }
-    }
-
-    /// Runs `work`, which waits on `connection`, and fails it with ``ConnectionLost`` should the
-    /// connection close under it without its queries failing (seen with postgres-nio 1.33 when a
-    /// server is killed: the connection is cleaned up, and a query in flight never answers).
-    /// A moment's grace lets a work that closed the connection itself (an unanswered `COMMIT`)
-    /// return its own answer.
-    static func whileOpen<T: Sendable>(
-        _ connection: PostgresConnection, session: CallSession, until deadline: ContinuousClock.Instant,
-        executor: (any TaskExecutor)?, _ work: @escaping @Sendable () async throws -> T
-    ) async throws -> T {
-        let outcome = await Deadline.run(until: deadline + .seconds(1), executor: executor, work) {
-        } abort: { trigger in
-            session.whenClosed {
-                connection.eventLoop.scheduleTask(in: .milliseconds(300)) { trigger() }
+            switch outcome {
+            case let .finished(.success(value)):
+                if lastConnectFailure != nil { instruments.reconnected() }
+                instruments.finished(operation, span: span, outcome: "ok", after: ContinuousClock.now - start)
+                return value
+            case let .finished(.failure(error as LeaseFailed)):
+                let error = error.underlying
+                logger.debug(
+                    "connecting failed",
+                    metadata: ["operation": "\(operation.rawValue)", "error": "\(Self.describe(error))"])
+                if error is CancellationError || error is ConnectionPool.Closed {
+                    failure = error
+                } else if !Self.mayConnectLater(error) {
+                    failure = ConnectFailed(underlying: error, final: true)
+                } else if ContinuousClock.now + pause >= connectBy {
+                    failure = ConnectFailed(underlying: error, final: false)
+                } else {
+                    lastConnectFailure = error
+                    instruments.retried()
+                    try? await Task.sleep(for: pause)  // cancellation is seen by the next lease
+                    pause = min(pause * 2, .milliseconds(500))
+                    continue
+                }
+            case let .finished(.failure(error)):
+                if lastConnectFailure != nil { instruments.reconnected() }
+                lastConnectFailure = nil
+                logger.debug(
+                    "a call failed",
+                    metadata: ["operation": "\(operation.rawValue)", "error": "\(Self.describe(error))"])
+                if case let .answer(answer) = tableMissing, Self.isMissingTable(error) {
+                    instruments.finished(operation, span: span, outcome: "ok", after: ContinuousClock.now - start)
+                    return answer
+                }
+                failure = error
+            case .aborted:
+                session.giveBack(reusable: false)
+                failure = ConnectionLost(commitSent: session.commitSent.load(ordering: .relaxed))
+            case .expired:
+                instruments.finished(
+                    operation, span: span, outcome: KeepsakeError.Code.timeout.rawValue,
+                    after: ContinuousClock.now - start)
+                let written = session.commitSent.load(ordering: .relaxed)
+                throw KeepsakeError(
+                    .timeout, store: uri, key: key,
+                    """
+                    could not \(what) within \(Self.seconds(configuration.timeout)) s (timeout=); \
+                    \(written ? "COMMIT was sent and not answered: the write may have been applied" : "nothing was changed")
+                    """)
             }
+            if case .finished(.failure(is LeaseFailed)) = outcome {
+                break  // not retried: `failure` says why
+            }
+            guard retrying, given == nil, Self.isRetryable(failure), ContinuousClock.now + pause < deadline else {
+                break
+            }
+            instruments.retried()
+            try? await Task.sleep(for: pause)  // cancellation is seen by the next lease
+            pause = min(pause * 2, .milliseconds(500))
+            connectBy = min(deadline, ContinuousClock.now + connectTimeout)
         }
-        switch outcome {
-        case let .finished(result): return try result.get()
-        case .expired: throw CancellationError()
-        case .aborted: throw ConnectionLost(commitSent: session.commitSent.load(ordering: .relaxed))
-        }
+        let mapped = mapError(failure, what: what, key: key)
+        instruments.finished(operation, span: span, outcome: mapped.code.rawValue, after: ContinuousClock.now - start)
+        throw mapped
     }
 
     /// ``call(_:key:retrying:tableMissing:deadline:executor:_:)`` for a synchronous caller: the
@@ -442,6 +431,12 @@ struct CommitUncertain: Error {
 
 /// The connection closed under a call whose queries did not fail: retried when `COMMIT` was not
 /// sent (nothing was applied); "may have been applied" when it was.
+/// Leasing a connection failed (connecting, or the pool closed): told apart from the work's own
+/// failures, which are retried by other rules.
+struct LeaseFailed: Error {
+    let underlying: any Error
+}
+
 struct ConnectionLost: Error {
     let commitSent: Bool
 }
