@@ -410,7 +410,10 @@ public final class PostgresStore: RecordStore {
     /// change runs again on what that writer stored.
     ///
     /// `change` runs on the calling thread while the row is locked: keep it short, and do not
-    /// call this store from it.
+    /// call this store from it. This call blocks its thread while another writer holds the row:
+    /// async code uses the `async` overload, which does not — a blocking call made on Swift's
+    /// cooperative pool can take the thread an async writer holding the row needs to finish,
+    /// and both then wait until the deadline.
     ///
     /// - Throws: What `change` throws (nothing written); `KeepsakeError.Code.timeout` when the
     ///   row could not be held and written within the store's deadline; the store's errors.

@@ -55,12 +55,15 @@ extension PostgresServerTests {
                         for index in 0..<each {
                             do {
                                 // Half through the async API, half through the blocking one.
+                                // The blocking callers on threads of their own, as an app's are: a
+                                // blocking call on Swift's small cooperative pool would take the
+                                // thread an async writer holding the row needs to finish.
                                 if task % 2 == 0 {
                                     try await vault.update(tallyChain, forKey: "tally", attempts: 1) { current in
                                         TallyV0(count: (current?.count ?? 0) + 1)
                                     }
                                 } else {
-                                    try incrementSynchronously(vault)
+                                    try await onThread { () throws(KeepsakeError) in try incrementSynchronously(vault) }
                                 }
                             } catch {
                                 failures.append("\(task)/\(index): \(error)")
@@ -297,6 +300,21 @@ extension PostgresServerTests {
 /// The blocking read (in an async context the async overload would be chosen).
 func readSynchronously(_ store: PostgresStore, _ key: String) throws(KeepsakeError) -> Data? {
     try store.data(forKey: key)
+}
+
+/// Runs blocking `body` on a thread of its own (not one of Swift's cooperative pool) and waits.
+func onThread(_ body: @escaping @Sendable () throws(KeepsakeError) -> Void) async throws(KeepsakeError) {
+    let result: Result<Void, KeepsakeError> = await withCheckedContinuation { continuation in
+        Thread.detachNewThread {
+            do throws(KeepsakeError) {
+                try body()
+                continuation.resume(returning: .success(()))
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
+    }
+    try result.get()
 }
 
 /// The blocking `update` (in an async context the async overload would be chosen).

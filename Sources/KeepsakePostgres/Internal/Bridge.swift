@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Keepsake
 internal import PostgresNIO
+import Synchronization
 
 /// Runs postgres-nio's async work for the synchronous ``RecordStore`` calls.
 ///
@@ -27,28 +28,25 @@ final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
     }
 }
 
-/// A result handed from the task that computes it to the thread that waits for it.
-final class ResultSlot<T: Sendable>: @unchecked Sendable {
-    // Sendable: every access to `value` holds `lock`.
-    private let lock = NSLock()
-    private var value: Result<T, any Error>?
+/// The first outcome of a ``Bridge/race(until:_:onExpiry:abort:)``, handed from whichever
+/// side ends it to the thread that waits.
+final class RaceSlot<T: Sendable>: Sendable {
+    private let value = Mutex<DeadlineOutcome<T>?>(nil)
     let done = DispatchSemaphore(value: 0)
 
-    func fill(_ result: Result<T, any Error>) {
-        lock.withLock { value = result }
-        done.signal()
+    /// Records `outcome` if none was yet, and wakes the waiting thread; whether it was the first.
+    @discardableResult
+    func finish(_ outcome: DeadlineOutcome<T>) -> Bool {
+        let first = value.withLock { value in
+            guard value == nil else { return false }
+            value = outcome
+            return true
+        }
+        if first { done.signal() }
+        return first
     }
 
-    var result: Result<T, any Error>? { lock.withLock { value } }
-}
-
-/// How a blocking call ended.
-enum BridgeOutcome<T: Sendable> {
-    /// The work finished, with its result.
-    case finished(Result<T, any Error>)
-    /// The deadline passed and the work did not finish within the grace period after it was
-    /// cancelled: its outcome is unknown.
-    case timedOut
+    var outcome: DeadlineOutcome<T>? { value.withLock { $0 } }
 }
 
 enum Bridge {
@@ -57,27 +55,33 @@ enum Bridge {
     static let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     static let executor = EventLoopTaskExecutor(loop: group.next())
 
-    /// Runs `work` on the bridge's event loop and waits for it for at most `deadline`; then
-    /// cancels it and waits `grace` more for it to settle.
-    static func wait<T: Sendable>(
-        deadline: Duration, grace: Duration = .seconds(2), _ work: @escaping @Sendable () async throws -> T
-    ) -> BridgeOutcome<T> {
-        let slot = ResultSlot<T>()
+    /// Runs `work` as a task on the bridge's event loop while the calling thread waits, until it
+    /// finishes, `abort`'s trigger fires or `deadline` passes, whichever is first: the
+    /// synchronous ``Deadline/run(until:executor:_:onExpiry:late:abort:)``, whose waiting thread
+    /// is its own timer. When the deadline passes first, the work is cancelled and `onExpiry`
+    /// runs (it closes the call's connection); the work's later result is dropped.
+    static func race<T: Sendable>(
+        until deadline: ContinuousClock.Instant, _ work: @escaping @Sendable () async throws -> T,
+        onExpiry: @escaping @Sendable () -> Void, abort: ((@escaping @Sendable () -> Void) -> Void)? = nil
+    ) -> DeadlineOutcome<T> {
+        let slot = RaceSlot<T>()
         let task = Task(executorPreference: executor) {
             do {
-                slot.fill(.success(try await work()))
+                slot.finish(.finished(.success(try await work())))
             } catch {
-                slot.fill(.failure(error))
+                slot.finish(.finished(.failure(error)))
             }
         }
-        if slot.done.wait(timeout: .now() + deadline.dispatchInterval) == .success, let result = slot.result {
-            return .finished(result)
+        abort?({
+            if slot.finish(.aborted) { task.cancel() }
+        })
+        if slot.done.wait(timeout: .now() + ContinuousClock.now.duration(to: deadline).dispatchInterval) == .timedOut,
+            slot.finish(.expired)
+        {
+            task.cancel()
+            onExpiry()
         }
-        task.cancel()
-        if slot.done.wait(timeout: .now() + grace.dispatchInterval) == .success, let result = slot.result {
-            return .finished(result)
-        }
-        return .timedOut
+        return slot.outcome ?? .expired
     }
 
     /// Starts `work` on the bridge's event loop without waiting for it (a client's `run()`).
@@ -87,6 +91,12 @@ enum Bridge {
 }
 
 extension Duration {
+    /// This duration in whole nanoseconds, at least 1 (for `Thread.sleep` and Dispatch).
+    var dispatchNanoseconds: Int {
+        guard case let .nanoseconds(nanoseconds) = dispatchInterval else { return Int.max / 4 }
+        return nanoseconds
+    }
+
     /// This duration for Dispatch, in nanoseconds (at least 1).
     var dispatchInterval: DispatchTimeInterval {
         let (seconds, attoseconds) = components

@@ -5,28 +5,18 @@ internal import PostgresNIO
 
 extension PostgresStore {
     /// Runs `work` on a connection of the store's pool and returns its result, within the
-    /// store's deadline whatever the server does:
-    ///
-    /// - connecting honours the connect timeout: a server that refuses or does not answer is
-    ///   tried again (with a growing pause) until `connect_timeout` has passed since the call
-    ///   needed a connection, then the call is ``KeepsakeError/Code/unavailable``; a refused
-    ///   login is reported at once, as the server said it, never tried again;
-    /// - a failure that left nothing applied (a connection lost before `COMMIT` was sent, a
-    ///   deadlock, a serialization failure, a server shutting down) is retried on a new
-    ///   connection while the deadline allows;
-    /// - when the deadline passes the call returns at once; the connection it held is closed,
-    ///   which ends whatever still waits on it.
+    /// store's deadline whatever the server does (``Attempts`` says how failures are tried
+    /// again). The work runs on the bridge's event loop, which the store's connections use too:
+    /// a query and its answer cross no thread, and only the result comes back to the caller.
     ///
     /// - Parameters:
     ///   - what: The operation, for messages: "read", "commit 3 writes".
     ///   - key: The record key the operation is about, if one.
+    ///   - operation: What the call does, for metrics and traces.
     ///   - retrying: Whether failures that left nothing applied are retried.
     ///   - tableMissing: The answer when the table does not exist (a read of a store not yet
     ///     written); `.fail` makes that an error like any other.
     ///   - deadline: When the call must end; the store's timeout from now by default.
-    ///   - executor: Where the work runs: the bridge's event loop for a synchronous call, the
-    ///     caller's executor (`nil`) for an async one.
-    ///   - operation: What the call does, for metrics and traces.
     ///   - connectTimeout: How long connecting may be tried (the configuration's by default).
     ///   - given: A connection the call must use (one that holds a row since an earlier call),
     ///     instead of one from the pool; such a call is not retried.
@@ -35,149 +25,47 @@ extension PostgresStore {
     func call<T: Sendable>(
         _ what: String, key: String? = nil, operation: StoreOperation, retrying: Bool = true,
         tableMissing: IfTableMissing<T> = .fail, deadline: ContinuousClock.Instant? = nil,
-        connectTimeout: Duration? = nil, executor: (any TaskExecutor)? = nil, on given: PostgresConnection? = nil,
+        connectTimeout: Duration? = nil, on given: PostgresConnection? = nil,
         keep: Bool = false, _ work: @escaping @Sendable (PostgresConnection, CallSession) async throws -> T
     ) async throws(KeepsakeError) -> T {
-        let start = ContinuousClock.now
-        let deadline = deadline ?? start + configuration.timeout
-        let connectTimeout = connectTimeout ?? configuration.connectTimeout
-        let pool = self.pool
-        let instruments = self.instruments
-        let logger = self.logger
-        let span = instruments.startSpan(operation)
-        var pause: Duration = .milliseconds(50)
-        // Connecting may be tried until this instant; a new window opens after a connection
-        // that worked was lost.
-        var connectBy = min(deadline, start + connectTimeout)
-        var lastConnectFailure: (any Error)?
-        var failure: any Error
+        var attempts = Attempts(
+            store: self, what: what, key: key, operation: operation, retrying: retrying, tableMissing: tableMissing,
+            deadline: deadline, connectTimeout: connectTimeout, given: given, keep: keep, work: work)
         while true {
-            // One attempt, raced against the deadline and against its connection closing under
-            // it (postgres-nio 1.33 can leave a query unanswered when the server is killed): a
-            // task of its own, so that the call can return while a stuck query still waits.
             let session = CallSession(pool: pool)
-            let outcome = await Deadline.run(until: deadline, executor: executor) { [connectBy] () async throws -> T in
-                let connection: PostgresConnection
-                if let given {
-                    connection = given
-                } else {
-                    do {
-                        connection = try await pool.lease(connectBy: connectBy, executor: executor)
-                    } catch {
-                        throw LeaseFailed(underlying: error)
-                    }
-                }
-                session.hold(connection)
-                do {
-                    let value = try await work(connection, session)
-                    if keep {
-                        guard session.keep() else { throw CancellationError() }
-                    } else {
-                        session.giveBack(reusable: true)
-                    }
-                    return value
-                } catch {
-                    session.giveBack(reusable: given == nil && !Self.isConnectionLost(error))
-                    throw error
-                }
-            } onExpiry: {
-                session.expire()
-            } abort: { trigger in
-                // A moment's grace lets a work that closed the connection itself (an unanswered
-                // `COMMIT`) return its own answer.
-                session.whenClosed { _ = Deadline.timers.scheduleTask(in: .milliseconds(300)) { trigger() } }
+            let outcome = await Deadline.run(
+                until: attempts.deadline, executor: Bridge.executor, attempts.attempt(session),
+                onExpiry: { session.expire() }, abort: Attempts<T>.abortWhenClosed(session))
+            switch attempts.next(after: outcome, session: session) {
+            case let .done(value): return value
+            case let .fail(error): throw error
+            case let .pause(duration): try? await Task.sleep(for: duration)  // cancellation is seen by the next lease
             }
-            switch outcome {
-            case let .finished(.success(value)):
-                if lastConnectFailure != nil { instruments.reconnected() }
-                instruments.finished(operation, span: span, outcome: "ok", after: ContinuousClock.now - start)
-                return value
-            case let .finished(.failure(error as LeaseFailed)):
-                let error = error.underlying
-                logger.debug(
-                    "connecting failed",
-                    metadata: ["operation": "\(operation.rawValue)", "error": "\(Self.describe(error))"])
-                if error is CancellationError || error is ConnectionPool.Closed {
-                    failure = error
-                } else if !Self.mayConnectLater(error) {
-                    failure = ConnectFailed(underlying: error, final: true)
-                } else if ContinuousClock.now + pause >= connectBy {
-                    failure = ConnectFailed(underlying: error, final: false)
-                } else {
-                    lastConnectFailure = error
-                    instruments.retried()
-                    try? await Task.sleep(for: pause)  // cancellation is seen by the next lease
-                    pause = min(pause * 2, .milliseconds(500))
-                    continue
-                }
-            case let .finished(.failure(error)):
-                if lastConnectFailure != nil { instruments.reconnected() }
-                lastConnectFailure = nil
-                logger.debug(
-                    "a call failed",
-                    metadata: ["operation": "\(operation.rawValue)", "error": "\(Self.describe(error))"])
-                if case let .answer(answer) = tableMissing, Self.isMissingTable(error) {
-                    instruments.finished(operation, span: span, outcome: "ok", after: ContinuousClock.now - start)
-                    return answer
-                }
-                failure = error
-            case .aborted:
-                session.giveBack(reusable: false)
-                failure = ConnectionLost(commitSent: session.commitSent.load(ordering: .relaxed))
-            case .expired:
-                instruments.finished(
-                    operation, span: span, outcome: KeepsakeError.Code.timeout.rawValue,
-                    after: ContinuousClock.now - start)
-                let written = session.commitSent.load(ordering: .relaxed)
-                throw KeepsakeError(
-                    .timeout, store: uri, key: key,
-                    """
-                    could not \(what) within \(Self.seconds(configuration.timeout)) s (timeout=); \
-                    \(written ? "COMMIT was sent and not answered: the write may have been applied" : "nothing was changed")
-                    """)
-            }
-            if case .finished(.failure(is LeaseFailed)) = outcome {
-                break  // not retried: `failure` says why
-            }
-            guard retrying, given == nil, Self.isRetryable(failure), ContinuousClock.now + pause < deadline else {
-                break
-            }
-            instruments.retried()
-            try? await Task.sleep(for: pause)  // cancellation is seen by the next lease
-            pause = min(pause * 2, .milliseconds(500))
-            connectBy = min(deadline, ContinuousClock.now + connectTimeout)
         }
-        let mapped = mapError(failure, what: what, key: key)
-        instruments.finished(operation, span: span, outcome: mapped.code.rawValue, after: ContinuousClock.now - start)
-        throw mapped
     }
 
-    /// ``call(_:key:retrying:tableMissing:deadline:executor:_:)`` for a synchronous caller: the
-    /// work runs on the bridge's event loop, never on Swift's cooperative pool, while the calling
-    /// thread waits.
+    /// ``call(_:key:operation:retrying:tableMissing:deadline:connectTimeout:on:keep:_:)`` for a
+    /// synchronous caller: each attempt runs on the bridge's event loop, never on Swift's
+    /// cooperative pool, while the calling thread waits for it until the deadline.
     func perform<T: Sendable>(
         _ what: String, key: String? = nil, operation: StoreOperation, retrying: Bool = true,
         tableMissing: IfTableMissing<T> = .fail, deadline: ContinuousClock.Instant? = nil,
         on given: PostgresConnection? = nil, keep: Bool = false,
         _ work: @escaping @Sendable (PostgresConnection, CallSession) async throws -> T
     ) throws(KeepsakeError) -> T {
-        let deadline = deadline ?? ContinuousClock.now + configuration.timeout
-        let store = self
-        let outcome = Bridge.wait(deadline: ContinuousClock.now.duration(to: deadline) + .seconds(1)) {
-            () async throws -> T in
-            try await store.call(
-                what, key: key, operation: operation, retrying: retrying, tableMissing: tableMissing,
-                deadline: deadline, executor: Bridge.executor, on: given, keep: keep, work)
-        }
-        switch outcome {
-        case let .finished(.success(value)):
-            return value
-        case let .finished(.failure(error)):
-            throw mapError(error, what: what, key: key)
-        case .timedOut:
-            // `call` ends by its deadline; this is the bridge's own guard, should it not.
-            throw KeepsakeError(
-                .timeout, store: uri, key: key, "could not \(what) within \(Self.seconds(configuration.timeout)) s")
+        var attempts = Attempts(
+            store: self, what: what, key: key, operation: operation, retrying: retrying, tableMissing: tableMissing,
+            deadline: deadline, connectTimeout: nil, given: given, keep: keep, work: work)
+        while true {
+            let session = CallSession(pool: pool)
+            let outcome = Bridge.race(
+                until: attempts.deadline, attempts.attempt(session), onExpiry: { session.expire() },
+                abort: Attempts<T>.abortWhenClosed(session))
+            switch attempts.next(after: outcome, session: session) {
+            case let .done(value): return value
+            case let .fail(error): throw error
+            case let .pause(duration): Thread.sleep(forTimeInterval: Double(duration.dispatchNanoseconds) / 1e9)
+            }
         }
     }
 
@@ -431,12 +319,6 @@ struct CommitUncertain: Error {
 
 /// The connection closed under a call whose queries did not fail: retried when `COMMIT` was not
 /// sent (nothing was applied); "may have been applied" when it was.
-/// Leasing a connection failed (connecting, or the pool closed): told apart from the work's own
-/// failures, which are retried by other rules.
-struct LeaseFailed: Error {
-    let underlying: any Error
-}
-
 struct ConnectionLost: Error {
     let commitSent: Bool
 }
