@@ -168,7 +168,12 @@ let package = Package(
         // per record), run by scripts/bench-postgres beside a libpq floor. Its own target, so that
         // the codec benchmark does not build postgres-nio.
         .executableTarget(
-            name: "keepsake-bench-postgres", dependencies: ["KeepsakePostgres", "Keepsake", "Migrations"]),
+            name: "keepsake-bench-postgres",
+            dependencies: [
+                "KeepsakePostgres", "Keepsake", "Migrations",
+                // The same reads through postgres-nio alone: what the driver itself costs.
+                .product(name: "PostgresNIO", package: "postgres-nio")
+            ]),
         .testTarget(
             name: "KeepsakeTests",
             dependencies: [

@@ -23,6 +23,20 @@ struct DocumentationExampleTests {
             .map { String($0.drop { $0 == " " }) }.joined(separator: "\n")
     }
 
+    // Getting started, "Call it from async code":
+    func greeting(_ vault: Vault) async throws -> String {
+        let person = try await vault.load(Person.chain)  // the async overload: this function is async
+        return "Hello, \(person?.value.alias ?? "stranger")"
+    }
+
+    @Test("the async example greets the stored person, migrated")
+    func greetingRuns() async throws {
+        let vault = Vault(store: InMemoryStore(), context: .fixed(now: Date()))
+        #expect(try await greeting(vault) == "Hello, stranger")
+        try await vault.save(PersonV3(alias: "Ada", email: "ada@example.com"), in: Person.chain)
+        #expect(try await greeting(vault) == "Hello, Ada")
+    }
+
     @Test("every Swift block of every DocC catalog is code a compiled file holds verbatim")
     func catalogBlocksAreCompiled() throws {
         let manager = FileManager.default

@@ -74,12 +74,41 @@ struct NewerClaimTests {
         #expect(try store.data(forKey: "person") == Data(stored.utf8))
     }
 
-    @Test("an unreadable record that claims no newer version is still replaced by a save")
+    @Test("an unreadable record that claims a version this release knows is still replaced by a save")
     func unreadableReplaced() throws {
-        for stored in [#"{"version":1,"alias":NaN}"#, "not json", #"{"a":1,"a":2}"#] {
+        for stored in [#"{"version":1,"alias":NaN}"#, #"{"version":2,"a":1,"a":2}"#] {
             let store = InMemoryStore(contents: ["person": Data(stored.utf8)])
             try Vault(store: store).save(PersonV3(alias: "new", email: "e"), in: Person.chain)
             #expect(try Vault(store: store).load(Person.chain)?.value == PersonV3(alias: "new", email: "e"))
         }
+    }
+
+    @Test(
+        "an unreadable record whose version cannot be established is refused as corrupt, bytes kept, until removed",
+        arguments: [
+            "not json",
+            #"{"a":1,"a":2}"#,
+            // Broken before `version` — which Keepsake's envelopes write last — hides a newer claim.
+            #"{"data":{"alias":"a","email":{"e"},"schema":"Person","version":9}"#,
+            "\u{FEFF}" + #"{"data":{"alias":"a","email":"e"},"schema":"Person","version":9}"#,
+            #"{/* a comment */ "data":{},"schema":"Person","version":9}"#,
+            #"{"data":{"alias":"a","email":"e"},"schema":"Person","version":"9"}"#,
+            #"{"data":{"alias":"a","email":"e"},"schema":"Person","version":1e999}"#
+        ])
+    func unestablishedKept(_ stored: String) throws {
+        let store = InMemoryStore(contents: ["person": Data(stored.utf8)])
+        let vault = Vault(store: store)
+        let error = #expect(throws: KeepsakeError.self) {
+            try vault.save(PersonV3(alias: "new", email: "e"), in: Person.chain)
+        }
+        #expect(error?.code == .corruptRecord, "\(String(describing: error))")
+        #expect(error?.message.contains("its version cannot be established") == true)
+        #expect(error?.message.contains("remove it first") == true)
+        #expect(error?.store == store.uri && error?.key == "person")
+        #expect(try store.data(forKey: "person") == Data(stored.utf8))
+        // Said explicitly: removed, then saved.
+        try vault.remove(forKey: "person")
+        try vault.save(PersonV3(alias: "new", email: "e"), in: Person.chain)
+        #expect(try vault.load(Person.chain)?.value == PersonV3(alias: "new", email: "e"))
     }
 }

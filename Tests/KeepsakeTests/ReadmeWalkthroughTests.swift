@@ -67,6 +67,34 @@ extension RecordKeys {
 private let schemas = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .appendingPathComponent("Fixtures").appendingPathComponent("Schemas")
 
+// The Define your own model article's next release, which only adds an optional key: valid
+// because it says it was never stored bare.
+// SettingsV2.swift — released in 1.2, with Keepsake: never stored bare.
+public struct SettingsV2: ModelVersion {
+    public typealias Predecessor = SettingsV1
+    public static let version = 2
+    public static let storedWithoutVersion = false
+    public var id: UUID
+    public var theme: Theme
+    public var window: SettingsV1.Window?
+    public var lastOpened: Date?
+    public var fontSize: Int?   // the only change: an optional key
+
+    public init(migrating previous: SettingsV1, context: MigrationContext) {
+        id = previous.id
+        theme = previous.theme
+        window = previous.window
+        lastOpened = previous.lastOpened
+    }
+}
+
+@Test func nextReleaseWithOnlyAnOptionalKeyIsValid() throws {
+    let chain = ModelChain<SettingsV2>(name: "Settings", defaultKeys: ["settings"])
+    try ChainValidation.validate(chain)
+    let stored = try chain.read(Data(#"{"id":"8D3E2F8A-6F0B-4C1E-9F5A-2B7C1D0E4F31","theme":"dark"}"#.utf8), context: .fixed(now: Date()))
+    #expect(stored.storedVersion == 1 && stored.value.theme == .dark && stored.value.fontSize == nil)
+}
+
 @Test func releasedVersionsAreFrozen() throws {
     try SchemaSnapshot.check(Settings.chain, file: schemas.appendingPathComponent("Settings.json"))
 }

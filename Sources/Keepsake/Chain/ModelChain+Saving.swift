@@ -2,8 +2,8 @@ import Foundation
 
 // What a save writes over what is stored: the latest envelope; over a newer record that
 // declared this release's readers compatible, that record with this release's values merged in
-// at every depth; nothing at all over a newer record that did not, or that claims a newer
-// version without parsing.
+// at every depth; nothing at all over a newer record that did not, over one that claims a newer
+// version without parsing, or over one that does not parse and whose version cannot be known.
 
 extension ModelChain {
     /// The bytes a save of `value` writes over `existing`: the latest envelope; over a newer
@@ -28,10 +28,21 @@ extension ModelChain {
         } catch  where error.code == .schemaMismatch {
             throw error
         } catch {
-            // An unreadable record may be replaced — that is what a save means — unless it
-            // claims to be newer than this release: then it is a newer release's record this
-            // release cannot read, and it is kept.
-            if let claimed = VersionClaim.highest(in: existing), claimed > Double(latestVersion) {
+            // An unreadable record that claims a version this release knows may be replaced —
+            // that is what a save means. One that claims a newer version is a newer release's
+            // record this release cannot read; one whose version cannot be established (damaged
+            // before its `version`, which Keepsake's envelopes write last) may be one too: both
+            // are kept.
+            guard let claimed = VersionClaim.highest(in: existing) else {
+                throw KeepsakeError(
+                    .corruptRecord,
+                    """
+                    the stored record does not read (\(error.message)) and its version cannot be established, so it \
+                    may be a newer release's record: it was left untouched; to replace it, remove it first \
+                    (Vault.remove(forKey:), or `migrate delete`)
+                    """, cause: error.cause)
+            }
+            if claimed > Double(latestVersion) {
                 throw KeepsakeError(
                     .newerVersion,
                     """

@@ -51,7 +51,8 @@ struct Attempts<T: Sendable> {
     init(
         store: PostgresStore, what: String, key: String?, operation: StoreOperation, retrying: Bool,
         tableMissing: IfTableMissing<T>, deadline: ContinuousClock.Instant?, connectTimeout: Duration?,
-        given: PostgresConnection?, keep: Bool, work: @escaping @Sendable (PostgresConnection, CallSession) async throws -> T
+        given: PostgresConnection?, keep: Bool,
+        work: @escaping @Sendable (PostgresConnection, CallSession) async throws -> T
     ) {
         let start = ContinuousClock.now
         self.store = store
@@ -126,7 +127,9 @@ struct Attempts<T: Sendable> {
             if error is CancellationError || error is ConnectionPool.Closed {
                 return fail(error)
             }
-            guard PostgresStore.mayConnectLater(error) else { return fail(ConnectFailed(underlying: error, final: true)) }
+            guard PostgresStore.mayConnectLater(error) else {
+                return fail(ConnectFailed(underlying: error, final: true))
+            }
             guard ContinuousClock.now + pause < connectBy else {
                 return fail(ConnectFailed(underlying: error, final: false))
             }
