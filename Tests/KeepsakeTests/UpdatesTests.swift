@@ -116,6 +116,41 @@ struct UpdatesTests {
         }
     }
 
+    @Test("a suite's directory removed and restored from a backup: the watch says so, then sees later changes")
+    func directoryRemovedAndRestored() async throws {
+        let root = try temporaryDirectory()
+        let directory = root + "/sub"
+        let store = DefaultsStore(path: directory + "/suite.json")
+        let vault = Vault(store: store)
+        try await vault.save(CountV0(count: 1), for: .count)
+        try FileManager.default.copyItem(atPath: directory, toPath: root + "/backup")
+        let seen = Seen()
+        let updates = vault.updates(for: .count)
+        let consumer = Task {
+            for await update in updates { seen.items.withLock { $0.append(describe(update)) } }
+        }
+        defer { consumer.cancel() }
+        func wait(for last: String) async -> Bool {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                if seen.items.withLock({ $0.last }) == last { return true }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return false
+        }
+        #expect(await wait(for: "1"))
+        try await vault.save(CountV0(count: 2), for: .count)
+        #expect(await wait(for: "2"))
+        // `rm -r`, then the backup copied back (`cp -a`): the watch reports the record gone, then back.
+        try FileManager.default.removeItem(atPath: directory)
+        #expect(await wait(for: "absent"), "\(seen.items.withLock { $0 })")
+        try FileManager.default.copyItem(atPath: root + "/backup", toPath: directory)
+        #expect(await wait(for: "1"), "\(seen.items.withLock { $0 })")
+        // And it still sees what is written after.
+        try await vault.save(CountV0(count: 3), for: .count)
+        #expect(await wait(for: "3"), "\(seen.items.withLock { $0 })")
+    }
+
     @Test("a change to another key yields nothing; cancelling releases every watch")
     func otherKeysAndCancellation() async throws {
         // Earlier tests' watches close as their threads end.
