@@ -38,8 +38,10 @@ import Keepsake
 /// the write itself one step among Keepsake writers — threads of one process and other
 /// processes on the same session bus alike. In a process, writers wait for each other on a gate
 /// per service; across processes, on an exclusive `flock` of an empty lock file in
-/// `$XDG_RUNTIME_DIR/keepsake/` (or `/tmp/keepsake-<uid>/`, made with mode 0700; a directory
-/// owned by another user, writable by others or a symbolic link is refused), named
+/// the user's lock directory — `$XDG_RUNTIME_DIR/keepsake/`, else `~/.cache/keepsake/locks/`,
+/// else `/tmp/keepsake-<uid>/`: the first that is a directory private to this user (made with
+/// mode 0700; another user's directory or a symbolic link is passed over), the one the move
+/// lock uses too — named
 /// `keyring-<hash>.lock` after the session bus address and the service, so that separate
 /// buses (private test keyrings) never wait for each other. The kernel releases a `flock` when
 /// the process holding it exits or dies, so a crashed writer never blocks anyone. Waiting for

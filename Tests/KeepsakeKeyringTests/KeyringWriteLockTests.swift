@@ -19,51 +19,91 @@ struct KeyringWriteLockDirectoryTests {
     func madeInRuntimeDirectory() throws {
         let runtime = try scratch()
         defer { try? FileManager.default.removeItem(atPath: runtime) }  // scratch files only
-        let directory = try KeyringWriteLock.directory(runtimeDirectory: runtime, store: "keyring:s", key: "k")
+        let directory = try KeyringWriteLock.directory(
+            environment: ["XDG_RUNTIME_DIR": runtime], store: "keyring:s", key: "k")
         #expect(directory == runtime + "/keepsake")
         let attributes = try FileManager.default.attributesOfItem(atPath: directory)
         #expect(attributes[.posixPermissions] as? Int == 0o700)
         // Used again as it is.
-        #expect(try KeyringWriteLock.directory(runtimeDirectory: runtime, store: "keyring:s", key: "k") == directory)
+        #expect(
+            try KeyringWriteLock.directory(environment: ["XDG_RUNTIME_DIR": runtime], store: "keyring:s", key: "k")
+                == directory)
     }
 
-    @Test("without an absolute XDG_RUNTIME_DIR, a per-user directory under /tmp")
-    func fallsBackToTmp() throws {
-        for runtime in [nil, "", "relative/run"] {
-            let directory = try KeyringWriteLock.directory(runtimeDirectory: runtime, store: "keyring:s", key: nil)
-            #expect(directory == "/tmp/keepsake-\(geteuid())")
+    @Test(
+        "without a usable XDG_RUNTIME_DIR (unset, relative, missing), a private directory in the user's cache, else /tmp"
+    )
+    func fallsBack() throws {
+        let home = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: home) }  // scratch files only
+        // A runtime directory that cannot be made (under a plain file) falls back too.
+        FileManager.default.createFile(atPath: home + "/file", contents: Data())
+        for runtime in [nil, "", "relative/run", home + "/file/run"] {
+            var environment = ["HOME": home]
+            environment["XDG_RUNTIME_DIR"] = runtime
+            let directory = try KeyringWriteLock.directory(environment: environment, store: "keyring:s", key: nil)
+            #expect(directory == home + "/.cache/keepsake/locks", "\(String(describing: runtime))")
+            #expect(try FileManager.default.attributesOfItem(atPath: directory)[.posixPermissions] as? Int == 0o700)
         }
+        #expect(
+            try KeyringWriteLock.directory(
+                environment: ["HOME": home, "XDG_CACHE_HOME": home + "/xdg-cache"], store: "keyring:s", key: nil)
+                == home + "/xdg-cache/keepsake/locks")
+        let tmp = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: tmp) }  // scratch files only
+        #expect(
+            try KeyringWriteLock.directory(environment: ["TMPDIR": tmp], store: "keyring:s", key: nil)
+                == tmp + "/keepsake-\(geteuid())")
     }
 
-    @Test("a symbolic link, a directory others may write in, or another user's directory is refused")
-    func refusesUnsafeDirectories() throws {
-        let runtime = try scratch()
-        defer { try? FileManager.default.removeItem(atPath: runtime) }  // scratch files only
-        let target = runtime + "/elsewhere"
-        try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: false)
-        try FileManager.default.createSymbolicLink(atPath: runtime + "/keepsake", withDestinationPath: target)
-        let linked = try #require(throws: KeepsakeError.self) {
-            try KeyringWriteLock.directory(runtimeDirectory: runtime, store: "keyring:s", key: "k")
+    @Test(
+        "one rule for the keyring and move locks: a squatted or linked place is passed over, an open one of ours narrowed"
+    )
+    func onePrivateRule() throws {
+        let root = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: root) }  // scratch files only
+        let (runtime, home, tmp) = (root + "/run", root + "/home", root + "/tmp")
+        for directory in [runtime, home, tmp] {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
         }
-        #expect(linked.code == .permissionDenied && linked.store == "keyring:s" && linked.key == "k")
-        #expect(linked.message.contains("not a directory"), "\(linked.message)")
-
+        let environment = ["XDG_RUNTIME_DIR": runtime, "HOME": home, "TMPDIR": tmp]
+        // A symbolic link where the runtime lock directory goes: passed over for the user's cache.
+        try FileManager.default.createSymbolicLink(atPath: runtime + "/keepsake", withDestinationPath: root)
+        let cache = home + "/.cache/keepsake/locks"
+        #expect(try KeyringWriteLock.directory(environment: environment, store: "keyring:s", key: "k") == cache)
+        #expect(try Syscall.userLockDirectory(environment: environment) == cache, "the move lock's too")
+        // One of this user's that others may use: narrowed to 0700, and used.
         try FileManager.default.removeItem(atPath: runtime + "/keepsake")
-        try FileManager.default.createDirectory(
-            atPath: runtime + "/keepsake", withIntermediateDirectories: false, attributes: [.posixPermissions: 0o777])
-        #expect(chmod(runtime + "/keepsake", 0o777) == 0)
-        let open = try #require(throws: KeepsakeError.self) {
-            try KeyringWriteLock.directory(runtimeDirectory: runtime, store: "keyring:s", key: "k")
+        try FileManager.default.createDirectory(atPath: runtime + "/keepsake", withIntermediateDirectories: false)
+        #expect(chmod(runtime + "/keepsake", 0o755) == 0)
+        #expect(try Syscall.userLockDirectory(environment: environment) == runtime + "/keepsake")
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: runtime + "/keepsake")[.posixPermissions] as? Int == 0o700)
+
+        // Nowhere private: refused, naming each place and what to do; nothing is made.
+        let blocked = ["XDG_RUNTIME_DIR": runtime, "TMPDIR": tmp]
+        try FileManager.default.removeItem(atPath: runtime + "/keepsake")
+        try FileManager.default.createSymbolicLink(atPath: runtime + "/keepsake", withDestinationPath: root)
+        try FileManager.default.createSymbolicLink(atPath: tmp + "/keepsake-\(geteuid())", withDestinationPath: root)
+        let error = try #require(throws: KeepsakeError.self) {
+            try KeyringWriteLock.directory(environment: blocked, store: "keyring:s", key: "k")
         }
-        #expect(open.code == .permissionDenied && open.message.contains("others may write"), "\(open.message)")
+        #expect(error.code == .permissionDenied && error.store == "keyring:s" && error.key == "k")
+        #expect(error.message.contains("nothing was written"), "\(error.message)")
+        #expect(error.message.contains(runtime + "/keepsake: not a directory"), "\(error.message)")
+        #expect(error.message.contains("set XDG_RUNTIME_DIR (or HOME)"), "\(error.message)")
 
         if geteuid() == 0 {
-            #expect(chmod(runtime + "/keepsake", 0o700) == 0)
-            #expect(chown(runtime + "/keepsake", 65534, 65534) == 0)
-            let foreign = try #require(throws: KeepsakeError.self) {
-                try KeyringWriteLock.directory(runtimeDirectory: runtime, store: "keyring:s", key: "k")
+            // Another user's directory made first in /tmp (the squat): passed over for the cache.
+            try FileManager.default.removeItem(atPath: tmp + "/keepsake-0")
+            try FileManager.default.createDirectory(atPath: tmp + "/keepsake-0", withIntermediateDirectories: false)
+            #expect(chown(tmp + "/keepsake-0", 65534, 65534) == 0)
+            let squatted = ["TMPDIR": tmp, "HOME": home]
+            #expect(try KeyringWriteLock.directory(environment: squatted, store: "keyring:s", key: nil) == cache)
+            let nowhere = try #require(throws: KeepsakeError.self) {
+                try KeyringWriteLock.directory(environment: ["TMPDIR": tmp], store: "keyring:s", key: nil)
             }
-            #expect(foreign.code == .permissionDenied && foreign.message.contains("another user"), "\(foreign.message)")
+            #expect(nowhere.message.contains("owned by uid 65534"), "\(nowhere.message)")
         }
     }
 

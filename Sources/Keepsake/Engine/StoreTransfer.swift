@@ -145,7 +145,8 @@ public struct StoreTransfer: Sendable {
     ///
     /// Moves from one source are exclusive: a move holds an advisory lock on its source for its
     /// whole run (a `flock` on a lock file named by the source store's identity, in
-    /// `$XDG_RUNTIME_DIR/keepsake/` or a private `keepsake-<uid>` directory in `/tmp`), which
+    /// the user's private lock directory: `$XDG_RUNTIME_DIR/keepsake/`, else
+    /// `~/.cache/keepsake/locks/`, else `/tmp/keepsake-<uid>/`), which
     /// every Keepsake process of the same user honours. A second move from the same source, in
     /// this process or another, waits for it (up to ``Options/lockTimeout``) and then reads the
     /// source as it is then, so a record the first one moved is no longer there to be copied

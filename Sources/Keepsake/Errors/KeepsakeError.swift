@@ -185,7 +185,7 @@ public struct KeepsakeError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// A copy naming `store` and `key` where they were not yet set.
-    func located(store: String?, key: String?) -> KeepsakeError {
+    package func located(store: String?, key: String?) -> KeepsakeError {
         var copy = self
         if copy.store == nil { copy.store = store }
         if copy.key == nil { copy.key = key }

@@ -9,7 +9,7 @@ import Keepsake
 /// - in this process, a gate per lock name (threads of one process wait here, so that the
 ///   process holds at most one `flock` per name: `flock` on two open file descriptions of one
 ///   file conflicts even within one process);
-/// - across processes, an exclusive `flock` on a lock file in ``directory(runtimeDirectory:store:key:)`` named after a hash
+/// - across processes, an exclusive `flock` on a lock file in ``directory(environment:store:key:)`` named after a hash
 ///   of the session bus address and the service. The kernel releases a `flock` when its holder
 ///   exits or dies, so a crashed holder never blocks anyone; the lock files are empty and never
 ///   removed (removing a lock file that another process is about to lock would split the lock).
@@ -68,40 +68,20 @@ enum KeyringWriteLock {
         return "keyring-" + String(repeating: "0", count: 16 - hex.count) + hex + ".lock"
     }
 
-    /// `$XDG_RUNTIME_DIR/keepsake` (an absolute `XDG_RUNTIME_DIR` only), else
-    /// `/tmp/keepsake-<uid>`; created with mode 0700 when missing. An existing one must be a
-    /// directory (not a symbolic link) owned by this user and writable by no one else.
+    /// The directory of this user's lock files, as the move lock's (see
+    /// `Syscall.userLockDirectory(environment:)`): `$XDG_RUNTIME_DIR/keepsake`, else
+    /// `~/.cache/keepsake/locks`, else `/tmp/keepsake-<uid>` — the first that is a directory
+    /// private to this user.
     static func directory(
-        runtimeDirectory: String? = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], store: String,
-        key: String?
+        environment: [String: String] = ProcessInfo.processInfo.environment, store: String, key: String?
     ) throws(KeepsakeError) -> String {
-        let runtime = runtimeDirectory ?? ""
-        let path = runtime.hasPrefix("/") ? runtime + "/keepsake" : "/tmp/keepsake-\(geteuid())"
-        var info = stat()
-        do throws(SystemFailure) {
-            do throws(SystemFailure) {
-                try Syscall.mkdir(path, 0o700)
-            } catch  where error.errno == EEXIST {
-                // Checked below, as one made by someone else would be.
-            }
-            guard lstat(path, &info) == 0 else { throw SystemFailure(call: "lstat", errno: errno) }
+        do throws(KeepsakeError) {
+            return try Syscall.userLockDirectory(environment: environment)
         } catch {
-            throw error.error(store: store, key: key, "cannot make the keyring write lock directory \(path)")
+            var located = error.located(store: store, key: key)
+            located.message = "cannot place the keyring write lock, so nothing was written: " + located.message
+            throw located
         }
-        guard info.st_mode & S_IFMT == S_IFDIR else {
-            throw KeepsakeError(
-                .permissionDenied, store: store, key: key,
-                "the keyring write lock directory \(path) is not a directory (a symbolic link?); nothing was written")
-        }
-        guard info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else {
-            throw KeepsakeError(
-                .permissionDenied, store: store, key: key,
-                """
-                the keyring write lock directory \(path) belongs to another user or others may write in it; \
-                nothing was written
-                """)
-        }
-        return path
     }
 }
 
