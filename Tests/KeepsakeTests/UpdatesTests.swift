@@ -59,6 +59,34 @@ private func describe(_ update: RecordUpdate<CountV0>) -> String {
     }
 }
 
+/// An in-memory store whose reads take as long as a D-Bus round trip on a busy bus, are counted,
+/// and time out on demand: the faults a keyring flooded with spoofed signals shows an observer,
+/// which a real keyring cannot be made to show on demand. Writes and hints are the in-memory
+/// store's own.
+private final class SlowReadStore: RecordStore, ObservableStore {
+    let base = InMemoryStore()
+    let reads = Atomic<Int>(0)
+    /// How many of the next reads time out.
+    let timeouts = Atomic<Int>(0)
+
+    var uri: String { base.uri }
+    var capabilities: StoreCapabilities { base.capabilities }
+
+    func data(forKey key: String) throws(KeepsakeError) -> Data? {
+        reads.add(1, ordering: .relaxed)
+        usleep(20_000)
+        if timeouts.load(ordering: .relaxed) > 0 {
+            timeouts.subtract(1, ordering: .relaxed)
+            throw KeepsakeError(.timeout, store: uri, key: key, "injected: the bus did not answer in time")
+        }
+        return try base.data(forKey: key)
+    }
+
+    func keys() throws(KeepsakeError) -> [String] { try base.keys() }
+    func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] { try base.commit(writes) }
+    func changes() throws(KeepsakeError) -> StoreChanges { try base.changes() }
+}
+
 @Suite("Vault.updates(for:): the current value, then every change, by any writer", .serialized)
 struct UpdatesTests {
     private func stores() throws -> [any RecordStore] {
@@ -149,6 +177,71 @@ struct UpdatesTests {
         // And it still sees what is written after.
         try await vault.save(CountV0(count: 3), for: .count)
         #expect(await wait(for: "3"), "\(seen.items.withLock { $0 })")
+    }
+
+    @Test("a flood of hints costs a read or two, not one each, and a change after it is still seen at once")
+    func floodCoalesced() async throws {
+        let store = SlowReadStore()
+        try store.base.setData(Data(#"{"count":1}"#.utf8), forKey: "count")
+        let seen = Seen()
+        let updates = Vault(store: store).updates(for: .count)
+        let consumer = Task { for await update in updates { seen.items.withLock { $0.append(describe(update)) } } }
+        defer { consumer.cancel() }
+        func wait(for last: String, within limit: Duration = .seconds(10)) async -> Bool {
+            let deadline = ContinuousClock.now + limit
+            while ContinuousClock.now < deadline {
+                if seen.items.withLock({ $0.last }) == last { return true }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return false
+        }
+        #expect(await wait(for: "1"))
+        let before = store.reads.load(ordering: .relaxed)
+        // 5,000 hints for the watched key (the same bytes rewritten): each is only a hint. While
+        // they come, the record is read back to back (one read at a time); once they stop, one
+        // more read at most — not one for each hint still buffered.
+        let start = ContinuousClock.now
+        for _ in 0..<5_000 { try store.base.setData(Data(#"{"count":1}"#.utf8), forKey: "count") }
+        let flooding = ContinuousClock.now - start
+        try await Task.sleep(for: .milliseconds(400))
+        let settled = store.reads.load(ordering: .relaxed)
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(store.reads.load(ordering: .relaxed) == settled, "reads went on after the flood")
+        let reads = settled - before
+        #expect(reads <= Int(flooding / .milliseconds(20)) + 3, "\(reads) reads for 5,000 hints in \(flooding)")
+        try store.base.setData(Data(#"{"count":2}"#.utf8), forKey: "count")
+        #expect(await wait(for: "2", within: .seconds(2)), "\(seen.items.withLock { $0 })")
+        #expect(seen.items.withLock { $0 } == ["1", "2"])
+    }
+
+    @Test("a read that times out is read again before it is reported; a timeout that lasts is reported")
+    func transientTimeoutNotReported() async throws {
+        let store = SlowReadStore()
+        try store.base.setData(Data(#"{"count":1}"#.utf8), forKey: "count")
+        let seen = Seen()
+        let updates = Vault(store: store).updates(for: .count)
+        let consumer = Task { for await update in updates { seen.items.withLock { $0.append(describe(update)) } } }
+        defer { consumer.cancel() }
+        func wait(for last: String) async -> Bool {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                if seen.items.withLock({ $0.last }) == last { return true }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return false
+        }
+        #expect(await wait(for: "1"))
+        store.timeouts.store(2, ordering: .relaxed)
+        try store.base.setData(Data(#"{"count":2}"#.utf8), forKey: "count")
+        #expect(await wait(for: "2"), "\(seen.items.withLock { $0 })")
+        #expect(seen.items.withLock { $0 } == ["1", "2"], "a state the store never had was reported")
+        // A store that keeps timing out is reported as such, and its recovery too.
+        store.timeouts.store(100, ordering: .relaxed)
+        try store.base.setData(Data(#"{"count":3}"#.utf8), forKey: "count")
+        #expect(await wait(for: "failed:timeout"), "\(seen.items.withLock { $0 })")
+        store.timeouts.store(0, ordering: .relaxed)
+        try store.base.setData(Data(#"{"count":4}"#.utf8), forKey: "count")
+        #expect(await wait(for: "4"), "\(seen.items.withLock { $0 })")
     }
 
     @Test("a change to another key yields nothing; cancelling releases every watch")

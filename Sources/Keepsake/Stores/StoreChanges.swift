@@ -21,6 +21,27 @@ public enum StoreChange: Sendable, Hashable {
 /// listening connections.
 public typealias StoreChanges = AsyncStream<StoreChange>
 
+extension AsyncStream where Element == StoreChange {
+    /// One wake-up for any number of hints that may concern `key`, for an observer that reads
+    /// the record again on each: a task takes the hints as fast as they come and leaves at most
+    /// one wake-up waiting, so a flood of hints (spoofed signals, a busy writer) costs one read
+    /// in flight and one after it, never one read per hint. Keys are compared exactly. Ends
+    /// when the hints end; stopping its consumer stops the hints' consumer too.
+    package func wakeUps(forKey key: String) -> AsyncStream<Void> {
+        let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let hints = self
+        let pump = Task {
+            for await change in hints {
+                if case let .key(changed) = change, !changed.isExactly(key) { continue }
+                wake.yield(())
+            }
+            wake.finish()
+        }
+        wake.onTermination = { _ in pump.cancel() }
+        return wakeUps
+    }
+}
+
 /// A store that can tell when its records change, whoever changes them: this process, another
 /// process, another instance. What `Vault.updates(for:)` uses; a store that is not one is
 /// polled.

@@ -55,6 +55,10 @@ extension Vault {
     /// an unlock is not a deletion.
     static let unlockSettle: Duration = .seconds(2)
 
+    /// How many times an observation reads a record again after a read that timed out, before it
+    /// reports the timeout (after 0.1, 0.2 and 0.3 s).
+    package static let timeoutRereads = 3
+
     /// The record under `key` now, then each change to it, by any writer — a task of this
     /// process, another process, another instance — for as long as the sequence is consumed.
     ///
@@ -77,7 +81,11 @@ extension Vault {
     /// - A record is decoded and migrated in memory; nothing is ever written back.
     /// - A record that cannot be read, a locked store and a store that cannot be reached are
     ///   elements of their own (``RecordUpdate/unreadable(_:)``, ``RecordUpdate/locked(_:)``,
-    ///   ``RecordUpdate/failed(_:)``); the sequence goes on.
+    ///   ``RecordUpdate/failed(_:)``); the sequence goes on. A read that timed out is made
+    ///   again (three times, over 0.6 s) before the timeout is reported: it says how a call went,
+    ///   not what the store holds.
+    /// - Hints are coalesced: however many arrive while the record is read (a flood of spoofed
+    ///   signals, a busy writer), they cost one more read, not one each.
     /// - When the consumer stops (it breaks out of the loop, or its task is cancelled), the
     ///   watch is released: file descriptors, D-Bus match rules, listening connections.
     ///
@@ -110,6 +118,18 @@ extension Vault {
             var last: String?
             func refresh() async {
                 var update = await vault.currentUpdate(of: chain, key: name)
+                // A read that timed out says how the call went, not what the store holds (a bus
+                // flooded with hints, a busy server): read again before reporting it.
+                var retries = 0
+                while case let .failed(error) = update, error.code == .timeout, retries < Vault.timeoutRereads {
+                    retries += 1
+                    do {
+                        try await Task.sleep(for: .milliseconds(100 * retries))
+                    } catch {
+                        return  // cancelled
+                    }
+                    update = await vault.currentUpdate(of: chain, key: name)
+                }
                 if case .absent = update, last == RecordUpdate<Latest>.lockedFingerprint {
                     // Just unlocked: absent only if it stays absent (see `unlockSettle`).
                     let deadline = ContinuousClock.now + Vault.unlockSettle
@@ -138,8 +158,9 @@ extension Vault {
             }
             await refresh()
             if let changes {
-                for await change in changes {
-                    if case let .key(changed) = change, !changed.isExactly(name) { continue }
+                // Coalesced: a flood of hints costs a read in flight and one after it.
+                for await _ in changes.wakeUps(forKey: name) {
+                    if Task.isCancelled { break }
                     await refresh()
                 }
             } else {

@@ -65,7 +65,15 @@ extension Migrate {
             var printed = 0
             var last: String?
             func refresh() async -> Bool {
-                let state = await Blocking.run { State(migrator: migrator, key: key) }
+                var state = await Blocking.run { State(migrator: migrator, key: key) }
+                // A read that timed out says how the call went, not what the store holds: read
+                // again, as `Vault.updates` does, before printing it.
+                var retries = 0
+                while state.error?.code == .timeout, retries < Vault.timeoutRereads {
+                    retries += 1
+                    do { try await Task.sleep(for: .milliseconds(100 * retries)) } catch { return true }
+                    state = await Blocking.run { State(migrator: migrator, key: key) }
+                }
                 guard state.fingerprint != last else { return false }
                 last = state.fingerprint
                 printer.print(state)
@@ -82,8 +90,8 @@ extension Migrate {
             }
             if await refresh() { return }
             if let changes {
-                for await change in changes {
-                    if case let .key(changed) = change, changed != key { continue }
+                // Coalesced: a flood of hints costs a read in flight and one after it.
+                for await _ in changes.wakeUps(forKey: key) {
                     if await refresh() { return }
                 }
             } else {
