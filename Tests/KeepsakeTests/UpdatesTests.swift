@@ -46,6 +46,16 @@ private func collect<Latest>(
 /// What a consumer task has seen, shared with the test.
 private final class Seen: Sendable {
     let items = Mutex<[String]>([])
+
+    /// Waits (up to `limit`) until the last element seen is `last`; whether it came.
+    func wait(for last: String, within limit: Duration = .seconds(10)) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if items.withLock({ $0.last }) == last { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
 }
 
 /// A short description of an update, for comparisons: `3`, `absent`, `unreadable:corruptRecord`.
@@ -158,25 +168,17 @@ struct UpdatesTests {
             for await update in updates { seen.items.withLock { $0.append(describe(update)) } }
         }
         defer { consumer.cancel() }
-        func wait(for last: String) async -> Bool {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while ContinuousClock.now < deadline {
-                if seen.items.withLock({ $0.last }) == last { return true }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            return false
-        }
-        #expect(await wait(for: "1"))
+        #expect(await seen.wait(for: "1"))
         try await vault.save(CountV0(count: 2), for: .count)
-        #expect(await wait(for: "2"))
+        #expect(await seen.wait(for: "2"))
         // `rm -r`, then the backup copied back (`cp -a`): the watch reports the record gone, then back.
         try FileManager.default.removeItem(atPath: directory)
-        #expect(await wait(for: "absent"), "\(seen.items.withLock { $0 })")
+        #expect(await seen.wait(for: "absent"), "\(seen.items.withLock { $0 })")
         try FileManager.default.copyItem(atPath: root + "/backup", toPath: directory)
-        #expect(await wait(for: "1"), "\(seen.items.withLock { $0 })")
+        #expect(await seen.wait(for: "1"), "\(seen.items.withLock { $0 })")
         // And it still sees what is written after.
         try await vault.save(CountV0(count: 3), for: .count)
-        #expect(await wait(for: "3"), "\(seen.items.withLock { $0 })")
+        #expect(await seen.wait(for: "3"), "\(seen.items.withLock { $0 })")
     }
 
     @Test("a flood of hints costs a read or two, not one each, and a change after it is still seen at once")
@@ -187,15 +189,7 @@ struct UpdatesTests {
         let updates = Vault(store: store).updates(for: .count)
         let consumer = Task { for await update in updates { seen.items.withLock { $0.append(describe(update)) } } }
         defer { consumer.cancel() }
-        func wait(for last: String, within limit: Duration = .seconds(10)) async -> Bool {
-            let deadline = ContinuousClock.now + limit
-            while ContinuousClock.now < deadline {
-                if seen.items.withLock({ $0.last }) == last { return true }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            return false
-        }
-        #expect(await wait(for: "1"))
+        #expect(await seen.wait(for: "1"))
         let before = store.reads.load(ordering: .relaxed)
         // 5,000 hints for the watched key (the same bytes rewritten): each is only a hint. While
         // they come, the record is read back to back (one read at a time); once they stop, one
@@ -210,7 +204,7 @@ struct UpdatesTests {
         let reads = settled - before
         #expect(reads <= Int(flooding / .milliseconds(20)) + 3, "\(reads) reads for 5,000 hints in \(flooding)")
         try store.base.setData(Data(#"{"count":2}"#.utf8), forKey: "count")
-        #expect(await wait(for: "2", within: .seconds(2)), "\(seen.items.withLock { $0 })")
+        #expect(await seen.wait(for: "2", within: .seconds(2)), "\(seen.items.withLock { $0 })")
         #expect(seen.items.withLock { $0 } == ["1", "2"])
     }
 
@@ -222,26 +216,18 @@ struct UpdatesTests {
         let updates = Vault(store: store).updates(for: .count)
         let consumer = Task { for await update in updates { seen.items.withLock { $0.append(describe(update)) } } }
         defer { consumer.cancel() }
-        func wait(for last: String) async -> Bool {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while ContinuousClock.now < deadline {
-                if seen.items.withLock({ $0.last }) == last { return true }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            return false
-        }
-        #expect(await wait(for: "1"))
+        #expect(await seen.wait(for: "1"))
         store.timeouts.store(2, ordering: .relaxed)
         try store.base.setData(Data(#"{"count":2}"#.utf8), forKey: "count")
-        #expect(await wait(for: "2"), "\(seen.items.withLock { $0 })")
+        #expect(await seen.wait(for: "2"), "\(seen.items.withLock { $0 })")
         #expect(seen.items.withLock { $0 } == ["1", "2"], "a state the store never had was reported")
         // A store that keeps timing out is reported as such, and its recovery too.
         store.timeouts.store(100, ordering: .relaxed)
         try store.base.setData(Data(#"{"count":3}"#.utf8), forKey: "count")
-        #expect(await wait(for: "failed:timeout"), "\(seen.items.withLock { $0 })")
+        #expect(await seen.wait(for: "failed:timeout"), "\(seen.items.withLock { $0 })")
         store.timeouts.store(0, ordering: .relaxed)
         try store.base.setData(Data(#"{"count":4}"#.utf8), forKey: "count")
-        #expect(await wait(for: "4"), "\(seen.items.withLock { $0 })")
+        #expect(await seen.wait(for: "4"), "\(seen.items.withLock { $0 })")
     }
 
     @Test("a change to another key yields nothing; cancelling releases every watch")
