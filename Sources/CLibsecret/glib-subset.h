@@ -88,6 +88,7 @@ typedef struct _GAsyncResult GAsyncResult;
 typedef struct _GCancellable GCancellable;
 typedef struct _GClosure GClosure;
 typedef struct _GDBusConnection GDBusConnection;
+typedef struct _GDBusMessage GDBusMessage;
 typedef struct _GDBusProxy GDBusProxy;
 typedef struct _GHashTable GHashTable;
 typedef struct _GMainContext GMainContext;
@@ -110,6 +111,8 @@ typedef void (*GAsyncReadyCallback)(GObject *source_object, GAsyncResult *res, g
 typedef void (*GDBusSignalCallback)(GDBusConnection *connection, const gchar *sender_name, const gchar *object_path,
                                     const gchar *interface_name, const gchar *signal_name, GVariant *parameters,
                                     gpointer user_data);
+typedef GDBusMessage *(*GDBusMessageFilterFunction)(GDBusConnection *connection, GDBusMessage *message,
+                                                    gboolean incoming, gpointer user_data);
 
 // MARK: Structs the caller allocates or reads (glib/gerror.h, glib/ghash.h, glib/gvariant.h)
 
@@ -134,6 +137,13 @@ struct KEEPSAKE_GLIB(_GHashTableIter) {
     gpointer dummy6;
 };
 KEEPSAKE_GLIB_SAME_LAYOUT(GHashTableIter)
+
+typedef union KEEPSAKE_GLIB(_GMutex) KEEPSAKE_GLIB(GMutex);
+union KEEPSAKE_GLIB(_GMutex) {
+    gpointer p;
+    guint i[2];
+};
+KEEPSAKE_GLIB_SAME_LAYOUT(GMutex)
 
 typedef struct KEEPSAKE_GLIB(_GVariantIter) KEEPSAKE_GLIB(GVariantIter);
 struct KEEPSAKE_GLIB(_GVariantIter) {
@@ -172,6 +182,9 @@ KEEPSAKE_GLIB_ENUM(GDBusCallFlags, KEEPSAKE_GDBUSCALLFLAGS)
     X(G_DBUS_PROXY_FLAGS_DO_NOT_LOAD_PROPERTIES, 1) X(G_DBUS_PROXY_FLAGS_DO_NOT_CONNECT_SIGNALS, 2)
 KEEPSAKE_GLIB_ENUM(GDBusProxyFlags, KEEPSAKE_GDBUSPROXYFLAGS)
 
+#define KEEPSAKE_GDBUSMESSAGETYPE(X) X(G_DBUS_MESSAGE_TYPE_SIGNAL, 4)
+KEEPSAKE_GLIB_ENUM(GDBusMessageType, KEEPSAKE_GDBUSMESSAGETYPE)
+
 #define KEEPSAKE_GDBUSSIGNALFLAGS(X) X(G_DBUS_SIGNAL_FLAGS_NONE, 0)
 KEEPSAKE_GLIB_ENUM(GDBusSignalFlags, KEEPSAKE_GDBUSSIGNALFLAGS)
 
@@ -208,6 +221,7 @@ KEEPSAKE_GLIB_ENUM(SecretServiceFlags, KEEPSAKE_SECRETSERVICEFLAGS)
 void (g_free)(gpointer mem);
 gpointer (g_malloc0_n)(gsize n_blocks, gsize n_block_bytes);
 gchar *(g_strdup)(const gchar *str);
+gchar *(g_strdup_printf)(const gchar *format, ...);
 void (g_strfreev)(gchar **str_array);
 int (g_strcmp0)(const char *str1, const char *str2);
 guint (g_str_hash)(gconstpointer v);
@@ -225,8 +239,17 @@ gboolean (g_hash_table_insert)(GHashTable *hash_table, gpointer key, gpointer va
 gboolean (g_hash_table_replace)(GHashTable *hash_table, gpointer key, gpointer value);
 gpointer (g_hash_table_lookup)(GHashTable *hash_table, gconstpointer key);
 void (g_hash_table_unref)(GHashTable *hash_table);
+gboolean (g_hash_table_add)(GHashTable *hash_table, gpointer key);
+gboolean (g_hash_table_contains)(GHashTable *hash_table, gconstpointer key);
+guint (g_hash_table_size)(GHashTable *hash_table);
+void (g_hash_table_remove_all)(GHashTable *hash_table);
 void (g_hash_table_iter_init)(GHashTableIter *iter, GHashTable *hash_table);
 gboolean (g_hash_table_iter_next)(GHashTableIter *iter, gpointer *key, gpointer *value);
+
+void (g_mutex_init)(GMutex *mutex);
+void (g_mutex_clear)(GMutex *mutex);
+void (g_mutex_lock)(GMutex *mutex);
+void (g_mutex_unlock)(GMutex *mutex);
 
 GMainContext *(g_main_context_new)(void);
 void (g_main_context_unref)(GMainContext *context);
@@ -239,6 +262,7 @@ void (g_source_destroy)(GSource *source);
 void (g_source_unref)(GSource *source);
 void (g_source_set_callback)(GSource *source, GSourceFunc func, gpointer data, GDestroyNotify notify);
 GSource *(g_timeout_source_new)(guint interval);
+GSource *(g_idle_source_new)(void);
 
 const GVariantType *(g_variant_type_checked_)(const gchar *);
 GVariant *(g_variant_new)(const gchar *format_string, ...);
@@ -301,6 +325,14 @@ guint (g_dbus_connection_signal_subscribe)(GDBusConnection *connection, const gc
                                            const gchar *arg0, GDBusSignalFlags flags, GDBusSignalCallback callback,
                                            gpointer user_data, GDestroyNotify user_data_free_func);
 void (g_dbus_connection_signal_unsubscribe)(GDBusConnection *connection, guint subscription_id);
+guint (g_dbus_connection_add_filter)(GDBusConnection *connection, GDBusMessageFilterFunction filter_function,
+                                     gpointer user_data, GDestroyNotify user_data_free_func);
+void (g_dbus_connection_remove_filter)(GDBusConnection *connection, guint filter_id);
+GDBusMessageType (g_dbus_message_get_message_type)(GDBusMessage *message);
+const gchar *(g_dbus_message_get_path)(GDBusMessage *message);
+const gchar *(g_dbus_message_get_interface)(GDBusMessage *message);
+const gchar *(g_dbus_message_get_member)(GDBusMessage *message);
+GVariant *(g_dbus_message_get_body)(GDBusMessage *message);
 GDBusConnection *(g_dbus_proxy_get_connection)(GDBusProxy *proxy);
 gchar *(g_dbus_proxy_get_name_owner)(GDBusProxy *proxy);
 

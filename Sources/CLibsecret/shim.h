@@ -476,7 +476,21 @@ enum {
 /// Called on the watch's thread with a hint, and the key for KEEPSAKE_HINT_KEY (else NULL).
 typedef void (*KeepsakeHintFunc)(int hint, const gchar *key, void *data);
 
-#define KEEPSAKE_WATCH_SUBSCRIPTIONS 5
+/// Signal subscriptions of a watch; Keepsake writers' RecordChanged is a filter of its own
+/// (keepsake_watch_filter), counted as one more user of the watch.
+#define KEEPSAKE_WATCH_SUBSCRIPTIONS 4
+/// Keys a watch holds for its next report before it reports "any record" instead.
+#define KEEPSAKE_WATCH_PENDING_KEYS 64
+/// A flood: this many RecordChanged hints for the watch's service within a second. Keepsake
+/// writers send one per write (a keyring write takes a millisecond or more); any process on the
+/// bus can send hundreds of thousands a second, more than the watch can parse. Then the watch
+/// asks the bus to stop sending them (RemoveMatch) and reads the record every POLL instead,
+/// for a cooldown of 1 s that doubles, up to 30 s, while floods follow each other; then it
+/// subscribes again and reads once more (a change meanwhile is read by the polls or that read).
+#define KEEPSAKE_WATCH_FLOOD_HINTS 2000
+#define KEEPSAKE_WATCH_POLL_MSEC 250
+#define KEEPSAKE_WATCH_COOLDOWN_USEC (1 * G_USEC_PER_SEC)
+#define KEEPSAKE_WATCH_COOLDOWN_MAX_USEC (30 * G_USEC_PER_SEC)
 
 /// When the watch reports a provider that appeared (microseconds): once it has had a default
 /// collection for SETTLE, and QUIET has passed since the last hint it deferred, but no later
@@ -500,7 +514,25 @@ typedef struct {
     KeepsakeHintFunc report;
     void *data;
     guint subscriptions[KEEPSAKE_WATCH_SUBSCRIPTIONS];
-    gint live;      // subscriptions whose user data GDBus may still use
+    gint live;      // subscriptions and the filter whose user data GDBus may still use
+    // RecordChanged hints, gathered by the filter on GDBus's worker thread and reported by one
+    // idle source on the watch's thread, however many signals came meanwhile (a flood from
+    // another process costs a parse and a string compare each, not a report each).
+    guint filter;
+    gchar *match_rule;  // the AddMatch rule for RecordChanged of this service, NULL if not added
+    GMutex pending_lock;
+    GHashTable *pending_keys;  // of gchar*, owned
+    gboolean pending_any;      // more than KEEPSAKE_WATCH_PENDING_KEYS keys: report "any record"
+    gboolean pending_scheduled;
+    gint64 window_start;  // the filter's count of hints in the current second
+    guint window_count;
+    gboolean flooded;  // a flood was seen and the match rule is (being) removed
+    // The cooldown after a flood (watch's thread only): the polling timer, when it ends, its
+    // length, and when the last one ended.
+    GSource *cooldown;
+    gint64 cooldown_end;
+    gint64 cooldown_usec;
+    gint64 cooldown_ended;
     gint stopping;  // set by keepsake_watch_stop
     // A provider that appeared and is not reported yet (keepsake_watch_owner): its unique
     // name, when it is reported even if it never has a default collection, when it had one
@@ -620,28 +652,190 @@ static inline void keepsake_watch_properties(GDBusConnection *bus, const gchar *
     keepsake_watch_hint(watch, hint, NULL);
 }
 
-// org.keepsake.Keyring.RecordChanged(service, key) from any Keepsake writer: only this
-// watch's service is reported (filtered here, not in the match rule, which GDBus would not
-// escape).
-static inline void keepsake_watch_record(GDBusConnection *bus, const gchar *sender, const gchar *path,
-                                         const gchar *interface, const gchar *signal, GVariant *parameters,
-                                         gpointer data) {
+/// Reports the RecordChanged hints gathered since the last report: each key once, or one
+/// KEEPSAKE_HINT_ANY when there were too many. On the watch's thread (an idle source).
+static inline gboolean keepsake_watch_flush(gpointer data) {
     KeepsakeWatch *watch = data;
-    if (!g_variant_is_of_type(parameters, G_VARIANT_TYPE("(ss)"))) return;
+    g_mutex_lock(&watch->pending_lock);
+    GHashTable *keys = watch->pending_keys;
+    gboolean any = watch->pending_any;
+    watch->pending_keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    watch->pending_any = FALSE;
+    watch->pending_scheduled = FALSE;
+    g_mutex_unlock(&watch->pending_lock);
+    if (__atomic_load_n(&watch->stopping, __ATOMIC_SEQ_CST)) {
+        g_hash_table_unref(keys);
+        return G_SOURCE_REMOVE;
+    }
+    if (any) {
+        keepsake_watch_hint(watch, KEEPSAKE_HINT_ANY, NULL);
+    } else {
+        GHashTableIter iter;
+        gpointer key = NULL;
+        g_hash_table_iter_init(&iter, keys);
+        while (g_hash_table_iter_next(&iter, &key, NULL)) keepsake_watch_hint(watch, KEEPSAKE_HINT_KEY, key);
+    }
+    g_hash_table_unref(keys);
+    return G_SOURCE_REMOVE;
+}
+
+/// Runs `callback` once on the watch's thread.
+static inline void keepsake_watch_idle(KeepsakeWatch *watch, GSourceFunc callback) {
+    GSource *idle = g_idle_source_new();
+    g_source_set_callback(idle, callback, watch, NULL);
+    g_source_attach(idle, watch->context);
+    g_source_unref(idle);
+}
+
+/// The answer to the AddMatch that ends a cooldown: from now on hints arrive again, so one
+/// more read covers a change between the last poll and this.
+static inline void keepsake_watch_resubscribed(GObject *bus, GAsyncResult *result, gpointer data) {
+    KeepsakeWatch *watch = data;
+    GVariant *reply = g_dbus_connection_call_finish((GDBusConnection *)bus, result, NULL);
+    if (reply != NULL) g_variant_unref(reply);
+    if (!__atomic_load_n(&watch->stopping, __ATOMIC_SEQ_CST)) keepsake_watch_hint(watch, KEEPSAKE_HINT_ANY, NULL);
+    keepsake_watch_released(watch);
+}
+
+/// Every KEEPSAKE_WATCH_POLL_MSEC during a cooldown: reads the record (a hint for any record);
+/// once the cooldown is over, subscribes again. On the watch's thread.
+static inline gboolean keepsake_watch_cooldown_tick(gpointer data) {
+    KeepsakeWatch *watch = data;
+    if (__atomic_load_n(&watch->stopping, __ATOMIC_SEQ_CST)) return G_SOURCE_CONTINUE;  // released soon
+    keepsake_watch_hint(watch, KEEPSAKE_HINT_ANY, NULL);
+    gint64 now = g_get_monotonic_time();
+    if (now < watch->cooldown_end) return G_SOURCE_CONTINUE;
+    g_mutex_lock(&watch->pending_lock);
+    watch->flooded = FALSE;
+    watch->window_start = now;
+    watch->window_count = 0;
+    g_mutex_unlock(&watch->pending_lock);
+    watch->cooldown_ended = now;
+    __atomic_fetch_add(&watch->live, 1, __ATOMIC_SEQ_CST);  // until the answer's callback
+    g_dbus_connection_call(watch->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                           "AddMatch", g_variant_new("(s)", watch->match_rule), NULL, G_DBUS_CALL_FLAGS_NONE, -1, NULL,
+                           keepsake_watch_resubscribed, watch);
+    g_source_unref(watch->cooldown);  // GLib holds the timer until this returns
+    watch->cooldown = NULL;
+    return G_SOURCE_REMOVE;
+}
+
+/// A flood was seen (keepsake_watch_filter): the bus is asked to stop sending RecordChanged
+/// to this watch, and the record is polled until the cooldown ends. On the watch's thread.
+static inline gboolean keepsake_watch_flood(gpointer data) {
+    KeepsakeWatch *watch = data;
+    if (__atomic_load_n(&watch->stopping, __ATOMIC_SEQ_CST) || watch->cooldown != NULL) return G_SOURCE_REMOVE;
+    if (watch->match_rule == NULL) {  // still subscribing (keepsake_watch_new): hints of another watch's rule
+        g_mutex_lock(&watch->pending_lock);
+        watch->flooded = FALSE;
+        g_mutex_unlock(&watch->pending_lock);
+        return G_SOURCE_REMOVE;
+    }
+    g_dbus_connection_call(watch->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                           "RemoveMatch", g_variant_new("(s)", watch->match_rule), NULL, G_DBUS_CALL_FLAGS_NONE, -1,
+                           NULL, NULL, NULL);
+    gint64 now = g_get_monotonic_time();
+    gboolean again = watch->cooldown_ended != 0 && now - watch->cooldown_ended < 2 * watch->cooldown_usec;
+    watch->cooldown_usec = again ? watch->cooldown_usec * 2 : KEEPSAKE_WATCH_COOLDOWN_USEC;
+    if (watch->cooldown_usec > KEEPSAKE_WATCH_COOLDOWN_MAX_USEC) watch->cooldown_usec = KEEPSAKE_WATCH_COOLDOWN_MAX_USEC;
+    watch->cooldown_end = now + watch->cooldown_usec;
+    watch->cooldown = g_timeout_source_new(KEEPSAKE_WATCH_POLL_MSEC);
+    g_source_set_callback(watch->cooldown, keepsake_watch_cooldown_tick, watch, NULL);
+    g_source_attach(watch->cooldown, watch->context);
+    return G_SOURCE_REMOVE;
+}
+
+// org.keepsake.Keyring.RecordChanged(service, key) from any Keepsake writer, seen on GDBus's
+// worker thread as it arrives: only this watch's service counts. Any process on the bus may
+// send it, as fast as it likes; a hint is added to the pending set and at most one report is
+// scheduled at a time, so the cost of a flood is its parsing. The message is passed on.
+static inline GDBusMessage *keepsake_watch_filter(GDBusConnection *bus, GDBusMessage *message, gboolean incoming,
+                                                  gpointer data) {
+    KeepsakeWatch *watch = data;
+    if (!incoming || g_dbus_message_get_message_type(message) != G_DBUS_MESSAGE_TYPE_SIGNAL) return message;
+    if (g_strcmp0(g_dbus_message_get_member(message), KEEPSAKE_HINT_SIGNAL) != 0 ||
+        g_strcmp0(g_dbus_message_get_interface(message), KEEPSAKE_HINT_INTERFACE) != 0 ||
+        g_strcmp0(g_dbus_message_get_path(message), KEEPSAKE_HINT_PATH) != 0) {
+        return message;
+    }
+    GVariant *body = g_dbus_message_get_body(message);
+    if (body == NULL || !g_variant_is_of_type(body, G_VARIANT_TYPE("(ss)"))) return message;
     const gchar *service = NULL, *key = NULL;
-    g_variant_get(parameters, "(&s&s)", &service, &key);
-    if (g_strcmp0(service, watch->service) == 0) keepsake_watch_hint(watch, KEEPSAKE_HINT_KEY, key);
+    g_variant_get(body, "(&s&s)", &service, &key);
+    if (g_strcmp0(service, watch->service) != 0) return message;
+    g_mutex_lock(&watch->pending_lock);
+    if (!watch->pending_any && !g_hash_table_contains(watch->pending_keys, key)) {
+        if (g_hash_table_size(watch->pending_keys) >= KEEPSAKE_WATCH_PENDING_KEYS) {
+            watch->pending_any = TRUE;
+            g_hash_table_remove_all(watch->pending_keys);
+        } else {
+            g_hash_table_add(watch->pending_keys, g_strdup(key));
+        }
+    }
+    gboolean schedule = !watch->pending_scheduled;
+    watch->pending_scheduled = TRUE;
+    gint64 now = g_get_monotonic_time();
+    if (now - watch->window_start >= G_USEC_PER_SEC) {
+        watch->window_start = now;
+        watch->window_count = 0;
+    }
+    gboolean flood = ++watch->window_count >= KEEPSAKE_WATCH_FLOOD_HINTS && !watch->flooded;
+    if (flood) watch->flooded = TRUE;
+    g_mutex_unlock(&watch->pending_lock);
+    if (schedule) keepsake_watch_idle(watch, keepsake_watch_flush);
+    if (flood) keepsake_watch_idle(watch, keepsake_watch_flood);
+    return message;
+}
+
+/// `value` quoted for a D-Bus match rule: inside apostrophes, an apostrophe is written as
+/// '\'' (the rule's only escape). The string is the caller's (g_free).
+static inline gchar *keepsake_match_quote(const gchar *value) {
+    gsize length = 0, apostrophes = 0;
+    for (const gchar *c = value; *c != '\0'; c++, length++) apostrophes += *c == '\'';
+    gchar *quoted = (gchar *)g_malloc0_n(length + 3 * apostrophes + 3, 1);
+    gchar *end = quoted;
+    *end++ = '\'';
+    for (const gchar *c = value; *c != '\0'; c++) {
+        if (*c == '\'') {
+            *end++ = '\'';
+            *end++ = '\\';
+            *end++ = '\'';
+        }
+        *end++ = *c;
+    }
+    *end = '\'';
+    return quoted;
+}
+
+/// Calls org.freedesktop.DBus.AddMatch or RemoveMatch with `rule`.
+static inline gboolean keepsake_watch_match(GDBusConnection *bus, const gchar *method, const gchar *rule,
+                                            GCancellable *cancellable, GError **error) {
+    GVariant *reply = g_dbus_connection_call_sync(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                  "org.freedesktop.DBus", method, g_variant_new("(s)", rule), NULL,
+                                                  G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+    if (reply == NULL) return FALSE;
+    g_variant_unref(reply);
+    return TRUE;
 }
 
 /// Drops a pending arrival, unsubscribes and dispatches the watch's context until GDBus has
 /// released every subscription: no callback runs after this returns. On the thread that
 /// iterates the context.
 static inline void keepsake_watch_release(KeepsakeWatch *watch) {
+    __atomic_store_n(&watch->stopping, 1, __ATOMIC_SEQ_CST);  // a report still pending is dropped
     keepsake_watch_arrival_end(watch);
+    if (watch->cooldown != NULL) {
+        g_source_destroy(watch->cooldown);
+        g_source_unref(watch->cooldown);
+        watch->cooldown = NULL;
+    }
     g_main_context_push_thread_default(watch->context);
     for (int i = 0; i < KEEPSAKE_WATCH_SUBSCRIPTIONS; i++) {
         g_dbus_connection_signal_unsubscribe(watch->bus, watch->subscriptions[i]);
     }
+    g_dbus_connection_remove_filter(watch->bus, watch->filter);
+    // Best effort: a bus that is gone has dropped the rule with the connection.
+    if (watch->match_rule != NULL) (void)keepsake_watch_match(watch->bus, "RemoveMatch", watch->match_rule, NULL, NULL);
     while (__atomic_load_n(&watch->live, __ATOMIC_SEQ_CST) > 0) g_main_context_iteration(watch->context, TRUE);
     g_main_context_pop_thread_default(watch->context);
 }
@@ -651,6 +845,9 @@ static inline void keepsake_watch_free(KeepsakeWatch *watch) {
     g_main_context_unref(watch->context);
     g_object_unref(watch->bus);
     g_free(watch->service);
+    g_free(watch->match_rule);
+    g_hash_table_unref(watch->pending_keys);
+    g_mutex_clear(&watch->pending_lock);
     g_free(watch);
 }
 
@@ -667,7 +864,9 @@ static inline KeepsakeWatch *keepsake_watch_new(GDBusConnection *bus, const gcha
     watch->service = g_strdup(service);
     watch->report = report;
     watch->data = data;
-    watch->live = KEEPSAKE_WATCH_SUBSCRIPTIONS;
+    watch->live = KEEPSAKE_WATCH_SUBSCRIPTIONS + 1;
+    g_mutex_init(&watch->pending_lock);
+    watch->pending_keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_main_context_push_thread_default(watch->context);
     guint *sub = watch->subscriptions;
     sub[0] = g_dbus_connection_signal_subscribe(bus, KEEPSAKE_SECRETS_NAME, "org.freedesktop.Secret.Collection", NULL,
@@ -684,21 +883,23 @@ static inline KeepsakeWatch *keepsake_watch_new(GDBusConnection *bus, const gcha
                                                 "NameOwnerChanged", "/org/freedesktop/DBus", KEEPSAKE_SECRETS_NAME,
                                                 G_DBUS_SIGNAL_FLAGS_NONE, keepsake_watch_owner, watch,
                                                 keepsake_watch_released);
-    sub[4] = g_dbus_connection_signal_subscribe(bus, NULL, KEEPSAKE_HINT_INTERFACE, KEEPSAKE_HINT_SIGNAL,
-                                                KEEPSAKE_HINT_PATH, NULL, G_DBUS_SIGNAL_FLAGS_NONE,
-                                                keepsake_watch_record, watch, keepsake_watch_released);
+    // Keepsake writers' hints: a filter, released on this context (GDBus calls the free
+    // function once the filter can no longer run), and a match rule for this service only.
+    watch->filter = g_dbus_connection_add_filter(bus, keepsake_watch_filter, watch, keepsake_watch_released);
     g_main_context_pop_thread_default(watch->context);
-    // The bus handles one connection's messages in order: once it answers this, it has every AddMatch.
-    GVariant *reply = g_dbus_connection_call_sync(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                                  "org.freedesktop.DBus", "GetNameOwner",
-                                                  g_variant_new("(s)", "org.freedesktop.DBus"), G_VARIANT_TYPE("(s)"),
-                                                  G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
-    if (reply == NULL) {
+    gchar *service_quoted = keepsake_match_quote(service);
+    gchar *rule = g_strdup_printf("type='signal',interface='%s',member='%s',path='%s',arg0=%s", KEEPSAKE_HINT_INTERFACE,
+                                  KEEPSAKE_HINT_SIGNAL, KEEPSAKE_HINT_PATH, service_quoted);
+    g_free(service_quoted);
+    // The bus handles one connection's messages in order: once it answers this AddMatch, it
+    // has the subscriptions' ones too.
+    if (!keepsake_watch_match(bus, "AddMatch", rule, cancellable, error)) {
+        g_free(rule);
         keepsake_watch_release(watch);
         keepsake_watch_free(watch);
         return NULL;
     }
-    g_variant_unref(reply);
+    watch->match_rule = rule;
     return watch;
 }
 

@@ -24,6 +24,16 @@ import Keepsake
 /// is folded into that one report (`keepsake_watch_owner` in shim.h). Each is only a hint: the
 /// observer reads the record again, so a lock that hides items is read as locked, never as a
 /// deletion.
+///
+/// Any process on the bus may send `RecordChanged`, as fast as it likes (one Python process
+/// sent 170,000 a second here). The bus routes to a watch only its own service's; GDBus's
+/// worker thread gathers them (`keepsake_watch_filter`), so that however many arrive while a
+/// report is pending, the watch's thread reports each key once; and a flood (2,000 in a second)
+/// makes the watch unsubscribe from them and read the record every 250 ms instead, for a
+/// cooldown that grows while floods go on (`keepsake_watch_flood`). 300,000 spoofed signals in
+/// 3 s cost a `migrate watch` 0.9 s of CPU and nothing after them (without this, 3 s during and
+/// 3 s after), and a real change meanwhile is printed within 250 ms
+/// (Tests/KeepsakeKeyringTests/KeyringWatchCLITests.swift).
 final class KeyringSignals: @unchecked Sendable {
     // @unchecked: `watch` never changes after init; keepsake_watch_stop is safe from any thread,
     // everything else of the watch is touched only by its own thread, and it is freed in deinit,
