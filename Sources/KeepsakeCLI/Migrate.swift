@@ -11,6 +11,16 @@ struct Migrate: ParsableCommand {
 
     /// The stores the command takes, one backend a row: its form, then what it is, wrapped to
     /// ``Exit/helpWidth`` (the width the man page keeps too).
+    /// " A table that may be sealed (postgresql:, postgres:) takes one the same way…", or "".
+    private static var sealableSentence: String {
+        let sealable = StoreArgument.sealableStores
+        guard !sealable.isEmpty else { return "" }
+        return """
+             A store that may be sealed (\(sealable)) takes its key the same way when it is sealed (or in its URI: \
+            sealkey_file=PATH, sealkey_env=VAR).
+            """
+    }
+
     private static var storeForms: String {
         CLI.backends.all.filter(\.persists).map { backend in
             let form = "\(backend.scheme):\(backend.locationName)"
@@ -33,7 +43,7 @@ struct Migrate: ParsableCommand {
                 Every command but models and doctor takes --store URI:
                 \(Self.storeForms)
 
-                A store that takes a master key (\(StoreArgument.masterKeyStores)) gets it from --master-key SOURCE: file:PATH (a key file), passphrase-file:PATH, passphrase-env:VAR, ask (a prompt) or keyring; `\(name) init` creates an encrypted store. A PATH or DIR may start with ~/.
+                A store that takes a master key (\(StoreArgument.masterKeyStores)) gets it from --master-key SOURCE: file:PATH (a key file), passphrase-file:PATH, passphrase-env:VAR, ask (a prompt) or keyring; `\(name) init` creates an encrypted store.\(Self.sealableSentence) A PATH or DIR may start with ~/.
 
                 Records are matched to a model by the envelope's schema, else by --model KEY=NAME, else by the model's default keys (see `\(name) models`); other keys are unmanaged and never touched.
 

@@ -192,11 +192,40 @@ public struct KeyringStore: RecordStore {
 
     /// The record text stored under `key`, or `nil` when no item holds the key.
     ///
+    /// A read takes no lock, except when the item's secret is empty: then it is read again
+    /// with the service's write lock held (KWallet lists an item another process is writing
+    /// before it holds its secret), and returned empty only if it is still empty then.
+    ///
     /// - Throws: `KeepsakeError` naming this store and `key`: `.invalidArgument` (empty key,
-    ///   or one with NUL), `.locked`, `.unavailable`, `.timeout`, `.io`. Never `nil` for these.
+    ///   or one with NUL), `.locked`, `.unavailable`, `.timeout`, `.io`; `.lockTimeout` when
+    ///   an empty item was read and another Keepsake writer held the lock until the deadline.
+    ///   Never `nil` for these.
     public func data(forKey key: String) throws(KeepsakeError) -> Data? {
         try validateKey(key)
-        return try converse(key: key) { call throws(LibsecretFailure) in try read(key, in: call) }
+        let deadline = ContinuousClock.now + timeout
+        let data = try converse(key: key) { call throws(LibsecretFailure) in try read(key, in: call) }
+        guard let data, data.isEmpty else { return data }
+        return try settledEmpty(key, until: deadline)
+    }
+
+    /// The record under `key` read again after it was read empty: KWallet lists an item that
+    /// another process is writing before it holds its secret. A Keepsake writer holds the
+    /// service's write lock until it has read its record back, so the record is read again
+    /// with the lock held, and while it is still empty, twice more over 150 ms (another client
+    /// takes no lock). An item that stays empty is returned as it is: empty.
+    private func settledEmpty(_ key: String, until deadline: ContinuousClock.Instant) throws(KeepsakeError) -> Data? {
+        try KeyringWriteLock.holding(service: service, until: deadline, store: uri, key: key) {
+            () throws(KeepsakeError) -> Data? in
+            var rereads = 0
+            while true {
+                rereads += 1
+                let data = try converse(key: key, within: try remaining(until: deadline, key: key)) {
+                    call throws(LibsecretFailure) in try read(key, in: call)
+                }
+                guard let data, data.isEmpty, rereads < 3 else { return data }
+                usleep(UInt32(50_000 * rereads))
+            }
+        }
     }
 
     /// The record under `key` as ``data(forKey:)`` reads it, on `call`.

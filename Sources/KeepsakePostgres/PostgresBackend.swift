@@ -9,23 +9,6 @@ extension StoreURI.Scheme {
     public static let postgres: Self = "postgres"
 }
 
-extension StoreOpenOptions.Option {
-    /// The master key that seals a PostgreSQL store's values (``StoreOpenOptions/sealingKey``).
-    public static let sealingKey = StoreOpenOptions.Option("sealingKey")
-}
-
-extension StoreOpenOptions {
-    /// The master key that seals a `postgresql:` store's values; `nil` (the default) stores
-    /// them as given, unless the URI names a key (`sealkey_file=PATH`, `sealkey_env=VAR`).
-    ///
-    /// Sealing is optional for this store, while `masterKey` is required by `file:` stores
-    /// (and so by the `migrate` options that set it): hence an option of its own.
-    public var sealingKey: MasterKeySource? {
-        get { self[.sealingKey, as: MasterKeySource.self] }
-        set { self[.sealingKey, as: MasterKeySource.self] = newValue }
-    }
-}
-
 /// The `postgresql:` (and `postgres:`) backend: opens a ``PostgresStore`` from a libpq
 /// connection URI (``PostgresConfiguration/init(parsing:environment:)``), sealed when
 /// `StoreOpenOptions.sealingKey` is given or the URI names a key
@@ -57,12 +40,20 @@ public struct PostgresBackend: StoreBackend {
 
     /// The store the URI names, after checking that the server answers.
     ///
-    /// - Throws: What ``PostgresConfiguration/init(parsing:environment:)`` and
+    /// - Throws: `.invalidArgument` when both `StoreOpenOptions.sealingKey` and the URI name a
+    ///   key; what ``PostgresConfiguration/init(parsing:environment:)`` and
     ///   ``PostgresStore/init(configuration:masterKey:requireExisting:)`` throw.
     /// - Important: Opening creates no table and writes no record.
     public func open(_ uri: StoreURI, options: StoreOpenOptions) throws(KeepsakeError) -> any RecordStore {
         let configuration = try PostgresConfiguration(
             location: uri.location, environment: ProcessInfo.processInfo.environment)
+        if options.sealingKey != nil, configuration.sealingKey != nil {
+            throw KeepsakeError(
+                .invalidArgument, store: configuration.uri,
+                """
+                two master keys were given: one as an option (migrate's --master-key) and one in the URI                 (sealkey_file= or sealkey_env=); give one
+                """)
+        }
         return try PostgresStore(
             configuration: configuration, masterKey: options.sealingKey ?? configuration.sealingKey,
             requireExisting: options.requireExisting)

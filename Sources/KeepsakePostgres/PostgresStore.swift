@@ -283,8 +283,21 @@ public final class PostgresStore: RecordStore {
         let record: Data
     }
 
+    /// The record text of a stored value: opened when this store seals; as stored when it does
+    /// not, unless it is a sealed value, which is `wrongKey` (a plain store cannot read it).
     func open(_ stored: Data, forKey key: String) throws(KeepsakeError) -> Data {
-        guard let sealer else { return stored }
+        guard let sealer else {
+            if let format = Sealer.sealedFormat(of: stored) {
+                throw KeepsakeError(
+                    .wrongKey, store: uri, key: key,
+                    """
+                    the stored value is sealed (KSPG, format \(format)) and this store was opened without a master \
+                    key: open the table with its master key (migrate's --master-key, sealkey_file= or sealkey_env= in \
+                    the URI, or PostgresStore's masterKey:); nothing was changed
+                    """)
+            }
+            return stored
+        }
         return try sealer.open(stored, forKey: key, store: uri)
     }
 

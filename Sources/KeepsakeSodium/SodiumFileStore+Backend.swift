@@ -9,6 +9,9 @@ extension StoreURI.Scheme {
 extension StoreOpenOptions.Option {
     /// Where an encrypted store's master key comes from (``StoreOpenOptions/masterKey``).
     public static let masterKey = StoreOpenOptions.Option("masterKey")
+    /// The master key that seals a store whose values may be sealed or plain
+    /// (``StoreOpenOptions/sealingKey``).
+    public static let sealingKey = StoreOpenOptions.Option("sealingKey")
 }
 
 extension StoreOpenOptions {
@@ -17,6 +20,16 @@ extension StoreOpenOptions {
     public var masterKey: MasterKeySource? {
         get { self[.masterKey, as: MasterKeySource.self] }
         set { self[.masterKey, as: MasterKeySource.self] = newValue }
+    }
+
+    /// The master key that seals a store whose values may be sealed or plain (a `postgresql:`
+    /// table); `nil` (the default) stores them as given, unless the store's URI names a key.
+    ///
+    /// Sealing is optional for such a store, while `masterKey` is required by `file:` stores:
+    /// hence an option of its own. `migrate --master-key` sets whichever the store takes.
+    public var sealingKey: MasterKeySource? {
+        get { self[.sealingKey, as: MasterKeySource.self] }
+        set { self[.sealingKey, as: MasterKeySource.self] = newValue }
     }
 }
 

@@ -345,5 +345,57 @@ extension PostgresServerTests {
             let get = try migrateBinary.run(["get", "person", "--store", sealedURI], environment: environment)
             #expect(get.stdout.contains("Bo"), "\(get.stdout)\(get.stderr)")
         }
+
+        @Test("--master-key seals and opens a table as sealkey_file= does; read without a key, a value is named sealed")
+        func masterKeyOption() throws {
+            let directory =
+                FileManager.default.temporaryDirectory.path + "/keepsake-seal-" + UUID().uuidString.prefix(8)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { _ = try? FileManager.default.removeItem(atPath: directory) }  // cleanup only
+            let keyPath = directory + "/records.key"
+            var key = [UInt8](repeating: 0, count: 32)
+            for index in key.indices { key[index] = UInt8.random(in: 0...255) }
+            #expect(
+                FileManager.default.createFile(
+                    atPath: keyPath, contents: Data(key), attributes: [.posixPermissions: 0o600]))
+            let table = newTable("sealopt")
+            let uri = storeURI(table: table)
+
+            let put = try migrateBinary.run(
+                ["put", "person", "--store", uri, "--master-key", "file:" + keyPath],
+                stdin: #"{"name":"Ada","age":"36"}"#)
+            #expect(put.status == 0, "\(put.stderr)")
+            #expect(
+                try SQL.run(
+                    "SELECT substring(record from 1 for 5) = '\\x4b53504701'::bytea FROM \(table) WHERE key = 'person'")
+                    == "t", "the value is stored sealed (KSPG, format 1)")
+            let viaURI = try migrateBinary.run(["get", "person", "--store", uri + "&sealkey_file=" + keyPath])
+            #expect(viaURI.status == 0 && viaURI.stdout.contains("Ada"), "\(viaURI.stdout)\(viaURI.stderr)")
+            let viaOption = try migrateBinary.run(
+                ["status", "--store", uri, "--master-key", "file:" + keyPath, "--json"])
+            #expect(
+                viaOption.status == 0 && viaOption.stdout.contains(#""outdated""#),
+                "\(viaOption.stdout)\(viaOption.stderr)")
+
+            let noKey = try migrateBinary.run(["get", "person", "--store", uri, "--json"])
+            #expect(noKey.status != 0)
+            #expect(noKey.stdout.contains(#""code" : "wrongKey""#), "\(noKey.stdout)")
+            #expect(noKey.stdout.contains("sealed (KSPG, format 1)"), "\(noKey.stdout)")
+            #expect(!noKey.stdout.contains("JSON"), "not a JSON syntax error: \(noKey.stdout)")
+            let status = try migrateBinary.run(["status", "--store", uri])
+            #expect(status.stdout.contains("sealed (KSPG, format 1)"), "\(status.stdout)\(status.stderr)")
+
+            let twice = try migrateBinary.run(
+                ["get", "person", "--store", uri + "&sealkey_file=" + keyPath, "--master-key", "file:" + keyPath])
+            #expect(twice.status != 0 && twice.stderr.contains("two master keys were given"), "\(twice.stderr)")
+
+            let suite = "defaults:\(directory)/suite.json"
+            let plain = try migrateBinary.run(["status", "--store", suite, "--master-key", "file:" + keyPath])
+            #expect(plain.status == 64, "\(plain.stderr)")
+            #expect(
+                plain.stderr.contains("defaults: takes no key") && plain.stderr.contains("postgresql:"),
+                "\(plain.stderr)")
+            #expect(try SQL.run("SELECT count(*) FROM \(table)") == "1", "nothing else was written")
+        }
     }
 }

@@ -31,10 +31,26 @@ struct StoreArgument: Sendable {
     /// Whether the store takes a master key (`file:`).
     var takesMasterKey: Bool { backend?.acceptedOptions.contains(.masterKey) == true }
 
+    /// Whether the store may be sealed with a master key (`postgresql:`): the key is optional.
+    var takesSealingKey: Bool { backend?.acceptedOptions.contains(.sealingKey) == true }
+
     /// `file:`, or every scheme that takes a master key.
     static var masterKeyStores: String {
         CLI.backends.all.filter { $0.acceptedOptions.contains(.masterKey) }.map { "\($0.scheme):" }
             .joined(separator: ", ")
+    }
+
+    /// Every scheme whose stores may be sealed with a master key (`postgresql:`), or "".
+    static var sealableStores: String {
+        CLI.backends.all.filter { $0.acceptedOptions.contains(.sealingKey) }.map { "\($0.scheme):" }
+            .joined(separator: ", ")
+    }
+
+    /// Every scheme `--master-key` applies to: those that take a master key and those that may
+    /// be sealed with one.
+    static var keyedStores: String {
+        CLI.backends.all.filter { !$0.acceptedOptions.isDisjoint(with: [.masterKey, .sealingKey]) }
+            .map { "\($0.scheme):" }.joined(separator: ", ")
     }
 }
 
@@ -63,20 +79,23 @@ struct StoreLocationOptions<Role: StoreRole>: ParsableArguments {
                 works on \(CLI.backends.forms(persistentOnly: true))
                 """)
         }
-        if !key.given.isEmpty && !store.takesMasterKey {
+        if !key.given.isEmpty && !store.takesMasterKey && !store.takesSealingKey {
             throw ValidationError(
-                "\(KeyOptions<Role>.optionName) is for \(StoreArgument.masterKeyStores) stores; \(store.uri.scheme): takes no key"
+                "\(KeyOptions<Role>.optionName) is for \(StoreArgument.keyedStores) stores; \(store.uri.scheme): takes no key"
             )
         }
     }
 
     /// What the store is opened with: its master key when its backend takes one (read only then),
-    /// the keyring deadline when its backend takes one.
+    /// or may be sealed with one and one was given; the keyring deadline when its backend takes one.
     func openOptions(keyringTimeout: Duration?, requireExisting: Bool = false) throws -> StoreOpenOptions {
         var options = StoreOpenOptions(requireExisting: requireExisting)
         let accepted = store.backend?.acceptedOptions ?? []
         if accepted.contains(.masterKey) {
             options.masterKey = try key.source(
+                for: store.uri.description, keyringTimeout: keyringTimeout ?? KeyringStore.defaultTimeout)
+        } else if accepted.contains(.sealingKey), !key.given.isEmpty {
+            options.sealingKey = try key.source(
                 for: store.uri.description, keyringTimeout: keyringTimeout ?? KeyringStore.defaultTimeout)
         }
         if accepted.contains(.keyringTimeout) { options.keyringTimeout = keyringTimeout }

@@ -11,6 +11,15 @@ import KeepsakeSodium
 struct Sealer: Sendable {
     /// `KSPG`, then the format version 1.
     static let header: [UInt8] = [0x4B, 0x53, 0x50, 0x47, 0x01]
+
+    /// The format version of a value that looks sealed — `KSPG`, a version byte, and at least
+    /// a nonce and a tag after them — or `nil`. A record's JSON text never starts with `K`.
+    static func sealedFormat(of stored: Data) -> UInt8? {
+        guard stored.count >= header.count + nonceBytes + tagBytes, stored.starts(with: header[0..<4]) else {
+            return nil
+        }
+        return stored[stored.startIndex + 4]
+    }
     static let nonceBytes = 24
     static let tagBytes = 16
     static let keyBytes = 32
