@@ -26,7 +26,7 @@ func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
 }
 
 extension KeyringTests {
-    /// DESIGN §17: the Secret Service has no transactions, so Keepsake serialises its own writers
+    /// The Secret Service has no transactions, so Keepsake serialises its own writers
     /// — threads of a process and processes — and a read-back that finds another writer's bytes
     /// is not "the provider altered it". Every test counts the writes that reported success
     /// against what is stored.

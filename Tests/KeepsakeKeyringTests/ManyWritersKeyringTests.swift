@@ -2,7 +2,7 @@ import Foundation
 import KeepsakeTesting
 import Testing
 
-// The many-writers stress test (DESIGN.md §17) on the keyring: keepsake-stress processes at once
+// The many-writers stress test (docs/RELIABILITY.md) on the keyring: keepsake-stress processes at once
 // on one service of the private keyring, run by scripts/test-providers against gnome-keyring,
 // KeePassXC and KWallet. The same binary and check as MigrateCLITests/ManyWritersTests.swift.
 

@@ -3,7 +3,7 @@ import Foundation
 import Keepsake
 import KeepsakeStores
 
-// keepsake-stress: one process of a many-writers stress test (DESIGN.md §17), run N at once
+// keepsake-stress: one process of a many-writers stress test (docs/RELIABILITY.md), run N at once
 // against one store by the ManyWriters tests.
 //
 //   keepsake-stress run --store URI [--key-file PATH] --process P --tasks M --operations K

@@ -4,7 +4,7 @@ import KeepsakePostgres
 import Logging
 import Migrations
 
-// keepsake-postgres-writer: one app instance of the many-instances test (DESIGN.md §17, §19).
+// keepsake-postgres-writer: one app instance of the many-instances test (ManyInstancesTests.swift).
 //
 //   keepsake-postgres-writer --store URI --process P --tasks T --operations K --shared S [--updates-only] [--sync]
 //
