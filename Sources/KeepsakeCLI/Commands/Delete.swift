@@ -20,20 +20,18 @@ extension Migrate {
         var key: String
 
         func run() throws {
-            try guarded {
-                let store = try openExistingStore()
-                let existing = try requireData(store, key)
-                let results = try store.commit([StoreWrite(key: key, value: nil, expectation: .unchanged(existing))])
-                if results != [.applied] {
-                    throw KeepsakeError(
-                        .conflict, store: store.uri, key: key,
-                        "the value changed while it was being deleted; it was kept")
-                }
-                if output.json {
-                    printJSON(["store": .string(store.uri), "key": .string(key), "deleted": true] as JSONValue)
-                } else {
-                    say("Deleted '\(key)' from \(store.uri)")
-                }
+            let store = try openExistingStore()
+            let existing = try requireData(store, key)
+            let results = try store.commit([StoreWrite(key: key, value: nil, expectation: .unchanged(existing))])
+            if results != [.applied] {
+                throw KeepsakeError(
+                    .conflict, store: store.uri, key: key,
+                    "the value changed while it was being deleted; it was kept")
+            }
+            if output.json {
+                printJSON(["store": .string(store.uri), "key": .string(key), "deleted": true] as JSONValue)
+            } else {
+                say("Deleted '\(key)' from \(store.uri)")
             }
         }
     }

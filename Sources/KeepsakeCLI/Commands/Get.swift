@@ -23,20 +23,18 @@ extension Migrate {
         var key: String
 
         func run() throws {
-            try guarded {
-                let store = try openExistingStore()
-                let bytes = try requireData(store, key)
-                if output.json {
-                    let text = String(validating: bytes, as: UTF8.self)
-                    printJSON(
-                        [
-                            "store": .string(store.uri), "key": .string(key), "bytes": .int(bytes.count),
-                            "value": JSONValue(text), "base64": text == nil ? .string(bytes.base64EncodedString()) : nil
-                        ] as JSONValue)
-                } else {
-                    FileHandle.standardOutput.write(bytes)
-                    if standardErrorIsTerminal && bytes.last != UInt8(ascii: "\n") { print() }
-                }
+            let store = try openExistingStore()
+            let bytes = try requireData(store, key)
+            if output.json {
+                let text = String(validating: bytes, as: UTF8.self)
+                printJSON(
+                    [
+                        "store": .string(store.uri), "key": .string(key), "bytes": .int(bytes.count),
+                        "value": JSONValue(text), "base64": text == nil ? .string(bytes.base64EncodedString()) : nil
+                    ] as JSONValue)
+            } else {
+                FileHandle.standardOutput.write(bytes)
+                if standardErrorIsTerminal && bytes.last != UInt8(ascii: "\n") { print() }
             }
         }
     }

@@ -30,19 +30,17 @@ extension Migrate {
         }
 
         func run() throws {
-            try guarded {
-                let uri = storeOptions.store.uri
-                let source = try storeOptions.key.source(for: uri.description)
-                let store = try SodiumFileStore.create(directory: uri.location, key: source)
-                if output.json {
-                    printJSON(
-                        [
-                            "store": .string(store.uri), "id": .string(store.identifier),
-                            "masterKey": .string(source.description)
-                        ] as JSONValue)
-                } else {
-                    say("Created \(store.uri) (id \(store.identifier)), protected by \(source)")
-                }
+            let uri = storeOptions.store.uri
+            let source = try storeOptions.key.source(for: uri.description)
+            let store = try SodiumFileStore.create(directory: uri.location, key: source)
+            if output.json {
+                printJSON(
+                    [
+                        "store": .string(store.uri), "id": .string(store.identifier),
+                        "masterKey": .string(source.description)
+                    ] as JSONValue)
+            } else {
+                say("Created \(store.uri) (id \(store.identifier)), protected by \(source)")
             }
         }
     }

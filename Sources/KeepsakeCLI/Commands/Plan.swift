@@ -21,13 +21,11 @@ extension Migrate {
         @OptionGroup var output: OutputOptions
 
         func run() throws {
-            try guarded {
-                let migrator = try migrator()
-                let reports = try migrator.planReports()
-                try finish(reports, store: migrator.store.uri, json: output.json) {
-                    say("Plan for \(migrator.store.uri) (nothing is written)")
-                    printPlan(reports)
-                }
+            let migrator = try migrator()
+            let reports = try migrator.planReports()
+            try finish(reports, store: migrator.store.uri, json: output.json) {
+                say("Plan for \(migrator.store.uri) (nothing is written)")
+                printPlan(reports)
             }
         }
     }

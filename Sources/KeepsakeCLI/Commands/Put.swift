@@ -54,28 +54,26 @@ extension Migrate {
         }
 
         func run() throws {
-            try guarded {
-                // A backup is read before the store is opened: one that does not hold the key writes nothing.
-                let original = try fromBackup.map { path in try BackupDirectory.original(forKey: key, at: path) }
-                let store = try openStore()
-                var bytes = original?.bytes ?? FileHandle.standardInput.readDataToEndOfFile()
-                // Exactly as read (or as backed up); one newline goes only when asked.
-                if stripNewline, bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
-                if string {
-                    guard let text = String(validating: bytes, as: UTF8.self) else {
-                        throw KeepsakeError(
-                            .valueRefused, store: store.uri, key: key,
-                            "--string needs UTF-8 text on standard input; these bytes are not UTF-8")
-                    }
-                    bytes = try JSONEncoder().encode(text)
+            // A backup is read before the store is opened: one that does not hold the key writes nothing.
+            let original = try fromBackup.map { path in try BackupDirectory.original(forKey: key, at: path) }
+            let store = try openStore()
+            var bytes = original?.bytes ?? FileHandle.standardInput.readDataToEndOfFile()
+            // Exactly as read (or as backed up); one newline goes only when asked.
+            if stripNewline, bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+            if string {
+                guard let text = String(validating: bytes, as: UTF8.self) else {
+                    throw KeepsakeError(
+                        .valueRefused, store: store.uri, key: key,
+                        "--string needs UTF-8 text on standard input; these bytes are not UTF-8")
                 }
-                try store.setData(bytes, forKey: key)
-                if output.json {
-                    printJSON(
-                        ["store": .string(store.uri), "key": .string(key), "bytes": .int(bytes.count)] as JSONValue)
-                } else {
-                    say("Stored \(bytes.count) bytes under '\(key)' in \(store.uri)")
-                }
+                bytes = try JSONEncoder().encode(text)
+            }
+            try store.setData(bytes, forKey: key)
+            if output.json {
+                printJSON(
+                    ["store": .string(store.uri), "key": .string(key), "bytes": .int(bytes.count)] as JSONValue)
+            } else {
+                say("Stored \(bytes.count) bytes under '\(key)' in \(store.uri)")
             }
         }
     }

@@ -40,23 +40,21 @@ extension Migrate {
         }
 
         func run() throws {
-            try guarded {
-                let store = try storeOptions.open(keyringTimeout: nil)
-                guard let fileStore = store as? any MasterKeyedStore else {
-                    throw ValidationError("rekey works on \(StoreArgument.masterKeyStores) stores")
-                }
-                let newSource = try newKey.source(for: fileStore.uri)
-                try fileStore.changeMasterKey(to: newSource)
-                let generation = try fileStore.keyGeneration()
-                if output.json {
-                    printJSON(
-                        [
-                            "store": .string(fileStore.uri), "masterKey": .string(newSource.description),
-                            "keyGeneration": .int(Int(generation))
-                        ] as JSONValue)
-                } else {
-                    say("\(fileStore.uri) is now protected by \(newSource) (key generation \(generation))")
-                }
+            let store = try storeOptions.open(keyringTimeout: nil)
+            guard let fileStore = store as? any MasterKeyedStore else {
+                throw ValidationError("rekey works on \(StoreArgument.masterKeyStores) stores")
+            }
+            let newSource = try newKey.source(for: fileStore.uri)
+            try fileStore.changeMasterKey(to: newSource)
+            let generation = try fileStore.keyGeneration()
+            if output.json {
+                printJSON(
+                    [
+                        "store": .string(fileStore.uri), "masterKey": .string(newSource.description),
+                        "keyGeneration": .int(Int(generation))
+                    ] as JSONValue)
+            } else {
+                say("\(fileStore.uri) is now protected by \(newSource) (key generation \(generation))")
             }
         }
     }

@@ -47,7 +47,7 @@ extension Migrate {
         }
 
         func run() throws {
-            try guarded { try perform() }
+            try perform()
         }
 
         private func perform() throws {

@@ -23,22 +23,20 @@ extension Migrate {
         @OptionGroup var output: OutputOptions
 
         func run() throws {
-            try guarded {
-                let migrator = try migrator()
-                let reports = try migrator.planReports()
-                try finish(reports, store: migrator.store.uri, json: output.json) {
-                    say("Store \(migrator.store.uri)")
-                    if !reports.isEmpty {
-                        printTable(["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"], count: reports.count) {
-                            let report = reports[$0]
-                            return [
-                                report.key, report.schema ?? "-", report.storedText, report.latestText,
-                                report.state.rawValue, report.errorText ?? report.formText
-                            ]
-                        }
+            let migrator = try migrator()
+            let reports = try migrator.planReports()
+            try finish(reports, store: migrator.store.uri, json: output.json) {
+                say("Store \(migrator.store.uri)")
+                if !reports.isEmpty {
+                    printTable(["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"], count: reports.count) {
+                        let report = reports[$0]
+                        return [
+                            report.key, report.schema ?? "-", report.storedText, report.latestText,
+                            report.state.rawValue, report.errorText ?? report.formText
+                        ]
                     }
-                    say(summary(reports))
                 }
+                say(summary(reports))
             }
         }
     }

@@ -145,7 +145,7 @@ struct TrialStatusCommand: StoreCommand {
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        try guarded { try report(trial.evaluate(self, device) { $0.status() }, json: output.json) }
+        try report(trial.evaluate(self, device) { $0.status() }, json: output.json)
     }
 }
 
@@ -165,6 +165,6 @@ struct TrialStartCommand: StoreCommand {
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        try guarded { try report(trial.evaluate(self, device) { $0.start() }, json: output.json) }
+        try report(trial.evaluate(self, device) { $0.start() }, json: output.json)
     }
 }

@@ -37,26 +37,24 @@ extension Migrate {
         }
 
         func run() throws {
-            try guarded {
-                let migrator = Migrator(
-                    store: try store.open(keyringTimeout: keyring.timeout()), chains: CLI.chains,
-                    context: device.context(), keyModels: try models.keyModels())
-                let printer = Printer(json: output.json, store: migrator.store.uri, key: key)
-                let done = DispatchSemaphore(value: 0)
-                let limit = count
-                let key = key
-                let task = Task.detached {
-                    await Self.watch(migrator, key: key, limit: limit, printer: printer)
-                    done.signal()
-                }
-                // Ctrl-C ends the watch cleanly: the stream's consumer stops and its watch is released.
-                signal(SIGINT, SIG_IGN)
-                let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-                interrupt.setEventHandler { task.cancel() }
-                interrupt.resume()
-                done.wait()
-                interrupt.cancel()
+            let migrator = Migrator(
+                store: try store.open(keyringTimeout: keyring.timeout()), chains: CLI.chains,
+                context: device.context(), keyModels: try models.keyModels())
+            let printer = Printer(json: output.json, store: migrator.store.uri, key: key)
+            let done = DispatchSemaphore(value: 0)
+            let limit = count
+            let key = key
+            let task = Task.detached {
+                await Self.watch(migrator, key: key, limit: limit, printer: printer)
+                done.signal()
             }
+            // Ctrl-C ends the watch cleanly: the stream's consumer stops and its watch is released.
+            signal(SIGINT, SIG_IGN)
+            let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+            interrupt.setEventHandler { task.cancel() }
+            interrupt.resume()
+            done.wait()
+            interrupt.cancel()
         }
 
         /// Prints the record now and after each hint that changed it, until `limit` states were

@@ -298,9 +298,3 @@ struct OutputOptions: ParsableArguments {
 protocol OutputCommand: ParsableCommand {
     var output: OutputOptions { get }
 }
-
-/// Runs `body`. Errors it throws are reported by the runner (``MigrateCommand``): a
-/// ``KeepsakeError`` with its message and exit code, as JSON too with `--json`.
-func guarded(_ body: () throws -> Void) throws {
-    try body()
-}
