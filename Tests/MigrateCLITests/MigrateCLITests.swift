@@ -26,7 +26,33 @@ struct MigrateCLITests {
             })
         #expect(lines.contains { $0.hasPrefix("theme") && $0.contains("unmanaged") })
         #expect(lines.last == "2 outdated, 1 unmanaged")
+        #expect(
+            lines.dropLast().last
+                == "1 record belongs to no model and is left alone (theme). Map keys to a model with --model KEY=NAME or --models FILE (`migrate models` lists the models).",
+            "the line before the summary says what to do about it")
         #expect(suite.contents == legacySuite, "status writes nothing")
+    }
+
+    @Test("status, plan and run over records no model claims say how many, the first keys and how to map them")
+    func unmanagedRecordsNamed() throws {
+        let people = (1...5).map { #""tenant-\#($0)":{"name":"P\#($0)","age":"3\#($0)"}"# }
+        let suite = try Suite("{" + people.joined(separator: ",") + "}")
+        let hint =
+            "5 records belong to no model and are left alone (tenant-1, tenant-2, tenant-3, …). Map keys to a model with --model KEY=NAME or --models FILE (`migrate models` lists the models)."
+        for command in ["status", "plan", "run"] {
+            let result = try suite.run(command)
+            #expect(result.status == 0, "\(command): \(result.stderr)")
+            #expect(result.stdout.contains(hint), "\(command): \(result.stdout)")
+        }
+        let mapped = try suite.run("status", ["--model", "tenant-1=Person", "--model", "tenant-2=Person"])
+        #expect(
+            mapped.stdout.contains("3 records belong to no model and are left alone (tenant-3, tenant-4, tenant-5)."))
+        #expect(mapped.stdout.hasSuffix("2 outdated, 3 unmanaged\n"), "\(mapped.stdout)")
+        let quiet = try suite.run(
+            "status", ["--model", "tenant-1=Person"] + (2...5).flatMap { ["--model", "tenant-\($0)=Person"] })
+        #expect(!quiet.stdout.contains("no model"), "every record mapped: no hint")
+        let json = try suite.run("status", ["--json"])
+        #expect(!json.stdout.contains("no model"), "--json keeps its shape: totals.unmanaged says it")
     }
 
     @Test("status --json prints the fields scripts rely on")

@@ -59,5 +59,6 @@ func printPlan(_ reports: some Collection<RecordReport>) {
             say("  \(key)  \(model)  removed by another writer; nothing to do")
         }
     }
+    if let hint = unmanagedHint(reports) { say(hint) }
     say(summary(reports))
 }

@@ -107,6 +107,7 @@ extension Migrate {
                         ]
                     }
                 }
+                if let hint = unmanagedHint(reports) { say(hint) }
                 say(summary(reports))
                 if let kept { say("Backups in \(kept)") }
             }

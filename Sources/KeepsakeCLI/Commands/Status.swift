@@ -36,6 +36,7 @@ extension Migrate {
                         ]
                     }
                 }
+                if let hint = unmanagedHint(reports) { say(hint) }
                 say(summary(reports))
             }
         }

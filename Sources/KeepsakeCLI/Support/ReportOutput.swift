@@ -52,6 +52,25 @@ func summary(_ reports: some Collection<RecordReport>) -> String {
     return counts.isEmpty ? "no records" : counts.joined(separator: ", ")
 }
 
+/// What to do about records no model claims, or `nil` when there are none: how many, the first
+/// few keys, and how to map them — so that a store of records an older release wrote under keys
+/// of its own is not "done" silently.
+func unmanagedHint(_ reports: some Collection<RecordReport>) -> String? {
+    var count = 0
+    var first: [String] = []
+    for report in reports where report.state == .unmanaged {
+        count += 1
+        if first.count < 3 { first.append(escapedForTerminal(report.key)) }
+    }
+    guard count > 0 else { return nil }
+    let keys = first.joined(separator: ", ") + (count > first.count ? ", …" : "")
+    let records = count == 1 ? "1 record belongs to no model and is" : "\(count) records belong to no model and are"
+    return """
+        \(records) left alone (\(keys)). Map keys to a model with --model KEY=NAME or --models FILE \
+        (`\(CLI.name) models` lists the models).
+        """
+}
+
 /// Prints `reports` as `--json` (one object: the store, the records, the totals, and `extra`)
 /// or with `human`, then exits with their code (see `Exit`).
 func finish(
