@@ -120,31 +120,42 @@ enum PrivateKeyring {
 
     // MARK: secret-tool, an independent client
 
-    /// Runs secret-tool, each run a new secret session; on KWallet, up to twice more when the
-    /// session was one of the one in 256 it gets wrong: its opening refused ("Client public key
-    /// size is invalid": libsecret's public key was short), its secrets refused ("Can't find
-    /// session") or undecodable (its key differs from KWallet's: see LibsecretCall.undecodable).
-    /// An undecodable secret is silent: a lookup exits 1 printing nothing, a search prints an
-    /// item without its `secret` line.
+    /// Runs secret-tool, each run a new secret session; on KWallet, again when the session was
+    /// one of the one in 256 it gets wrong. A refused session — its opening refused ("Client
+    /// public key size is invalid": libsecret's public key was short) or its secrets refused
+    /// ("Can't find session") — is no answer at all, and is run again up to 5 more times. An
+    /// undecodable secret (the session's key differs from KWallet's: see
+    /// LibsecretCall.undecodable) is silent — a lookup exits 1 printing nothing, a search prints
+    /// an item without its `secret` line — and cannot be told from a lookup that found nothing:
+    /// such an answer is asked for twice more, and the last answer stands.
     static func secretTool(_ arguments: [String], stdin: Data? = nil, timeout: Duration = .seconds(60)) throws
         -> Shell.Result
     {
         var result = try Shell.run(arguments, stdin: stdin, timeout: timeout)
-        var attempts = 1
-        while attempts < 3, runningProvider == .kWallet, sessionWentWrong(arguments, result) {
+        guard runningProvider == .kWallet else { return result }
+        var refused = 0
+        var silent = 0
+        while true {
+            if sessionRefused(result) {
+                guard refused < 5 else { return result }
+                refused += 1
+            } else if silentlyUndecodable(arguments, result) {
+                guard silent < 2 else { return result }
+                silent += 1
+            } else {
+                return result
+            }
             result = try Shell.run(arguments, stdin: stdin, timeout: timeout)
-            attempts += 1
         }
-        return result
     }
 
-    private static func sessionWentWrong(_ arguments: [String], _ result: Shell.Result) -> Bool {
+    private static func sessionRefused(_ result: Shell.Result) -> Bool {
         let output = result.stderr + result.stdout
-        if result.status != 0,
-            output.contains("Client public key size is invalid") || output.contains("Can't find session")
-        {
-            return true
-        }
+        return result.status != 0
+            && (output.contains("Client public key size is invalid") || output.contains("Can't find session"))
+    }
+
+    private static func silentlyUndecodable(_ arguments: [String], _ result: Shell.Result) -> Bool {
         let command = arguments.joined(separator: " ")
         if command.contains("secret-tool lookup") && result.status != 0 && result.stderr.isEmpty {
             return true
