@@ -89,6 +89,24 @@ extension DefaultsStore: ValueConstrainedStore {
     }
 }
 
+extension DefaultsStore: PrefixScanningStore {
+    /// The keys `pattern` matches: a binary search in the parsed suite (its keys are sorted).
+    public func keys(matching pattern: KeyPattern) throws(KeepsakeError) -> [String] {
+        try currentDocument().entries(matching: pattern, after: nil).map(\.key)
+    }
+
+    /// A page of the records `pattern` matches, sliced from the suite as read (a suite that did
+    /// not change since the last page is not read again).
+    public func records(
+        matching pattern: KeyPattern, after key: String?, limit: Int
+    ) throws(KeepsakeError) -> [(key: String, result: Result<Data, KeepsakeError>)] {
+        let document = try currentDocument()
+        return document.entries(matching: pattern, after: key, limit: max(0, limit)).map {
+            ($0.key, .success(document.bytes[$0.range]))
+        }
+    }
+}
+
 extension DefaultsStore: ObservableStore {
     /// Hints from an inotify watch on the suite's directory: `.any` whenever the suite file is
     /// replaced, written or removed (by any process). The directory is created (0700) if it

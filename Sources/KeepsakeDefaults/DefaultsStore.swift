@@ -480,14 +480,36 @@ struct DefaultsDocument: Sendable {
     }
 
     private func range(forKey key: String) -> Range<Int>? {
+        let low = firstIndex(notBefore: key)
+        guard low < entries.count, entries[low].key.isExactly(key) else { return nil }
+        return entries[low].range
+    }
+
+    /// The index of the first entry whose key does not sort before `key` (by UTF-8 bytes).
+    func firstIndex(notBefore key: String) -> Int {
         var low = 0
         var high = entries.count
         while low < high {
             let middle = (low + high) / 2
             if entries[middle].key.precedesExactly(key) { low = middle + 1 } else { high = middle }
         }
-        guard low < entries.count, entries[low].key.isExactly(key) else { return nil }
-        return entries[low].range
+        return low
+    }
+
+    /// The first `limit` entries `pattern` matches that sort after `key` (from the first for
+    /// `nil`), in order.
+    func entries(
+        matching pattern: KeyPattern, after key: String?, limit: Int = .max
+    ) -> ArraySlice<(key: String, range: Range<Int>)> {
+        var start = firstIndex(notBefore: pattern.prefix)
+        if let key {
+            var past = firstIndex(notBefore: key)
+            if past < entries.count, entries[past].key.isExactly(key) { past += 1 }
+            start = max(start, past)
+        }
+        var end = start
+        while end < entries.count, end - start < limit, pattern.matches(entries[end].key) { end += 1 }
+        return entries[start..<end]
     }
 
     static func parse(_ bytes: Data) throws(JSONSyntaxError) -> DefaultsDocument {

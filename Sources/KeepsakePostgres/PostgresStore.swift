@@ -16,6 +16,7 @@ internal import PostgresNIO
 ///     version    int8        NOT NULL,      -- the row version: 1, then +1 per write
 ///     updated_at timestamptz NOT NULL DEFAULT now()
 /// );
+/// CREATE INDEX keepsake_keys_… ON keepsake_records ((key COLLATE "C"));  -- key patterns, in byte order
 /// ```
 ///
 /// It is created by the first write when absent; until then the store reads as empty.
@@ -539,6 +540,13 @@ public final class PostgresStore: RecordStore {
                         CREATE TABLE IF NOT EXISTS \(unescaped: table) (
                             key text PRIMARY KEY, record bytea NOT NULL, version int8 NOT NULL,
                             updated_at timestamptz NOT NULL DEFAULT now())
+                        """, logger: logger)
+                    // Key patterns are ranges of this index (PostgresStore+Scan.swift): byte order,
+                    // whatever the database's collation.
+                    _ = try await connection.collect(
+                        """
+                        CREATE INDEX IF NOT EXISTS \(unescaped: Self.keyIndex(table: configuration.table)) \
+                        ON \(unescaped: table) ((key COLLATE "C"))
                         """, logger: logger)
                     // A server without triggers or PL/pgSQL (a PostgreSQL-compatible database)
                     // still gets its table; its watches poll.

@@ -23,6 +23,23 @@ public enum ChainValidation {
         try chain.validate()
     }
 
+    /// Validates an app's chains as one set: each chain, and that no two share a name, a
+    /// default key or overlapping key patterns (`AnyModelChain.conflicts(among:)`).
+    ///
+    /// ```swift
+    /// @Test func appChainsAreValid() throws {
+    ///     try ChainValidation.validate([Settings.chain.erased, Tenant.chain.erased])
+    /// }
+    /// ```
+    ///
+    /// - Throws: The first `ChainError` found.
+    public static func validate(_ chains: [AnyModelChain]) throws(ChainError) {
+        for chain in chains {
+            if let problem = chain.problems().first { throw problem }
+        }
+        if let conflict = AnyModelChain.conflicts(among: chains).first { throw conflict }
+    }
+
     /// Validates the chain ending at `latest`, as a chain named `name` — including what
     /// `ModelChain.init(name:defaultKeys:)` would stop the program on.
     ///

@@ -7,6 +7,8 @@ public struct AnyModelChain: Sendable {
     public let name: String
     /// The storage keys the model lives under by default.
     public let defaultKeys: [String]
+    /// The keys of the model's many records, by pattern (``ModelChain/keyPatterns``).
+    public let keyPatterns: [KeyPattern]
     /// The latest version number.
     public let latestVersion: Int
     /// Each version, oldest first.
@@ -23,6 +25,7 @@ public struct AnyModelChain: Sendable {
     public init<Latest>(_ chain: ModelChain<Latest>) {
         name = chain.name
         defaultKeys = chain.defaultKeys
+        keyPatterns = chain.keyPatterns
         latestVersion = chain.latestVersion
         versions = chain.versionSummaries
         problems = { chain.problems }
@@ -54,5 +57,45 @@ public struct AnyModelChain: Sendable {
         } catch {
             return .failed(error, stored: StoredInfo())
         }
+    }
+}
+
+extension AnyModelChain {
+    /// What is wrong with `chains` as one app's set: two chains with one name, a fixed key two
+    /// chains declare, or two chains' key patterns that overlap (`tenant-*` and `tenant-eu-*`:
+    /// a record stored without an envelope under `tenant-eu-1` could be either model). A
+    /// chain's fixed key that another chain's pattern matches is not a conflict: an exact key
+    /// is matched before any pattern.
+    ///
+    /// `KeepsakeTesting.ChainValidation.validate(_:)` fails a test on each.
+    public static func conflicts(among chains: [AnyModelChain]) -> [ChainError] {
+        var found: [ChainError] = []
+        for (index, first) in chains.enumerated() {
+            for second in chains[(index + 1)...] {
+                if first.name.isExactly(second.name) {
+                    found.append(ChainError(chain: second.name, version: nil, "two chains are named '\(first.name)'"))
+                    continue
+                }
+                if let key = first.defaultKeys.first(where: { key in second.defaultKeys.contains { $0.isExactly(key) } }) {
+                    found.append(
+                        ChainError(
+                            chain: second.name, version: nil,
+                            "its default key '\(key)' is also a default key of \(first.name); a key belongs to one model"))
+                }
+                for pattern in first.keyPatterns {
+                    guard let other = second.keyPatterns.first(where: { $0.overlaps(pattern) }) else { continue }
+                    let example = pattern.prefix.utf8.count >= other.prefix.utf8.count ? pattern.prefix : other.prefix
+                    found.append(
+                        ChainError(
+                            chain: second.name, version: nil,
+                            """
+                            its key pattern \(other) overlaps \(first.name)'s \(pattern): a record stored without an \
+                            envelope under a key such as '\(example)…' could be either model; give them prefixes \
+                            neither of which starts with the other
+                            """))
+                }
+            }
+        }
+        return found
     }
 }

@@ -31,6 +31,8 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
     public let name: String
     /// The storage keys this model lives under by default (`"person"`).
     public let defaultKeys: [String]
+    /// The keys of this model's many records, by pattern (`tenant-*`): ``KeyPattern``.
+    public let keyPatterns: [KeyPattern]
     /// The versions, oldest first; `versions[n].version == n`.
     let versions: [VersionEntry]
     /// `Latest`'s `==`, when it is `Equatable` (see `encodeVerified(_:)`).
@@ -54,8 +56,23 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
     ///   error, like an out-of-bounds index) with a message naming the chain and the version.
     ///   Nothing else does: see ``validate()``.
     public init(name: String, defaultKeys: [String]) {
+        self.init(name: name, defaultKeys: defaultKeys, keyPatterns: [])
+    }
+
+    /// Builds the chain ending at `Latest` for a model with many records: besides its fixed
+    /// `defaultKeys`, it owns every key one of `keyPatterns` matches (`"tenant-*"`), so that
+    /// a record stored there without an envelope is read as this model.
+    ///
+    /// ```swift
+    /// public static let chain = ModelChain<TenantV1>(name: "Tenant", defaultKeys: [], keyPatterns: ["tenant-*"])
+    /// ```
+    ///
+    /// - Important: Versions that are not contiguous from 0 stop the program, as in
+    ///   ``init(name:defaultKeys:)``. Two chains of one app whose patterns overlap are found by
+    ///   ``AnyModelChain/conflicts(among:)`` (`KeepsakeTesting.ChainValidation`), never at run time.
+    public init(name: String, defaultKeys: [String], keyPatterns: [KeyPattern]) {
         do {
-            self = try Self.structured(name: name, defaultKeys: defaultKeys)
+            self = try Self.structured(name: name, defaultKeys: defaultKeys, keyPatterns: keyPatterns)
         } catch {
             preconditionFailure(error.description)
         }
@@ -63,22 +80,27 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
 
     /// Builds the chain ending at `Latest`, or throws what is wrong with it: what
     /// ``init(name:defaultKeys:)`` stops on, and what ``validate()`` throws.
-    public static func validated(name: String, defaultKeys: [String]) throws(ChainError) -> ModelChain {
-        let chain = try structured(name: name, defaultKeys: defaultKeys)
+    public static func validated(
+        name: String, defaultKeys: [String], keyPatterns: [KeyPattern] = []
+    ) throws(ChainError) -> ModelChain {
+        let chain = try structured(name: name, defaultKeys: defaultKeys, keyPatterns: keyPatterns)
         try chain.validate()
         return chain
     }
 
-    private static func structured(name: String, defaultKeys: [String]) throws(ChainError) -> ModelChain {
+    private static func structured(
+        name: String, defaultKeys: [String], keyPatterns: [KeyPattern]
+    ) throws(ChainError) -> ModelChain {
         var entries: [VersionEntry] = []
         Latest.collectVersions(into: &entries, depth: 0)
         try checkStructure(name: name, entries: entries)
-        return ModelChain(name: name, defaultKeys: defaultKeys, versions: entries)
+        return ModelChain(name: name, defaultKeys: defaultKeys, keyPatterns: keyPatterns, versions: entries)
     }
 
-    private init(name: String, defaultKeys: [String], versions: [VersionEntry]) {
+    private init(name: String, defaultKeys: [String], keyPatterns: [KeyPattern], versions: [VersionEntry]) {
         self.name = name
         self.defaultKeys = defaultKeys
+        self.keyPatterns = keyPatterns
         self.versions = versions
         self.latestEquality = Self.equality
     }

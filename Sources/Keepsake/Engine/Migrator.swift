@@ -3,7 +3,8 @@ import Foundation
 /// Migrates every managed record of a store: what `migrate status`, `plan` and `run` use.
 ///
 /// Records are matched to chains by the envelope's `schema`, else by an explicit key → model
-/// mapping, else by the chains' default keys; other keys are *unmanaged* and never touched.
+/// mapping, else by an explicit pattern → model mapping, else by the chains' default keys and
+/// key patterns (``KeyPattern``); other keys are *unmanaged* and never touched.
 ///
 /// ```swift
 /// let migrator = Migrator(store: store, chains: [Person.chain.erased, TrialInfo.chain.erased],
@@ -21,16 +22,24 @@ public struct Migrator: Sendable {
     public let context: MigrationContext
     /// Key → model name, for records whose key is not a default key of their model.
     public let keyModels: [String: String]
+    /// Key pattern → model name (`tenant-*` → `Tenant`), for records whose keys no pattern of
+    /// their model's chain names; the longest matching prefix wins, and an exact key in
+    /// ``keyModels`` wins over every pattern.
+    public let patternModels: [KeyPattern: String]
+    let routing: KeyRouting
 
     /// - Precondition: Chain names are unique.
     public init(
-        store: any RecordStore, chains: [AnyModelChain], context: MigrationContext, keyModels: [String: String] = [:]
+        store: any RecordStore, chains: [AnyModelChain], context: MigrationContext, keyModels: [String: String] = [:],
+        patternModels: [KeyPattern: String] = [:]
     ) {
         precondition(Set(chains.map(\.name)).count == chains.count, "Migrator: two chains share a name")
         self.store = store
         self.chains = chains
         self.context = context
         self.keyModels = keyModels
+        self.patternModels = patternModels
+        routing = KeyRouting(chains: chains, keyModels: keyModels, patternModels: patternModels)
     }
 
     /// Every key of the store with its state; nothing is written. Outdated records are migrated
@@ -407,7 +416,7 @@ public struct Migrator: Sendable {
     }
 
     private func chain(named name: String) -> AnyModelChain? {
-        chains.first { $0.name.isExactly(name) }
+        routing.chain(named: name)
     }
 
     /// A record the store could not read: unreadable, matched to a chain by key when it can be.
@@ -466,13 +475,9 @@ public struct Migrator: Sendable {
         return evaluation
     }
 
-    /// The chain a key belongs to: by `keyModels`, else by the chains' default keys, both
-    /// compared by UTF-8 bytes (keys are exact strings).
+    /// The chain a key belongs to (``KeyRouting``), compared by UTF-8 bytes (keys are exact strings).
     private func chainByKey(_ key: String) -> AnyModelChain? {
-        if let index = keyModels.index(forKey: key), keyModels[index].key.isExactly(key) {
-            return chain(named: keyModels[index].value)
-        }
-        return chains.first { $0.defaultKeys.contains { $0.isExactly(key) } }
+        routing.chain(forKey: key)
     }
 }
 

@@ -37,7 +37,7 @@ import Glibc
 /// already holds exactly the record's bytes is not a conflict).
 ///
 /// Records are matched to chains as the ``Migrator`` matches them (the envelope's schema, then
-/// `keyModels`, then the chains' default keys). Unmanaged values are copied as their exact
+/// `keyModels`, `patternModels`, then the chains' default keys and key patterns). Unmanaged values are copied as their exact
 /// bytes when they are selected (``Selection/all`` or by key), where the destination can hold
 /// them: a defaults suite holds only JSON values and the keyring only UTF-8 text, and a value
 /// one cannot hold is that record's typed error (`.invalidArgument`), refused before anything
@@ -102,6 +102,8 @@ public struct StoreTransfer: Sendable {
     public let context: MigrationContext
     /// Key → model name, for records whose key is not a default key of their model.
     public let keyModels: [String: String]
+    /// Key pattern → model name, as ``Migrator/patternModels``.
+    public let patternModels: [KeyPattern: String]
 
     /// A transfer from `source` to `destination`; nothing is read until ``plan(_:options:)`` or
     /// ``run(_:options:checkpoint:)``.
@@ -112,16 +114,19 @@ public struct StoreTransfer: Sendable {
     ///   - chains: The chains records are matched to; with none, every record is unmanaged.
     ///   - context: What migration steps get (``Options/migrate``).
     ///   - keyModels: Key → model name, for records whose key is not a default key of their model.
+    ///   - patternModels: Key pattern → model name (``Migrator/patternModels``).
     /// - Precondition: Chain names are unique.
     public init(
         from source: any RecordStore, to destination: any RecordStore, chains: [AnyModelChain] = [],
-        context: MigrationContext = .live(), keyModels: [String: String] = [:]
+        context: MigrationContext = .live(), keyModels: [String: String] = [:],
+        patternModels: [KeyPattern: String] = [:]
     ) {
         self.source = source
         self.destination = destination
         self.chains = chains
         self.context = context
         self.keyModels = keyModels
+        self.patternModels = patternModels
         precondition(Set(chains.map(\.name)).count == chains.count, "StoreTransfer: two chains share a name")
     }
 
@@ -361,7 +366,8 @@ public struct StoreTransfer: Sendable {
             }
             entries = list
         }
-        let migrator = Migrator(store: source, chains: chains, context: context, keyModels: keyModels)
+        let migrator = Migrator(
+            store: source, chains: chains, context: context, keyModels: keyModels, patternModels: patternModels)
         var prepared: [Prepared] = []
         for entry in entries {
             guard let result = entry.result else {

@@ -78,9 +78,10 @@ extension Migrate {
 
         private func perform() throws {
             let timeout = try keyring.timeout()
+            let mapping = try models.mapping()
             let transfer = StoreTransfer(
                 from: try source.open(keyringTimeout: timeout), to: try destination.open(keyringTimeout: timeout),
-                chains: CLI.chains, context: device.context(), keyModels: try models.keyModels())
+                chains: CLI.chains, context: device.context(), keyModels: mapping.keys, patternModels: mapping.patterns)
             let selection: StoreTransfer.Selection = keys.isEmpty ? (all ? .all : .managed) : .keys(keys)
             let options = StoreTransfer.Options(
                 move: move, migrate: migrate, overwrite: overwrite,

@@ -28,6 +28,8 @@ extension Migrate {
             }
             let name: String
             let defaultKeys: [String]
+            /// The chain's key patterns (`tenant-*`); absent when it has none.
+            let keyPatterns: [String]?
             let latestVersion: Int
             let versions: [Version]
         }
@@ -39,7 +41,9 @@ extension Migrate {
                     models.map { chain in
                         let shapes = chain.shapes
                         return ModelJSON(
-                            name: chain.name, defaultKeys: chain.defaultKeys, latestVersion: chain.latestVersion,
+                            name: chain.name, defaultKeys: chain.defaultKeys,
+                            keyPatterns: chain.keyPatterns.isEmpty ? nil : chain.keyPatterns.map(\.description),
+                            latestVersion: chain.latestVersion,
                             versions: chain.versions.map {
                                 .init(
                                     version: $0.version, type: $0.typeName,
@@ -53,9 +57,11 @@ extension Migrate {
             if models.isEmpty { say("No models are configured; every record is unmanaged.") }
             for (index, chain) in models.enumerated() {
                 if index > 0 { print() }
-                say(
-                    "\(chain.name) — latest v\(chain.latestVersion), default keys: \(chain.defaultKeys.joined(separator: ", "))"
-                )
+                var keys = "default keys: \(chain.defaultKeys.isEmpty ? "none" : chain.defaultKeys.joined(separator: ", "))"
+                if !chain.keyPatterns.isEmpty {
+                    keys += "; key patterns: \(chain.keyPatterns.map(\.description).joined(separator: ", "))"
+                }
+                say("\(chain.name) — latest v\(chain.latestVersion), \(keys)")
                 printTable(
                     ["VERSION", "TYPE", "STORED KEYS"],
                     chain.versions.map {

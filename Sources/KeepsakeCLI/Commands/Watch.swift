@@ -37,9 +37,10 @@ extension Migrate {
         }
 
         func run() throws {
+            let mapping = try models.mapping()
             let migrator = Migrator(
                 store: try store.open(keyringTimeout: keyring.timeout()), chains: CLI.chains,
-                context: device.context(), keyModels: try models.keyModels())
+                context: device.context(), keyModels: mapping.keys, patternModels: mapping.patterns)
             let printer = Printer(json: output.json, store: migrator.store.uri, key: key)
             let done = DispatchSemaphore(value: 0)
             let limit = count

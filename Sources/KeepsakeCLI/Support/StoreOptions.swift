@@ -152,38 +152,46 @@ func timeoutDuration(_ seconds: Double, option: String) throws -> Duration {
     return .milliseconds(Int64((seconds * 1000).rounded()))
 }
 
-/// `--model KEY=NAME` and `--models FILE`: records matched to a model by their key.
+/// `--model KEY=NAME` and `--models FILE`: records matched to a model by their key, or by a
+/// key pattern (`--model 'tenant-*=Tenant'`: every key that starts with `tenant-`).
 struct ModelMappingOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Treat KEY as a record of model NAME (repeatable; see `\(CLI.name) models`).",
+            """
+            Treat KEY as a record of model NAME; a KEY ending in * is a pattern ('tenant-*=Tenant': every key \
+            that starts with tenant-). Repeatable; see `\(CLI.name) models`.
+            """,
             valueName: "key=name"), completion: Completions.model)
     var model: [String] = []
 
     @Option(
         name: .long,
-        help: ArgumentHelp("A file of KEY=NAME lines, each read as a --model.", valueName: "path"),
+        help: ArgumentHelp("A file of KEY=NAME lines (patterns too), each read as a --model.", valueName: "path"),
         completion: .file())
     var models: String?
 
     /// The most `--model` options taken: ArgumentParser's parsing grows with the square of the
-    /// arguments (8,000 take seconds), so more go in a `--models` file.
+    /// arguments (8,000 take seconds), so more go in a `--models` file — or one pattern.
     static let maxModelOptions = 1000
 
     func validate() throws {
         if model.count > Self.maxModelOptions {
             throw ValidationError(
-                "\(model.count) --model options are more than \(Self.maxModelOptions); put them in a file, one KEY=NAME a line, and give --models FILE"
+                """
+                \(model.count) --model options are more than \(Self.maxModelOptions); map many keys with one pattern \
+                (--model 'tenant-*=NAME'), or put them in a file, one KEY=NAME a line, and give --models FILE
+                """
             )
         }
-        _ = try keyModels()
+        _ = try mapping()
     }
 
-    /// Every `KEY=NAME`, from `--models` then `--model`, names checked against the known models
-    /// (a later one for the same key wins).
-    func keyModels() throws -> [String: String] {
-        var pairs: [(String, String)] = []
+    /// Every `KEY=NAME` from `--models` then `--model`, names checked against the known models
+    /// (a later one for the same key or pattern wins): exact keys, and patterns (a KEY that
+    /// ends in `*`).
+    func mapping() throws -> (keys: [String: String], patterns: [KeyPattern: String]) {
+        var pairs: [(String, String, String)] = []
         if let models {
             let text: String
             do {
@@ -192,26 +200,40 @@ struct ModelMappingOptions: ParsableArguments {
                 throw usageError("cannot read the --models file \(models): \(error.localizedDescription)")
             }
             for line in text.split(whereSeparator: \.isNewline) where !line.allSatisfy(\.isWhitespace) {
-                pairs.append(try Self.pair(String(line), option: "--models \(models)"))
+                let option = "--models \(models)"
+                let (key, name) = try Self.pair(String(line), option: option)
+                pairs.append((key, name, option))
             }
         }
-        for pair in model { pairs.append(try Self.pair(pair, option: "--model")) }
+        for pair in model {
+            let (key, name) = try Self.pair(pair, option: "--model")
+            pairs.append((key, name, "--model"))
+        }
         let chains = CLI.chains
-        var result: [String: String] = [:]
-        for (key, name) in pairs {
+        var keys: [String: String] = [:]
+        var patterns: [KeyPattern: String] = [:]
+        for (key, name, option) in pairs {
             guard chains.contains(where: { $0.name == name }) else {
                 let names = chains.isEmpty ? "none" : chains.map(\.name).joined(separator: ", ")
-                throw usageError("unknown model '\(name)' in --model; known models: \(names)")
+                throw usageError("unknown model '\(name)' in \(option); known models: \(names)")
             }
-            result[key] = name
+            if KeyPattern.isPattern(key) {
+                do {
+                    patterns[try KeyPattern(parsing: key)] = name
+                } catch {
+                    throw usageError("\(option): \(error.message)")
+                }
+            } else {
+                keys[key] = name
+            }
         }
-        return result
+        return (keys, patterns)
     }
 
     private static func pair(_ text: String, option: String) throws -> (String, String) {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
         guard parts.count == 2, !parts[0].isEmpty else {
-            throw usageError("\(option) takes KEY=NAME (got '\(text)')")
+            throw usageError("\(option) takes KEY=NAME or PATTERN=NAME (got '\(text)')")
         }
         return (parts[0], parts[1])
     }
@@ -254,9 +276,10 @@ protocol MigratorCommand: OutputCommand {
 extension MigratorCommand {
     /// A migrator on the store, which must exist.
     func migrator() throws -> Migrator {
-        Migrator(
+        let mapping = try models.mapping()
+        return Migrator(
             store: try store.open(keyringTimeout: keyring.timeout(), requireExisting: true), chains: CLI.chains,
-            context: device.context(), keyModels: try models.keyModels())
+            context: device.context(), keyModels: mapping.keys, patternModels: mapping.patterns)
     }
 }
 
