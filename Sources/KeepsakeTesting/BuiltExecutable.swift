@@ -87,4 +87,34 @@ public struct BuiltExecutable: Sendable {
             status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
             stderr: errorText.withLock { String(decoding: $0, as: UTF8.self) })
     }
+
+    /// ``run(_:stdin:environment:)`` under GNU time (`/usr/bin/time`, Debian's `time` package),
+    /// with the run's peak memory: its maximum resident set size, in KiB — how a test shows
+    /// what a command over many records costs beside the records' own size.
+    ///
+    /// - Throws: When GNU time is not installed, or the executable cannot be started.
+    public func runMeasuringPeakMemory(
+        _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]
+    ) throws -> (result: Result, peakKiB: Int) {
+        let time = "/usr/bin/time"
+        guard FileManager.default.isExecutableFile(atPath: time) else {
+            throw MeasuringError(description: "\(time) is not installed (Debian's time package)")
+        }
+        let report = FileManager.default.temporaryDirectory.path + "/keepsake-time-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: report) }  // a leftover report file harms nothing
+        let result = try BuiltExecutable(path: time).run(
+            ["-f", "%M", "-o", report, path] + arguments, stdin: stdin, environment: environment)
+        let text = try String(contentsOfFile: report, encoding: .utf8)
+        // GNU time writes "Command exited with non-zero status N" first when the command failed.
+        guard let peak = text.split(whereSeparator: \.isNewline).last.flatMap({ Int($0) }) else {
+            throw MeasuringError(description: "GNU time wrote no peak memory: \(text)")
+        }
+        return (result, peak)
+    }
+
+    /// Why a run could not be measured.
+    public struct MeasuringError: Error, CustomStringConvertible {
+        /// What went wrong.
+        public let description: String
+    }
 }

@@ -38,7 +38,7 @@ struct MigrateCLITests {
         let people = (1...5).map { #""tenant-\#($0)":{"name":"P\#($0)","age":"3\#($0)"}"# }
         let suite = try Suite("{" + people.joined(separator: ",") + "}")
         let hint =
-            "5 records belong to no model and are left alone (tenant-1, tenant-2, tenant-3, …). Map keys to a model with --model KEY=NAME or --models FILE (`migrate models` lists the models)."
+            "5 records belong to no model and are left alone (tenant-1, tenant-2, tenant-3, …). Map keys to a model with --model KEY=NAME or all at once with --model 'tenant-*=NAME' or --models FILE (`migrate models` lists the models)."
         for command in ["status", "plan", "run"] {
             let result = try suite.run(command)
             #expect(result.status == 0, "\(command): \(result.stderr)")
@@ -53,6 +53,29 @@ struct MigrateCLITests {
         #expect(!quiet.stdout.contains("no model"), "every record mapped: no hint")
         let json = try suite.run("status", ["--json"])
         #expect(!json.stdout.contains("no model"), "--json keeps its shape: totals.unmanaged says it")
+    }
+
+    @Test("--model 'tenant-*=NAME' and a pattern line in --models map every matching key; a bad pattern is a usage error")
+    func patternsMapManyKeys() throws {
+        let people = (1...5).map { #""tenant-\#($0)":{"name":"P\#($0)","age":"3\#($0)"}"# }
+        let suite = try Suite("{" + people.joined(separator: ",") + #","tenants":{"name":"X","age":"1"}}"#)
+        let status = try suite.run("status", ["--model", "tenant-*=Person"])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stdout.hasSuffix("5 outdated, 1 unmanaged\n"), "\(status.stdout)")
+        #expect(status.stdout.contains("1 record belongs to no model and is left alone (tenants)."))
+        let file = suite.directory + "/models.txt"
+        try "tenant-*=Person\ntenants=Person\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let run = try suite.run("run", ["--models", file])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.hasSuffix("6 migrated\n"), "\(run.stdout)")
+        #expect(suite.contents.contains(#""tenant-3": {"data":{"alias":"P3","email":"---"},"schema":"Person","version":3}"#))
+        for bad in ["ten*ant-*=Person", "tenant-*=Nobody"] {
+            let refused = try suite.run("status", ["--model", bad])
+            #expect(refused.status == 64, "\(bad): \(refused.stdout)")
+            #expect(
+                refused.stderr.contains(bad.hasSuffix("Nobody") ? "unknown model 'Nobody'" : "'ten*ant-*' is not a key pattern: * may only be its last character"),
+                "\(refused.stderr)")
+        }
     }
 
     @Test("status --json prints the fields scripts rely on")

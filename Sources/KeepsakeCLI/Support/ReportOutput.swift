@@ -58,15 +58,26 @@ func summary(_ reports: some Collection<RecordReport>) -> String {
 func unmanagedHint(_ reports: some Collection<RecordReport>) -> String? {
     var count = 0
     var first: [String] = []
+    var shared: Substring?  // the prefix every unmanaged key shares
     for report in reports where report.state == .unmanaged {
         count += 1
         if first.count < 3 { first.append(escapedForTerminal(report.key)) }
+        if let prefix = shared {
+            shared = prefix.commonPrefix(with: report.key)[...]
+        } else {
+            shared = report.key[...]
+        }
     }
     guard count > 0 else { return nil }
     let keys = first.joined(separator: ", ") + (count > first.count ? ", …" : "")
     let records = count == 1 ? "1 record belongs to no model and is" : "\(count) records belong to no model and are"
+    // Many keys that share a prefix ending at a separator (`tenant-`) are mapped by one pattern.
+    var pattern = ""
+    if count > 1, let prefix = shared, let end = prefix.lastIndex(where: { "-_/.:".contains($0) }) {
+        pattern = " or all at once with --model '\(escapedForTerminal(String(prefix[...end])))*=NAME'"
+    }
     return """
-        \(records) left alone (\(keys)). Map keys to a model with --model KEY=NAME or --models FILE \
+        \(records) left alone (\(keys)). Map keys to a model with --model KEY=NAME\(pattern) or --models FILE \
         (`\(CLI.name) models` lists the models).
         """
 }

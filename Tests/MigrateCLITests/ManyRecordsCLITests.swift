@@ -1,0 +1,61 @@
+import Foundation
+import KeepsakeTesting
+import Testing
+
+/// A hundred thousand records of one model, under keys an older release chose (`tenant-…`),
+/// reached by one pattern: `status` and `run` stream them, and what they cost in memory is
+/// printed beside the records' size.
+@Suite("migrate over a hundred thousand records of one model")
+struct ManyRecordsCLITests {
+    static let count = 100_000
+
+    @Test("status and run --model 'tenant-*=Person' migrate 100,000 bare V0 records of a defaults suite")
+    func hundredThousandTenants() throws {
+        var text = "{"
+        text.reserveCapacity(Self.count * 48)
+        for index in 0..<Self.count {
+            if index > 0 { text += ",\n" }
+            let key = "tenant-" + String(100_000 + index).dropFirst()
+            text += #""\#(key)":{"name":"T\#(index)","age":"\#(index % 90)"}"#
+        }
+        text += "}"
+        let suite = try Suite(text)
+        let dataSize = text.utf8.count
+        let migrate = BuiltExecutable(path: migrateBinary)
+        let empty = try Suite(#"{"tenant-0":{"name":"T","age":"1"}}"#)
+        let base = try migrate.runMeasuringPeakMemory(
+            ["status", "--store", empty.store, "--device-id", "test-device", "--model", "tenant-*=Person"])
+        #expect(base.result.status == 0, "\(base.result.stderr)")
+
+        let status = try migrate.runMeasuringPeakMemory(
+            ["status", "--store", suite.store, "--device-id", "test-device", "--model", "tenant-*=Person"])
+        #expect(status.result.status == 0, "\(status.result.stderr)")
+        #expect(status.result.stdout.hasSuffix("\(Self.count) outdated\n"))
+        #expect(!status.result.stdout.contains("no model"))
+        #expect(status.result.stdout.split(separator: "\n").count == Self.count + 3)  // store, header, summary
+
+        let run = try migrate.runMeasuringPeakMemory(
+            ["run", "--store", suite.store, "--device-id", "test-device", "--model", "tenant-*=Person"])
+        #expect(run.result.status == 0, "\(run.result.stderr)")
+        #expect(run.result.stdout.hasSuffix("\(Self.count) migrated\n"), "\(run.result.stdout.suffix(300))")
+        let stored = suite.contents
+        let migratedSize = stored.utf8.count
+        #expect(stored.components(separatedBy: #""schema":"Person","version":3}"#).count - 1 == Self.count)
+        #expect(stored.contains(#""tenant-54321": {"data":{"alias":"T54321","email":"---"},"schema":"Person","version":3}"#))
+
+        let mib = { (kib: Int) in String(format: "%.1f MiB", Double(kib) / 1024) }
+        print(
+            """
+            \(Self.count) records, \(mib(dataSize / 1024)) of JSON (\(mib(migratedSize / 1024)) migrated); \
+            migrate's own base \(mib(base.peakKiB)); \
+            status peak \(mib(status.peakKiB)) (\(mib(status.peakKiB - base.peakKiB)) above base), \
+            run peak \(mib(run.peakKiB)) (\(mib(run.peakKiB - base.peakKiB)) above base)
+            """)
+        // Status holds the suite as read and a compact report per record; run also the migrated
+        // records and the suite as written: each within 3× what those records take.
+        #expect(status.peakKiB - base.peakKiB <= 3 * dataSize / 1024, "status held more than 3× the records")
+        #expect(
+            run.peakKiB - base.peakKiB <= 3 * (dataSize + migratedSize) / 1024,
+            "run held more than 3× the records read and written")
+    }
+}
