@@ -54,12 +54,22 @@ extension PostgresStore: PrefixScanningStore {
 
     /// Every record, a page of ``walkPage`` rows at a time in key order (so a table of a
     /// hundred thousand records is never held at once), with the number of rows counted first.
+    /// A table without the key index (created by a release before key patterns) is read in one
+    /// query instead, and a warning says how to create the index.
     ///
     /// - Throws: `KeepsakeError` naming the store when the server cannot answer — also after
     ///   `body` has been handed the pages before.
     public func forEachRecord(
         _ body: (_ count: Int, _ key: String, _ result: Result<Data, KeepsakeError>) -> Void
     ) throws(KeepsakeError) {
+        guard try keyIndexExists() != false else {
+            logger.warning(
+                "the table has no key index: it is read in one query; create the index for paged reads",
+                metadata: ["table": "\(configuration.table)", "statement": "\(keyIndexStatement)"])
+            let records = try allRecords()
+            for record in records { body(records.count, record.key, record.result) }
+            return
+        }
         let table = configuration.quotedTable
         let count: Int = try perform("count the records", operation: .readAll, tableMissing: .answer(0)) {
             connection, _ in
@@ -108,6 +118,33 @@ extension PostgresStore: PrefixScanningStore {
                 ORDER BY key COLLATE "C" LIMIT \(rows)
                 """
         }
+    }
+
+    /// Whether the table has the key index; `nil` when the table does not exist.
+    func keyIndexExists() throws(KeepsakeError) -> Bool? {
+        let table = configuration.quotedTable
+        let index = Self.qualifiedKeyIndex(table: configuration.table)
+        return try perform("look for the key index", operation: .list) { connection, _ in
+            let rows = try await connection.collect(
+                "SELECT to_regclass(\(table)) IS NOT NULL, to_regclass(\(index)) IS NOT NULL",
+                logger: PostgresStore.queryLogger)
+            guard let (tableExists, indexExists) = try rows.first?.decode((Bool, Bool).self) else { return nil }
+            return tableExists ? indexExists : nil
+        }
+    }
+
+    /// The statement that creates the key index on a table made by an older release, without
+    /// blocking its writers.
+    var keyIndexStatement: String {
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS \(Self.keyIndex(table: configuration.table)) ON "
+            + "\(configuration.quotedTable) ((key COLLATE \"C\"))"
+    }
+
+    /// The key index's name, quoted, in the table's schema when the table names one.
+    static func qualifiedKeyIndex(table: String) -> String {
+        let parts = table.split(separator: ".")
+        let name = "\"\(keyIndex(table: table))\""
+        return parts.count == 2 ? "\"\(parts[0])\".\(name)" : name
     }
 
     /// The name of the index on `key COLLATE "C"`: `keepsake_keys_` and a hash of the table name

@@ -170,7 +170,8 @@ public final class PostgresStore: RecordStore {
     public var identity: String { configuration.identity }
 
     public var capabilities: StoreCapabilities {
-        sealer == nil ? [.survivesReinstall] : [.survivesReinstall, .encryptedAtRest]
+        sealer == nil
+            ? [.survivesReinstall, .commitsRunInBlocks] : [.survivesReinstall, .encryptedAtRest, .commitsRunInBlocks]
     }
 
     /// The server's version (`SHOW server_version`), for `doctor`.

@@ -169,7 +169,10 @@ public struct Migrator: Sendable {
     /// Migrates every outdated managed record and writes each back once.
     ///
     /// Writes go to the store as one batch (for the defaults store, one durable document write),
-    /// each applied only if its record still holds the bytes that were read. A record that is
+    /// each applied only if its record still holds the bytes that were read — or, for a store
+    /// that ``StoreCapabilities/commitsRunInBlocks`` (PostgreSQL), one batch per block of
+    /// records as they are read, so that memory and row locks stay flat in the number of
+    /// records. A record that is
     /// newer, unreadable (its bytes, or the store's copy of it, cannot be read — see
     /// ``RecordStore/allRecords()``), fails its step or fails its backup keeps its bytes and is
     /// reported; the others still migrate.
@@ -184,9 +187,13 @@ public struct Migrator: Sendable {
     ///
     /// - Parameters:
     ///   - backup: When set, each record's original bytes are saved there before the batch, all
-    ///     in one durable batch of their own (``BackupDirectory/saveAll(_:store:)``).
+    ///     in one durable batch of their own (``BackupDirectory/saveAll(_:store:)``) — per block
+    ///     on a store that commits a run in blocks.
     ///   - progress: Called after each record is evaluated and once the batch is written.
-    /// - Throws: Only when the store itself cannot be read or written; then nothing was written.
+    /// - Throws: Only when the store itself cannot be read or written; then nothing was written
+    ///   — except, on a store that commits a run in blocks, the blocks committed before the
+    ///   failure: each of their records is its migrated self, every other record as it was, and
+    ///   running again migrates the rest.
     public func run(
         backup: BackupDirectory? = nil,
         progress: (@Sendable (MigrationProgress) -> Void)? = nil
@@ -205,16 +212,42 @@ public struct Migrator: Sendable {
         var writes: [StoreWrite] = []
         var writeIndex: [Int] = []  // report index for each write
         var originals: [(key: String, bytes: Data)] = []  // each write's record as read, for the backup
+        var conflicted: [Int] = []  // records another writer changed meanwhile
         var count = 0
         // The current block's records to write: their bytes one after the other in `arena`.
         var arena: [UInt8] = []
         var pending: [(key: String, range: Range<Int>, original: Data)] = []
+        let inBlocks = store.capabilities.contains(.commitsRunInBlocks)
+        var failure: KeepsakeError?  // a block's commit that threw: the run stops there
+        var committed = false  // whether any batch was sent
+        /// Backs up and commits the writes gathered so far, and notes how each ended.
+        func commitGathered() throws(KeepsakeError) {
+            if let backup, !writes.isEmpty {
+                (writes, writeIndex) = backUp(originals, in: backup, writes: writes, writeIndex: writeIndex, &reports)
+            }
+            originals = []
+            guard !writes.isEmpty else { return }
+            committed = true
+            let results = try store.commit(writes)
+            writes = []
+            for (index, result) in zip(writeIndex, results) {
+                switch result {
+                case .applied:
+                    reports.setState(.migrated, at: index)
+                case .conflict:
+                    conflicted.append(index)
+                case let .failed(error):
+                    reports.update(index) { $0.error = error }
+                }
+            }
+            writeIndex = []
+        }
         try forEachEvaluation(
             encodeLatest: true,
             { offset, total, bytes, evaluation in
                 if offset == 0 { reports.reserveCapacity(total) }
                 count = total
-                if let encoded = evaluation.encoded, let bytes {
+                if let encoded = evaluation.encoded, let bytes, failure == nil {
                     let key = evaluation.report.key
                     let start = arena.count
                     arena.append(contentsOf: encoded)
@@ -226,7 +259,7 @@ public struct Migrator: Sendable {
                 progress?(MigrationProgress(evaluated: offset + 1, total: total, written: false))
             },
             endOfBlock: {
-                guard !pending.isEmpty else { return }
+                guard !pending.isEmpty, failure == nil else { return }
                 let block = Data(arena)
                 for write in pending {
                     var verified = StoreWrite(
@@ -236,29 +269,17 @@ public struct Migrator: Sendable {
                 }
                 arena.removeAll(keepingCapacity: true)
                 pending.removeAll(keepingCapacity: true)
+                guard inBlocks else { return }
+                do throws(KeepsakeError) {
+                    try commitGathered()
+                } catch {
+                    failure = error
+                }
             })
-        if let backup, !writes.isEmpty {
-            (writes, writeIndex) = backUp(originals, in: backup, writes: writes, writeIndex: writeIndex, &reports)
-        }
-        guard !writes.isEmpty else {
-            Log.engine.ranMigration(reports, store: store.uri)
-            return reports
-        }
-        let results = try store.commit(writes)
-        writes = []
-        var conflicted: [Int] = []  // records another writer changed meanwhile
-        for (index, result) in zip(writeIndex, results) {
-            switch result {
-            case .applied:
-                reports.setState(.migrated, at: index)
-            case .conflict:
-                conflicted.append(index)
-            case let .failed(error):
-                reports.update(index) { $0.error = error }
-            }
-        }
+        if let failure { throw failure }
+        try commitGathered()
         settle(conflicted, in: &reports, backup: backup)
-        progress?(MigrationProgress(evaluated: count, total: count, written: true))
+        if committed { progress?(MigrationProgress(evaluated: count, total: count, written: true)) }
         Log.engine.ranMigration(reports, store: store.uri)
         return reports
     }

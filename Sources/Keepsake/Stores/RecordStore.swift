@@ -158,12 +158,17 @@ public struct StoreCapabilities: OptionSet, Sendable, Hashable, CustomStringConv
     public static let encryptedAtRest = StoreCapabilities(rawValue: 1 << 1)
     /// A call may show a prompt to the user (an unlock dialog).
     public static let mayPrompt = StoreCapabilities(rawValue: 1 << 2)
+    /// A ``Migrator`` run commits its writes a block of records at a time (each block one
+    /// batch), as it reads, instead of one batch at the end: a server's table, where one batch
+    /// over a hundred thousand records would hold them all in memory and every row locked.
+    public static let commitsRunInBlocks = StoreCapabilities(rawValue: 1 << 3)
 
     public var description: String {
         var names: [String] = []
         if contains(.survivesReinstall) { names.append("survives reinstall") }
         if contains(.encryptedAtRest) { names.append("encrypted at rest") }
         if contains(.mayPrompt) { names.append("may prompt") }
+        if contains(.commitsRunInBlocks) { names.append("commits a run in blocks") }
         return names.isEmpty ? "none" : names.joined(separator: ", ")
     }
 }
