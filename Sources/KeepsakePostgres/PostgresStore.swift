@@ -24,9 +24,10 @@ internal import PostgresNIO
 /// - Every write is a compare-and-swap: a write that expects bytes (what `Vault.update`, a
 ///   migration's write-back and `Migrator` send) locks the rows it reads
 ///   (`SELECT … FOR UPDATE`) and updates them only at the row version it read; an insert that
-///   expects nothing is `INSERT … ON CONFLICT DO NOTHING`. A batch — a `migrate run`, a copy —
-///   is one transaction with one statement over `unnest` arrays, whatever its size: every write
-///   of it is applied, or none.
+///   expects nothing is `INSERT … ON CONFLICT DO NOTHING`. A batch — a copy, each block of
+///   2,048 records of a `migrate run` (``StoreCapabilities/commitsRunInBlocks``) — is one
+///   transaction with one statement over `unnest` arrays, whatever its size: every write of it
+///   is applied, or none.
 /// - Opening never needs the server: the first call connects (``ready(timeout:)`` asks whether
 ///   it answers). So an app boots, and serves what does not need its database, while the
 ///   server is down.

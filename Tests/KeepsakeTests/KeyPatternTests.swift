@@ -89,6 +89,26 @@ struct KeyPatternTests {
         let admin = ModelChain<PersonV3>(name: "Admin", defaultKeys: ["tenant-admin"])
         #expect(AnyModelChain.conflicts(among: [tenants.erased, admin.erased]).isEmpty)
         try ChainValidation.validate([tenants.erased, admin.erased, Person.chain.erased, TrialInfo.chain.erased])
+        // The ManyRecords article's example.
+        try ChainValidation.validate([Person.chain.erased, Member.chain.erased, TrialInfo.chain.erased])
+    }
+
+    @Test("the ManyRecords article's walk collects every member's name and each damaged record's error")
+    func articleWalk() async throws {
+        let store = InMemoryStore(
+            name: "article",
+            contents: ["member-1": Self.bareV0(1), "member-2": Data(#"{"name":2}"#.utf8), "member-admin": Self.bareV0(0)])
+        let vault = Vault(store: store, context: context)
+        var names: [String] = []
+        var failures: [KeepsakeError] = []
+        for try await record in vault.records(of: Member.chain) {
+            switch record.result {
+            case let .success(member): names.append(member.value.alias)
+            case let .failure(error): failures.append(error)
+            }
+        }
+        #expect(names == ["M0", "M1"])
+        #expect(failures.map(\.key) == ["member-2"])
     }
 
     @Test("the migrator plans and migrates bare records by the pattern their key matches")
