@@ -52,7 +52,7 @@ extension PostgresStore: PrefixScanningStore {
         }
     }
 
-    /// Every record, a page of ``walkPage`` rows at a time in key order (so a table of a
+    /// Every record, a page of 2,048 rows at a time in key order (so a table of a
     /// hundred thousand records is never held at once), with the number of rows counted first.
     /// A table without the key index (created by a release before key patterns) is read in one
     /// query instead, and a warning says how to create the index.

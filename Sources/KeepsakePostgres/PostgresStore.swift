@@ -25,7 +25,7 @@ internal import PostgresNIO
 ///   migration's write-back and `Migrator` send) locks the rows it reads
 ///   (`SELECT … FOR UPDATE`) and updates them only at the row version it read; an insert that
 ///   expects nothing is `INSERT … ON CONFLICT DO NOTHING`. A batch — a copy, each block of
-///   2,048 records of a `migrate run` (``StoreCapabilities/commitsRunInBlocks``) — is one
+///   2,048 records of a `migrate run` (`StoreCapabilities.commitsRunInBlocks`) — is one
 ///   transaction with one statement over `unnest` arrays, whatever its size: every write of it
 ///   is applied, or none.
 /// - Opening never needs the server: the first call connects (``ready(timeout:)`` asks whether

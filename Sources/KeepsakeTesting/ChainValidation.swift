@@ -49,7 +49,7 @@ public enum ChainValidation {
     }
 
     /// Pairs of versions that one record stored without a version could match both of (loading
-    /// such a record throws `.ambiguousRecord`); ``validate(_:)`` fails on each. A later version
+    /// such a record throws `.ambiguousRecord`); ``validate(_:)-(ModelChain<Latest>)`` fails on each. A later version
     /// that declares the earlier one's readers compatible is not such a pair: the record is read
     /// as the earlier version.
     public static func indistinguishableBareVersions<Latest>(_ chain: ModelChain<Latest>) -> [(Int, Int)] {

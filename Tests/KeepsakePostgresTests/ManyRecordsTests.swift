@@ -20,7 +20,7 @@ extension PostgresServerTests {
         static let edgeKeys = [
             "tenant", "tenant-", "tenant-1", "tenant-10", "tenant-2", "tenant-\u{E9}", "tenant-\u{10FFFF}",
             "tenant-\u{10FFFF}\u{10FFFF}z", "tenant.", "tenant.0", "tenanT-1", "tenant_1", "tenant,", "Tenant-1",
-            "tenant-a/b", "tenant-%", "tenant-_",
+            "tenant-a/b", "tenant-%", "tenant-_"
         ]
 
         @Test("a pattern reads exactly the keys that start with its prefix, in byte order, page by page")
@@ -62,7 +62,9 @@ extension PostgresServerTests {
             #expect(try store.diagnosis().hasPrefix("PostgreSQL ") && !(try store.diagnosis().contains("no key index")))
         }
 
-        @Test("a table an older release made, without the key index, is still read whole and in order; doctor names the fix")
+        @Test(
+            "a table an older release made, without the key index, is still read whole and in order; doctor names the fix"
+        )
         func tableWithoutIndex() throws {
             let table = newTable("noindex")
             try SQL.seedOldPeople(table: table, count: 3 * 2_048 + 5)
@@ -86,12 +88,15 @@ extension PostgresServerTests {
             #expect(paged == keys)
         }
 
-        @Test("100,000 bare V0 records written by psql: the vault streams them, and migrate status and run --model 'tenant-*=Person' migrate them all")
+        @Test(
+            "100,000 bare V0 records written by psql: the vault streams them, and migrate status and run --model 'tenant-*=Person' migrate them all"
+        )
         func hundredThousandTenants() async throws {
             let count = 100_000
             let table = newTable("tenants")
             let store = try PostgresStore(configuration: try PostgresConfiguration(parsing: storeURI(table: table)))
-            try store.setData(Data(#"{"name":"first","age":"1"}"#.utf8), forKey: "tenant-000000")  // the table, as Keepsake makes it
+            // The first record makes the table as Keepsake makes it; psql adds the others.
+            try store.setData(Data(#"{"name":"first","age":"1"}"#.utf8), forKey: "tenant-000000")
             try SQL.run(
                 """
                 INSERT INTO \(table) (key, record, version)
@@ -119,7 +124,9 @@ extension PostgresServerTests {
 
             let uri = storeURI(table: table)
             let small = storeURI(table: newTable("base"))
-            #expect(try migrateBinary.run(["put", "tenant-1", "--store", small], stdin: #"{"name":"A","age":"1"}"#).status == 0)
+            #expect(
+                try migrateBinary.run(["put", "tenant-1", "--store", small], stdin: #"{"name":"A","age":"1"}"#).status
+                    == 0)
             let base = try migrateBinary.runMeasuringPeakMemory(
                 ["status", "--store", small, "--device-id", "dev", "--model", "tenant-*=Person"])
             #expect(base.result.status == 0, "\(base.result.stderr)")

@@ -61,7 +61,9 @@ struct KeyPatternTests {
         #expect(!"t\u{100}".utf8.lexicographicallyPrecedes(bound.utf8))
     }
 
-    @Test("a key goes to the caller's exact key, then the caller's longest pattern, then a fixed key, then a chain pattern")
+    @Test(
+        "a key goes to the caller's exact key, then the caller's longest pattern, then a fixed key, then a chain pattern"
+    )
     func routingOrder() {
         let chains = [Person.chain.erased, Member.chain.erased, TrialInfo.chain.erased]
         let routing = KeyRouting(
@@ -82,8 +84,10 @@ struct KeyPatternTests {
         let euTenants = ModelChain<PersonV3>(name: "EUTenant", defaultKeys: ["person"], keyPatterns: ["tenant-eu-*"])
         let found = AnyModelChain.conflicts(among: [tenants.erased, euTenants.erased, Person.chain.erased])
         #expect(found.count == 2)
-        #expect(found.contains { $0.chain == "EUTenant" && $0.reason.contains("tenant-eu-* overlaps Tenant's tenant-*") })
-        #expect(found.contains { $0.chain == "Person" && $0.reason.contains("'person' is also a default key of EUTenant") })
+        #expect(
+            found.contains { $0.chain == "EUTenant" && $0.reason.contains("tenant-eu-* overlaps Tenant's tenant-*") })
+        #expect(
+            found.contains { $0.chain == "Person" && $0.reason.contains("'person' is also a default key of EUTenant") })
         #expect(throws: ChainError.self) { try ChainValidation.validate([tenants.erased, euTenants.erased]) }
         // A fixed key inside another chain's pattern is no conflict: the exact key wins.
         let admin = ModelChain<PersonV3>(name: "Admin", defaultKeys: ["tenant-admin"])
@@ -97,7 +101,9 @@ struct KeyPatternTests {
     func articleWalk() async throws {
         let store = InMemoryStore(
             name: "article",
-            contents: ["member-1": Self.bareV0(1), "member-2": Data(#"{"name":2}"#.utf8), "member-admin": Self.bareV0(0)])
+            contents: [
+                "member-1": Self.bareV0(1), "member-2": Data(#"{"name":2}"#.utf8), "member-admin": Self.bareV0(0)
+            ])
         let vault = Vault(store: store, context: context)
         var names: [String] = []
         var failures: [KeepsakeError] = []
@@ -149,7 +155,8 @@ struct KeyPatternTests {
         var writes = (0..<1_000).map { StoreWrite(key: String(format: "member-%04d", $0), value: Self.bareV0($0)) }
         writes.append(StoreWrite(key: "member-admin", value: Self.bareV0(5_000)))
         writes.append(StoreWrite(key: "member-0500", value: Data(#"{"name":7}"#.utf8)))  // unreadable
-        writes.append(StoreWrite(key: "member-0501", value: Data(#"{"data":{"x":1},"schema":"Member","version":9}"#.utf8)))
+        writes.append(
+            StoreWrite(key: "member-0501", value: Data(#"{"data":{"x":1},"schema":"Member","version":9}"#.utf8)))
         writes.append(StoreWrite(key: "members", value: Self.bareV0(1)))  // another model's
         writes.append(StoreWrite(key: "memb", value: Self.bareV0(2)))
         let store: any RecordStore
@@ -191,7 +198,8 @@ struct KeyPatternTests {
     @Test("a record removed during the walk is left out; a walk of a model with no records is empty")
     func removedDuringWalk() async throws {
         let store = InMemoryStore(
-            name: "shrinking", contents: Dictionary(uniqueKeysWithValues: (0..<10).map { ("member-\($0)", Self.bareV0($0)) }))
+            name: "shrinking",
+            contents: Dictionary(uniqueKeysWithValues: (0..<10).map { ("member-\($0)", Self.bareV0($0)) }))
         let vault = Vault(store: store, context: context)
         var iterator = vault.records(of: Member.chain, pageSize: 3).makeAsyncIterator()
         let first = try await iterator.next()
@@ -199,7 +207,8 @@ struct KeyPatternTests {
         try store.removeData(forKey: "member-5")
         var rest: [String] = []
         while let record = try await iterator.next() { rest.append(record.key) }
-        #expect(rest == ["member-1", "member-2", "member-3", "member-4", "member-6", "member-7", "member-8", "member-9"])
+        #expect(
+            rest == ["member-1", "member-2", "member-3", "member-4", "member-6", "member-7", "member-8", "member-9"])
         let empty = Vault(store: InMemoryStore(name: "empty"), context: context)
         var count = 0
         for try await _ in empty.records(of: Member.chain) { count += 1 }

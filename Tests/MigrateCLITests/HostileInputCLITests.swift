@@ -325,7 +325,9 @@ struct HostileInputCLITests {
         try Data("k1=Person\nbroken\n".utf8).write(to: URL(fileURLWithPath: file))
         let broken = try suite.run("status", ["--models", file])
         #expect(broken.status == 64)
-        #expect(broken.stderr.hasPrefix("error: --models \(file) takes KEY=NAME or PATTERN=NAME (got 'broken')"), "\(broken.stderr)")
+        #expect(
+            broken.stderr.hasPrefix("error: --models \(file) takes KEY=NAME or PATTERN=NAME (got 'broken')"),
+            "\(broken.stderr)")
 
         let models = try migrate(["models", "--model", "a=Person"])
         #expect(models.status == 64, "\(models.stderr)")

@@ -41,7 +41,9 @@ struct ManyRecordsCLITests {
         let stored = suite.contents
         let migratedSize = stored.utf8.count
         #expect(stored.components(separatedBy: #""schema":"Person","version":3}"#).count - 1 == Self.count)
-        #expect(stored.contains(#""tenant-54321": {"data":{"alias":"T54321","email":"---"},"schema":"Person","version":3}"#))
+        #expect(
+            stored.contains(#""tenant-54321": {"data":{"alias":"T54321","email":"---"},"schema":"Person","version":3}"#)
+        )
 
         let mib = { (kib: Int) in String(format: "%.1f MiB", Double(kib) / 1024) }
         print(

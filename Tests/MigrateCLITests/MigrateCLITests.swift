@@ -55,7 +55,8 @@ struct MigrateCLITests {
         #expect(!json.stdout.contains("no model"), "--json keeps its shape: totals.unmanaged says it")
     }
 
-    @Test("--model 'tenant-*=NAME' and a pattern line in --models map every matching key; a bad pattern is a usage error")
+    @Test(
+        "--model 'tenant-*=NAME' and a pattern line in --models map every matching key; a bad pattern is a usage error")
     func patternsMapManyKeys() throws {
         let people = (1...5).map { #""tenant-\#($0)":{"name":"P\#($0)","age":"3\#($0)"}"# }
         let suite = try Suite("{" + people.joined(separator: ",") + #","tenants":{"name":"X","age":"1"}}"#)
@@ -68,12 +69,17 @@ struct MigrateCLITests {
         let run = try suite.run("run", ["--models", file])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.hasSuffix("6 migrated\n"), "\(run.stdout)")
-        #expect(suite.contents.contains(#""tenant-3": {"data":{"alias":"P3","email":"---"},"schema":"Person","version":3}"#))
+        #expect(
+            suite.contents.contains(#""tenant-3": {"data":{"alias":"P3","email":"---"},"schema":"Person","version":3}"#)
+        )
         for bad in ["ten*ant-*=Person", "tenant-*=Nobody"] {
             let refused = try suite.run("status", ["--model", bad])
             #expect(refused.status == 64, "\(bad): \(refused.stdout)")
             #expect(
-                refused.stderr.contains(bad.hasSuffix("Nobody") ? "unknown model 'Nobody'" : "'ten*ant-*' is not a key pattern: * may only be its last character"),
+                refused.stderr.contains(
+                    bad.hasSuffix("Nobody")
+                        ? "unknown model 'Nobody'"
+                        : "'ten*ant-*' is not a key pattern: * may only be its last character"),
                 "\(refused.stderr)")
         }
     }

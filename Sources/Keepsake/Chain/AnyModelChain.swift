@@ -76,11 +76,13 @@ extension AnyModelChain {
                     found.append(ChainError(chain: second.name, version: nil, "two chains are named '\(first.name)'"))
                     continue
                 }
-                if let key = first.defaultKeys.first(where: { key in second.defaultKeys.contains { $0.isExactly(key) } }) {
+                if let key = first.defaultKeys.first(where: { key in second.defaultKeys.contains { $0.isExactly(key) } }
+                ) {
                     found.append(
                         ChainError(
                             chain: second.name, version: nil,
-                            "its default key '\(key)' is also a default key of \(first.name); a key belongs to one model"))
+                            "its default key '\(key)' is also a default key of \(first.name); a key belongs to one model"
+                        ))
                 }
                 for pattern in first.keyPatterns {
                     guard let other = second.keyPatterns.first(where: { $0.overlaps(pattern) }) else { continue }

@@ -144,7 +144,7 @@ struct RecordWalk<Latest: ModelVersion>: Sendable {
     /// another key…) rather than the store's (unreachable, locked, timed out), which ends the walk.
     static func isRecordsOwn(_ error: KeepsakeError) -> Bool {
         let storeWide: [KeepsakeError.Code] = [
-            .corruptStore, .io, .permissionDenied, .lockTimeout, .locked, .unavailable, .timeout, .invalidArgument,
+            .corruptStore, .io, .permissionDenied, .lockTimeout, .locked, .unavailable, .timeout, .invalidArgument
         ]
         return !storeWide.contains(error.code)
     }
@@ -212,9 +212,11 @@ struct RecordWalk<Latest: ModelVersion>: Sendable {
         let records = found.compactMap { entry -> ModelRecord<Latest>? in
             switch entry.result {
             case let .failure(error):
-                return ModelRecord(key: entry.key, result: .failure(error.located(store: vault.store.uri, key: entry.key)))
+                return ModelRecord(
+                    key: entry.key, result: .failure(error.located(store: vault.store.uri, key: entry.key)))
             case let .success(bytes):
-                switch chain.outcome(of: bytes, context: vault.context).located(store: vault.store.uri, key: entry.key) {
+                switch chain.outcome(of: bytes, context: vault.context).located(store: vault.store.uri, key: entry.key)
+                {
                 case .absent: return nil
                 case let .current(record), let .newerReadable(record), let .outdated(record, _):
                     return ModelRecord(key: entry.key, result: .success(record))

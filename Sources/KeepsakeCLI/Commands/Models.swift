@@ -57,7 +57,8 @@ extension Migrate {
             if models.isEmpty { say("No models are configured; every record is unmanaged.") }
             for (index, chain) in models.enumerated() {
                 if index > 0 { print() }
-                var keys = "default keys: \(chain.defaultKeys.isEmpty ? "none" : chain.defaultKeys.joined(separator: ", "))"
+                var keys =
+                    "default keys: \(chain.defaultKeys.isEmpty ? "none" : chain.defaultKeys.joined(separator: ", "))"
                 if !chain.keyPatterns.isEmpty {
                     keys += "; key patterns: \(chain.keyPatterns.map(\.description).joined(separator: ", "))"
                 }
