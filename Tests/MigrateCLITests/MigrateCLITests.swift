@@ -84,6 +84,25 @@ struct MigrateCLITests {
         }
     }
 
+    @Test("copy 'tenant-*' copies exactly the keys the pattern matches, migrated along the mapped model")
+    func copyByPattern() throws {
+        let people = (1...3).map { #""tenant-\#($0)":{"name":"P\#($0)","age":"3\#($0)"}"# }
+        let suite = try Suite("{" + people.joined(separator: ",") + #","tenants":"x","tenant":"y"}"#)
+        let target = suite.directory + "/copy.json"
+        let copied = try migrate([
+            "copy", "--from", suite.store, "--to", "defaults:" + target, "tenant-*", "--migrate",
+            "--model", "tenant-*=Person", "--device-id", "test-device"
+        ])
+        #expect(copied.status == 0, "\(copied.stderr)")
+        #expect(copied.stdout.hasSuffix("3 copied\n"), "\(copied.stdout)")
+        let json = try #require(try decodeJSON(String(contentsOfFile: target, encoding: .utf8)) as? [String: Any])
+        #expect(json.keys.sorted() == ["tenant-1", "tenant-2", "tenant-3"])
+        #expect((json["tenant-2"] as? [String: Any])?["version"] as? Int == 3)
+        let refused = try migrate(["copy", "--from", suite.store, "--to", "defaults:" + target, "te*nant-*"])
+        #expect(refused.status == 64, "\(refused.stdout)")
+        #expect(refused.stderr.contains("'te*nant-*' is not a key pattern"), "\(refused.stderr)")
+    }
+
     @Test("status --json prints the fields scripts rely on")
     func statusJSON() throws {
         let suite = try Suite(legacySuite)

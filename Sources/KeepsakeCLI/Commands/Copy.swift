@@ -36,7 +36,10 @@ extension Migrate {
         @OptionGroup(title: "Destination")
         var destination: StoreLocationOptions<CopyDestination>
 
-        @Argument(help: ArgumentHelp("The keys to copy (default: every managed record).", valueName: "key"))
+        @Argument(
+            help: ArgumentHelp(
+                "The keys to copy (default: every managed record); a key ending in * is a pattern ('tenant-*').",
+                valueName: "key"))
         var keys: [String] = []
 
         @Flag(name: .long, help: "Also copy unmanaged values (every key of the source); only without KEY.")
@@ -76,13 +79,35 @@ extension Migrate {
             try perform()
         }
 
+        /// `keys` with each pattern (`tenant-*`) replaced by the source's keys it matches, in
+        /// order, each key once.
+        static func expanding(_ keys: [String], in source: any RecordStore) throws -> [String] {
+            var expanded: [String] = []
+            var seen = Set<[UInt8]>()  // keys are exact strings: compared by their bytes
+            for key in keys {
+                var matched = [key]
+                if KeyPattern.isPattern(key) {
+                    let pattern: KeyPattern
+                    do throws(KeepsakeError) {
+                        pattern = try KeyPattern(parsing: key)
+                    } catch {
+                        throw usageError(error.message)
+                    }
+                    matched = try source.keys(matching: pattern)
+                }
+                for key in matched where seen.insert(Array(key.utf8)).inserted { expanded.append(key) }
+            }
+            return expanded
+        }
+
         private func perform() throws {
             let timeout = try keyring.timeout()
             let mapping = try models.mapping()
             let transfer = StoreTransfer(
                 from: try source.open(keyringTimeout: timeout), to: try destination.open(keyringTimeout: timeout),
                 chains: CLI.chains, context: device.context(), keyModels: mapping.keys, patternModels: mapping.patterns)
-            let selection: StoreTransfer.Selection = keys.isEmpty ? (all ? .all : .managed) : .keys(keys)
+            let selection: StoreTransfer.Selection =
+                keys.isEmpty ? (all ? .all : .managed) : .keys(try Self.expanding(keys, in: transfer.source))
             let options = StoreTransfer.Options(
                 move: move, migrate: migrate, overwrite: overwrite,
                 lockTimeout: try timeoutDuration(lockTimeout, option: "--lock-timeout"))
