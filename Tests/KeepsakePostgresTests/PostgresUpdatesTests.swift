@@ -345,5 +345,64 @@ extension PostgresServerTests {
             let shown = try PostgresConfiguration(parsing: uri).uri
             #expect(seen.allSatisfy { $0["key"] as? String == "person" && $0["store"] as? String == shown }, "\(seen)")
         }
+
+        @Test(
+            "migrate watch 'tenant-*' prints the matching rows now, then each one psql inserts or deletes, and no other",
+            .timeLimit(.minutes(5)))
+        func watchPattern() async throws {
+            let table = newTable("updpat")
+            let uri = storeURI(table: table)
+            let first = try await offPool {
+                try migrateBinary.run(["put", "tenant-1", "--store", uri], stdin: #"{"name":"Ada","age":"36"}"#)
+            }
+            #expect(first.status == 0, "\(first.stderr)")
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: migrateBinary.path)
+            process.arguments = [
+                "watch", "tenant-*", "--store", uri, "--json", "--count", "3", "--device-id", "d", "--model",
+                "tenant-*=Person"
+            ]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            let receivedBox = Received()
+            output.fileHandleForReading.readabilityHandler = { handle in
+                let data = handle.availableData
+                receivedBox.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
+            }
+            try process.run()
+            defer {
+                if process.isRunning { process.terminate() }
+                output.fileHandleForReading.readabilityHandler = nil
+            }
+            var parsed: [[String: Any]] {
+                receivedBox.text.withLock { $0 }.split(separator: "\n").compactMap { line in
+                    (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+                }
+            }
+            func waitFor(_ count: Int) async {
+                let deadline = ContinuousClock.now + .seconds(60)
+                while parsed.count < count, ContinuousClock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            await waitFor(1)
+            try await offPool {
+                try SQL.run(
+                    """
+                    INSERT INTO \(table) (key, record, version) VALUES
+                        ('other', convert_to('{"name":"X","age":"1"}', 'UTF8'), 1),
+                        ('tenant-2', convert_to('{"name":"Bo","age":"7"}', 'UTF8'), 1)
+                    """)
+            }
+            await waitFor(2)
+            try await offPool { try SQL.run("DELETE FROM \(table) WHERE key = 'tenant-1'") }
+            await waitFor(3)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(!process.isRunning && process.terminationStatus == 0, "--count 3 ends the watch")
+            let seen = parsed.map { "\($0["key"] as? String ?? "?") \($0["state"] as? String ?? "?")" }
+            #expect(seen == ["tenant-1 outdated", "tenant-2 outdated", "tenant-1 absent"], "\(seen)")
+        }
     }
 }
