@@ -61,7 +61,8 @@ struct WatchCLITests {
         #expect(seen.allSatisfy { $0["key"] as? String == "person" && $0["store"] as? String == suite.store })
     }
 
-    @Test("watch 'tenant-*' prints every matching record now, then each one added, migrated or removed, and nothing else")
+    @Test(
+        "watch 'tenant-*' prints every matching record now, then each one added, migrated or removed, and nothing else")
     func watchesPattern() async throws {
         let suite = try Suite(#"{"tenant-1":{"name":"Ada","age":"36"},"other":1}"#)
         let process = Process()

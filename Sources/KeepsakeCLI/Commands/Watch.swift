@@ -149,7 +149,9 @@ extension Migrate {
                     return show(State(error: error), key: pattern.description)
                 case let .success(keys):
                     let listedBytes = Set(keys.map { Array($0.utf8) })
-                    let gone = last.keys.filter { !listedBytes.contains($0) }.map { String(decoding: $0, as: UTF8.self) }
+                    let gone = last.keys.filter { !listedBytes.contains($0) }.map {
+                        String(decoding: $0, as: UTF8.self)
+                    }
                     return await refresh(keys + gone.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
                 }
             }
@@ -212,7 +214,9 @@ extension Migrate {
                 keys.withLock { pending in
                     guard !pending.all else { return }
                     if case let .key(key) = change, pending.keys.count < Self.limit {
-                        if !pending.keys.contains(where: { $0.utf8.elementsEqual(key.utf8) }) { pending.keys.append(key) }
+                        if !pending.keys.contains(where: { $0.utf8.elementsEqual(key.utf8) }) {
+                            pending.keys.append(key)
+                        }
                     } else {
                         pending = ([], true)
                     }
