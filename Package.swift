@@ -42,25 +42,28 @@ let package = Package(
         // The engine: versioned models and chains, the one record pipeline, the Vault front door,
         // the migrator, the store protocol, store backends and URIs. It names no store: each store
         // is a module of its own that registers a backend (KeepsakeStores gathers the standard ones).
-        // CSodium: HMAC-SHA-256 for the device identity (Internal/HMACSHA256.swift), nothing else.
+        // SodiumKit: HMAC-SHA-256 for the device identity (Internal/HMACSHA256.swift), nothing else.
         // CoreMetrics: the Vault's migration and write-back counters (swift-metrics has no
         // dependencies of its own).
         .target(
             name: "Keepsake",
             dependencies: [
-                "CSodium", .product(name: "Logging", package: "swift-log"),
+                "SodiumKit", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics")
             ]),
         // The defaults-style JSON suite store (`defaults:PATH`).
         .target(name: "KeepsakeDefaults", dependencies: ["Keepsake", .product(name: "Logging", package: "swift-log")]),
         // The in-memory store (`memory:NAME`), for tests and previews.
         .target(name: "KeepsakeMemory", dependencies: ["Keepsake"]),
-        // libsodium, reached from KeepsakeSodium (and, for HMAC-SHA-256 only, from Keepsake).
+        // libsodium, reached only through SodiumKit.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        // Every libsodium call Keepsake makes, each wrapped once (Sources/SodiumKit/Sodium.swift):
+        // an internal target, not a product — the only module that imports CSodium.
+        .target(name: "SodiumKit", dependencies: ["CSodium"]),
         // The libsodium-encrypted file store and secret buffers.
         .target(
             name: "KeepsakeSodium",
-            dependencies: ["Keepsake", "CSodium", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["Keepsake", "SodiumKit", .product(name: "Logging", package: "swift-log")]),
         // libsecret, reached only from KeepsakeKeyring. No `pkgConfig:`: libsecret-1.pc's cflags carry
         // GLib's `-pthread`, which SwiftPM drops with a "prohibited flag(s)" warning in every build of
         // this package and of its dependents, and a package cannot steer that lookup. The module
@@ -99,7 +102,7 @@ let package = Package(
         .target(
             name: "KeepsakePostgres",
             dependencies: [
-                "Keepsake", "KeepsakeSodium", "CSodium",
+                "Keepsake", "KeepsakeSodium", "SodiumKit",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -183,7 +186,9 @@ let package = Package(
         ),
         .testTarget(
             name: "KeepsakeSodiumTests",
-            dependencies: ["KeepsakeSodium", "Keepsake", "Migrations", "KeepsakeTesting", "TwoReleasesSupport"],
+            dependencies: [
+                "KeepsakeSodium", "SodiumKit", "Keepsake", "Migrations", "KeepsakeTesting", "TwoReleasesSupport"
+            ],
             exclude: ["Vectors"]
         ),
         .testTarget(

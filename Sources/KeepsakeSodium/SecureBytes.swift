@@ -1,4 +1,5 @@
 import Foundation
+internal import SodiumKit
 
 /// Secret bytes — a key, a passphrase — kept where they cannot linger.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+internal import SodiumKit
 
 extension SodiumFileStore {
     /// Replaces the store's master key: a new key file, a new passphrase, or a change between

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+internal import SodiumKit
 
 #if canImport(Glibc)
 import Glibc

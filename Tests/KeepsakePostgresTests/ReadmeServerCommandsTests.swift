@@ -52,9 +52,10 @@ extension PostgresServerTests {
             let commands = try Self.readmeCommands()
             let readmeURI = "postgresql://app@db.internal/myapp?table=app_records"
             let readmeKey = "file:/run/secrets/records.key"
-            #expect(commands.map { $0.prefix(2).joined(separator: " ") } == [
-                "migrate status", "migrate run", "migrate watch", "migrate status"
-            ], "\(commands)")
+            #expect(
+                commands.map { $0.prefix(2).joined(separator: " ") } == [
+                    "migrate status", "migrate run", "migrate watch", "migrate status"
+                ], "\(commands)")
             #expect(commands.allSatisfy { $0.contains(readmeURI) })
             #expect(commands.last?.suffix(2) == ["--master-key", readmeKey])
 
@@ -68,20 +69,25 @@ extension PostgresServerTests {
                 FileManager.default.createFile(
                     atPath: keyPath, contents: Data(key), attributes: [.posixPermissions: 0o600]))
             let uri = storeURI(table: newTable("readme"))
-            for (name, record) in [("person", #"{"name":"Ada","age":"36"}"#), ("tenant-42", #"{"name":"Bo","age":"7"}"#)] {
+            for (name, record) in [
+                ("person", #"{"name":"Ada","age":"36"}"#), ("tenant-42", #"{"name":"Bo","age":"7"}"#)
+            ] {
                 let put = try migrateBinary.run(
                     ["put", name, "--store", uri, "--master-key", "file:" + keyPath], stdin: record)
                 #expect(put.status == 0, "\(put.stderr)")
             }
             for command in commands {
-                var arguments = command.dropFirst().map { $0 == readmeURI ? uri : $0 == readmeKey ? "file:" + keyPath : $0 }
+                var arguments = command.dropFirst().map {
+                    $0 == readmeURI ? uri : $0 == readmeKey ? "file:" + keyPath : $0
+                }
                 if !arguments.contains("--master-key") { arguments += ["--master-key", "file:" + keyPath] }
                 if arguments.first == "watch" { arguments += ["--count", "1", "--model", "tenant-*=Person"] }
                 let result = try migrateBinary.run(arguments + ["--device-id", "d"])
                 #expect(result.status == 0, "\(arguments.prefix(1)): \(result.stdout)\(result.stderr)")
                 if arguments.first == "run" { #expect(result.stdout.contains("1 migrated"), "\(result.stdout)") }
                 if arguments.first == "watch" {
-                    #expect(result.stdout.contains(#""key":"tenant-42""#) && result.stdout.contains(#""state":"outdated""#))
+                    #expect(
+                        result.stdout.contains(#""key":"tenant-42""#) && result.stdout.contains(#""state":"outdated""#))
                 }
             }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Keepsake
+import SodiumKit
 import Synchronization
 import Testing
 

@@ -1,13 +1,13 @@
-internal import CSodium
 import Foundation
 import Keepsake
 import KeepsakeSodium
+internal import SodiumKit
 
 /// Seals and opens record values of a sealed ``PostgresStore`` (docs/FORMAT.md, "PostgreSQL
 /// sealed values"): XChaCha20-Poly1305 with a fresh random nonce per write, under a key derived
 /// from the master key, with the store's table and the record key as associated data.
 ///
-/// Every libsodium function this module calls is called here, once.
+/// Every libsodium function this module calls is called here, through SodiumKit's wrappers.
 struct Sealer: Sendable {
     /// `KSPG`, then the format version 1.
     static let header: [UInt8] = [0x4B, 0x53, 0x50, 0x47, 0x01]
@@ -23,14 +23,12 @@ struct Sealer: Sendable {
     static let nonceBytes = 24
     static let tagBytes = 16
     static let keyBytes = 32
-    /// The `crypto_kdf` context and subkey id of the record key.
-    static let kdfContext: [CChar] = Array("KSPGseal".utf8CString)
+    /// The `crypto_kdf` context (8 bytes) and subkey id of the record key.
+    static let kdfContext: [UInt8] = Array("KSPGseal".utf8)
     static let kdfSubkeyID: UInt64 = 1
     /// The `crypto_kdf` subkey id and length of the master key's fingerprint (``TableSeal``).
     static let fingerprintSubkeyID: UInt64 = 2
     static let fingerprintBytes = 16
-
-    private static let initialised: Bool = sodium_init() >= 0
 
     /// The record key, derived from the master key.
     private let key: SecureBytes
@@ -42,29 +40,20 @@ struct Sealer: Sendable {
 
     /// A sealer with the record key derived from `masterKey` (32 bytes).
     init(masterKey: SecureBytes, table: String, store: String) throws(KeepsakeError) {
-        precondition(Self.initialised, "libsodium failed to initialise")
         guard masterKey.count == Self.keyBytes else {
             throw KeepsakeError(
                 .invalidArgument, store: store, "a master key must be 32 bytes; the one given has \(masterKey.count)")
         }
         let derived = SecureBytes(count: Self.keyBytes) { output in
             masterKey.withUnsafeBytes { master in
-                let status = Self.kdfContext.withUnsafeBufferPointer { context in
-                    crypto_kdf_derive_from_key(
-                        output.baseAddress!.assumingMemoryBound(to: UInt8.self), Self.keyBytes, Self.kdfSubkeyID,
-                        context.baseAddress!, master.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                }
-                precondition(status == 0, "crypto_kdf_derive_from_key failed for valid lengths")
+                Sodium.deriveSubkey(output, id: Self.kdfSubkeyID, context: Self.kdfContext, key: master)
             }
         }
         var fingerprint = [UInt8](repeating: 0, count: Self.fingerprintBytes)
         masterKey.withUnsafeBytes { master in
-            let status = Self.kdfContext.withUnsafeBufferPointer { context in
-                crypto_kdf_derive_from_key(
-                    &fingerprint, Self.fingerprintBytes, Self.fingerprintSubkeyID, context.baseAddress!,
-                    master.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            fingerprint.withUnsafeMutableBytes { output in
+                Sodium.deriveSubkey(output, id: Self.fingerprintSubkeyID, context: Self.kdfContext, key: master)
             }
-            precondition(status == 0, "crypto_kdf_derive_from_key failed for valid lengths")
         }
         self.key = derived
         self.table = table
@@ -74,11 +63,11 @@ struct Sealer: Sendable {
     /// The store id a `MasterKeyProvider` is asked for: 32 lowercase hex
     /// digits, a BLAKE2b hash of the store's identity (server, database, table).
     static func storeID(forIdentity identity: String) -> String {
-        precondition(initialised, "libsodium failed to initialise")
         var digest = [UInt8](repeating: 0, count: 16)
         let input = Array(("keepsake-postgres:" + identity).utf8)
-        let status = crypto_generichash(&digest, digest.count, input, UInt64(input.count), nil, 0)
-        precondition(status == 0, "crypto_generichash failed for valid lengths")
+        digest.withUnsafeMutableBytes { output in
+            input.withUnsafeBytes { message in Sodium.genericHash(output, message: message, key: nil) }
+        }
         return digest.map { String(format: "%02x", $0) }.joined()
     }
 
@@ -96,7 +85,7 @@ struct Sealer: Sendable {
     /// `plaintext` sealed for `recordKey`: header, nonce, ciphertext and tag.
     func seal(_ plaintext: Data, forKey recordKey: String) -> Data {
         var nonce = [UInt8](repeating: 0, count: Self.nonceBytes)
-        nonce.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
+        nonce.withUnsafeMutableBytes { Sodium.randomBytes($0) }
         return seal(plaintext, forKey: recordKey, nonce: nonce)
     }
 
@@ -108,16 +97,16 @@ struct Sealer: Sendable {
         output.replaceSubrange(0..<Self.header.count, with: Self.header)
         output.replaceSubrange(Self.header.count..<(Self.header.count + Self.nonceBytes), with: nonce)
         let offset = Self.header.count + Self.nonceBytes
-        output.withUnsafeMutableBufferPointer { out in
+        output.withUnsafeMutableBytes { out in
             plaintext.withUnsafeBytes { message in
                 key.withUnsafeBytes { keyBytes in
-                    var length: UInt64 = 0
-                    let status = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                        out.baseAddress! + offset, &length,
-                        message.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(message.count),
-                        ad, UInt64(ad.count), nil, nonce,
-                        keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                    precondition(status == 0, "crypto_aead_xchacha20poly1305_ietf_encrypt failed")
+                    ad.withUnsafeBytes { associated in
+                        nonce.withUnsafeBytes { nonceBytes in
+                            Sodium.seal(
+                                UnsafeMutableRawBufferPointer(rebasing: out[offset...]), plaintext: message,
+                                associatedData: associated, nonce: nonceBytes, key: keyBytes)
+                        }
+                    }
                 }
             }
         }
@@ -153,25 +142,29 @@ struct Sealer: Sendable {
         let nonce = Array(bytes[Self.header.count..<(Self.header.count + Self.nonceBytes)])
         let cipher = Array(bytes[(Self.header.count + Self.nonceBytes)...])
         var plain = [UInt8](repeating: 0, count: cipher.count - Self.tagBytes)
-        let status = plain.withUnsafeMutableBufferPointer { out in
+        let opened = plain.withUnsafeMutableBytes { out in
             key.withUnsafeBytes { keyBytes in
-                var length: UInt64 = 0
-                return crypto_aead_xchacha20poly1305_ietf_decrypt(
-                    out.baseAddress, &length, nil, cipher, UInt64(cipher.count), ad, UInt64(ad.count), nonce,
-                    keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                cipher.withUnsafeBytes { ciphertext in
+                    ad.withUnsafeBytes { associated in
+                        nonce.withUnsafeBytes { nonceBytes in
+                            Sodium.open(
+                                out, ciphertext: ciphertext, associatedData: associated, nonce: nonceBytes,
+                                key: keyBytes)
+                        }
+                    }
+                }
             }
         }
-        guard status == 0 else {
+        if case let .failure(failure) = opened {
             throw KeepsakeError(
                 .wrongKey, store: store, key: recordKey,
                 """
                 the sealed value does not open: another master key sealed it, it was moved from another key or \
                 table, or its bytes were altered
                 """,
-                cause: .library(
-                    domain: "libsodium", code: Int(status), message: "crypto_aead_xchacha20poly1305_ietf_decrypt"))
+                cause: .library(domain: "libsodium", code: Int(failure.status), message: failure.function))
         }
-        defer { sodium_memzero(&plain, plain.count) }
+        defer { plain.withUnsafeMutableBytes { Sodium.zero($0) } }
         return Data(plain)
     }
 }

@@ -1,4 +1,5 @@
 import Keepsake
+internal import SodiumKit
 
 /// The constants of the on-disk format, version 1. `docs/FORMAT.md` is their specification;
 /// change one only together with it and a new format version.

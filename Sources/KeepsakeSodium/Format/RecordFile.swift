@@ -1,4 +1,5 @@
 import Foundation
+internal import SodiumKit
 
 /// One record file, `<name hash hex>.ksr` (`docs/FORMAT.md` §4):
 ///

@@ -1,3 +1,5 @@
+internal import SodiumKit
+
 /// The store header file, `keepsake.header` (200 bytes; `docs/FORMAT.md` §3).
 ///
 /// It holds the store id, how the master key is obtained (a raw key, or Argon2id parameters and

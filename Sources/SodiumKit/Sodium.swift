@@ -1,17 +1,18 @@
 internal import CSodium
 
-/// Every libsodium function KeepsakeSodium calls, each wrapped once. Nothing outside this
-/// folder imports `CSodium`; no C type leaves it.
+/// Every libsodium function Keepsake calls, each wrapped once: the encrypted file store
+/// (KeepsakeSodium), sealed PostgreSQL values (KeepsakePostgres) and the device identity's
+/// HMAC (Keepsake). This internal target is the only importer of `CSodium`; no C type leaves it.
 ///
 /// Wrappers take and return Swift buffers, check lengths with preconditions (a wrong length is
 /// a programmer error), and report a failing status as ``Sodium/Failure`` naming the function.
-enum Sodium {
+package enum Sodium {
     /// A libsodium call that returned a failure status.
-    struct Failure: Error, Equatable {
+    package struct Failure: Error, Equatable {
         /// The C function that failed.
-        let function: String
+        package let function: String
         /// Its return value.
-        let status: Int32
+        package let status: Int32
     }
 
     // MARK: Initialisation
@@ -20,37 +21,37 @@ enum Sodium {
     /// initialisation; every wrapper below goes through it.
     private static let initialised: Bool = sodium_init() >= 0
 
-    static func ensureInitialised() {
+    package static func ensureInitialised() {
         precondition(initialised, "sodium_init() failed: libsodium cannot be used in this process")
     }
 
     /// The linked libsodium's version, e.g. `1.0.18` (`sodium_version_string`).
-    static var versionString: String { String(cString: sodium_version_string()) }
+    package static var versionString: String { String(cString: sodium_version_string()) }
 
     // MARK: Constants (the macros are not imported; the function forms are)
 
-    static let aeadKeyBytes = Int(crypto_aead_xchacha20poly1305_ietf_keybytes())
-    static let aeadNonceBytes = Int(crypto_aead_xchacha20poly1305_ietf_npubbytes())
-    static let aeadTagBytes = Int(crypto_aead_xchacha20poly1305_ietf_abytes())
-    static let kdfKeyBytes = Int(crypto_kdf_keybytes())
-    static let kdfContextBytes = Int(crypto_kdf_contextbytes())
-    static let pwhashSaltBytes = Int(crypto_pwhash_saltbytes())
-    static let pwhashArgon2id13 = crypto_pwhash_alg_argon2id13()
-    static let pwhashOpsLimitMin = UInt64(crypto_pwhash_argon2id_opslimit_min())
-    static let pwhashOpsLimitMax = UInt64(crypto_pwhash_argon2id_opslimit_max())
-    static let pwhashMemLimitMin = UInt64(crypto_pwhash_argon2id_memlimit_min())
-    static let pwhashMemLimitMax = UInt64(UInt(bitPattern: crypto_pwhash_argon2id_memlimit_max()))
-    static let pwhashOpsLimitInteractive = UInt64(crypto_pwhash_argon2id_opslimit_interactive())
-    static let pwhashMemLimitInteractive = UInt64(crypto_pwhash_argon2id_memlimit_interactive())
-    static let pwhashOpsLimitModerate = UInt64(crypto_pwhash_argon2id_opslimit_moderate())
-    static let pwhashMemLimitModerate = UInt64(crypto_pwhash_argon2id_memlimit_moderate())
-    static let pwhashOpsLimitSensitive = UInt64(crypto_pwhash_argon2id_opslimit_sensitive())
-    static let pwhashMemLimitSensitive = UInt64(crypto_pwhash_argon2id_memlimit_sensitive())
+    package static let aeadKeyBytes = Int(crypto_aead_xchacha20poly1305_ietf_keybytes())
+    package static let aeadNonceBytes = Int(crypto_aead_xchacha20poly1305_ietf_npubbytes())
+    package static let aeadTagBytes = Int(crypto_aead_xchacha20poly1305_ietf_abytes())
+    package static let kdfKeyBytes = Int(crypto_kdf_keybytes())
+    package static let kdfContextBytes = Int(crypto_kdf_contextbytes())
+    package static let pwhashSaltBytes = Int(crypto_pwhash_saltbytes())
+    package static let pwhashArgon2id13 = crypto_pwhash_alg_argon2id13()
+    package static let pwhashOpsLimitMin = UInt64(crypto_pwhash_argon2id_opslimit_min())
+    package static let pwhashOpsLimitMax = UInt64(crypto_pwhash_argon2id_opslimit_max())
+    package static let pwhashMemLimitMin = UInt64(crypto_pwhash_argon2id_memlimit_min())
+    package static let pwhashMemLimitMax = UInt64(UInt(bitPattern: crypto_pwhash_argon2id_memlimit_max()))
+    package static let pwhashOpsLimitInteractive = UInt64(crypto_pwhash_argon2id_opslimit_interactive())
+    package static let pwhashMemLimitInteractive = UInt64(crypto_pwhash_argon2id_memlimit_interactive())
+    package static let pwhashOpsLimitModerate = UInt64(crypto_pwhash_argon2id_opslimit_moderate())
+    package static let pwhashMemLimitModerate = UInt64(crypto_pwhash_argon2id_memlimit_moderate())
+    package static let pwhashOpsLimitSensitive = UInt64(crypto_pwhash_argon2id_opslimit_sensitive())
+    package static let pwhashMemLimitSensitive = UInt64(crypto_pwhash_argon2id_memlimit_sensitive())
 
     // MARK: Guarded memory
 
     /// `sodium_malloc`: `count` bytes between guard pages, locked in memory where allowed.
-    static func allocate(_ count: Int) -> UnsafeMutableRawPointer {
+    package static func allocate(_ count: Int) -> UnsafeMutableRawPointer {
         ensureInitialised()
         guard let pointer = sodium_malloc(max(count, 1)) else {
             fatalError("sodium_malloc(\(count)) failed: out of memory")
@@ -59,19 +60,19 @@ enum Sodium {
     }
 
     /// `sodium_free`: zeroes the whole allocation (rounded up to pages), unlocks and frees it.
-    static func free(_ pointer: UnsafeMutableRawPointer) {
+    package static func free(_ pointer: UnsafeMutableRawPointer) {
         sodium_free(pointer)
     }
 
     /// `sodium_memzero`: zeroes `buffer` in a way the compiler cannot remove.
-    static func zero(_ buffer: UnsafeMutableRawBufferPointer) {
+    package static func zero(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         sodium_memzero(base, buffer.count)
     }
 
     /// `sodium_memcmp`: whether two equally long buffers are equal, in time independent of
     /// their contents.
-    static func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    package static func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
         guard a.count == b.count else { return false }
         guard a.count > 0 else { return true }
         return sodium_memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
@@ -80,7 +81,7 @@ enum Sodium {
     // MARK: Randomness
 
     /// `randombytes_buf`: fills `buffer` with random bytes from the kernel's generator.
-    static func randomBytes(_ buffer: UnsafeMutableRawBufferPointer) {
+    package static func randomBytes(_ buffer: UnsafeMutableRawBufferPointer) {
         ensureInitialised()
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         randombytes_buf(base, buffer.count)
@@ -90,7 +91,7 @@ enum Sodium {
 
     /// `crypto_kdf_derive_from_key`: subkey number `id` of `key` in `context` (8 bytes), written
     /// to `subkey` (16…64 bytes).
-    static func deriveSubkey(
+    package static func deriveSubkey(
         _ subkey: UnsafeMutableRawBufferPointer, id: UInt64, context: [UInt8], key: UnsafeRawBufferPointer
     ) {
         ensureInitialised()
@@ -109,7 +110,7 @@ enum Sodium {
 
     /// `crypto_generichash` (BLAKE2b): a hash of `message` into `output` (16…64 bytes), keyed
     /// with `key` when given (16…64 bytes).
-    static func genericHash(
+    package static func genericHash(
         _ output: UnsafeMutableRawBufferPointer, message: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer?
     ) {
         ensureInitialised()
@@ -124,7 +125,7 @@ enum Sodium {
 
     /// `crypto_aead_xchacha20poly1305_ietf_encrypt`: `plaintext` sealed into `ciphertext`
     /// (`plaintext.count + aeadTagBytes` bytes).
-    static func seal(
+    package static func seal(
         _ ciphertext: UnsafeMutableRawBufferPointer, plaintext: UnsafeRawBufferPointer,
         associatedData: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer
     ) {
@@ -146,7 +147,7 @@ enum Sodium {
     /// (`ciphertext.count - aeadTagBytes` bytes), or throws when the tag does not verify —
     /// wrong key, wrong associated data, or altered bytes. `plaintext` is zeroed on failure.
     /// Returns a `Result` so that callers can carry it out of nested buffer closures.
-    static func open(
+    package static func open(
         _ plaintext: UnsafeMutableRawBufferPointer, ciphertext: UnsafeRawBufferPointer,
         associatedData: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer
     ) -> Result<Void, Failure> {
@@ -168,11 +169,32 @@ enum Sodium {
         return .success(())
     }
 
+    // MARK: Message authentication
+
+    /// The length of an HMAC-SHA-256 code, in bytes (32).
+    package static let hmacSHA256Bytes = Int(crypto_auth_hmacsha256_bytes())
+
+    /// `crypto_auth_hmacsha256_*` (RFC 2104): the HMAC-SHA-256 of `message` under `key`. Keys
+    /// of any length are accepted: longer than 64 bytes, a key is first hashed, as RFC 2104 says.
+    package static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        ensureInitialised()
+        var state = crypto_auth_hmacsha256_state()
+        var code = [UInt8](repeating: 0, count: hmacSHA256Bytes)
+        // The streaming form takes a key of any length; the one-shot form only 32-byte keys.
+        // libsodium documents no failure for these calls; a non-zero status would be a bug there.
+        // Arrays passed as pointers: never null, even when empty (the key's pointer must not be).
+        var status = crypto_auth_hmacsha256_init(&state, key, key.count)
+        status |= crypto_auth_hmacsha256_update(&state, message, UInt64(message.count))
+        status |= crypto_auth_hmacsha256_final(&state, &code)
+        precondition(status == 0, "crypto_auth_hmacsha256 failed with status \(status)")
+        return code
+    }
+
     // MARK: Password hashing
 
     /// `crypto_pwhash` with Argon2id 1.3: a key derived from `passphrase` and `salt` into `output`.
     /// Fails when libsodium refuses (limits out of range, or not enough memory).
-    static func passwordHash(
+    package static func passwordHash(
         _ output: UnsafeMutableRawBufferPointer, passphrase: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer,
         opsLimit: UInt64, memLimit: UInt64
     ) -> Result<Void, Failure> {
