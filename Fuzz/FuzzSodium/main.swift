@@ -125,7 +125,7 @@ private func fuzzPlaintext(_ payload: [UInt8]) {
         }
     }
     let nameHash = fixture.subkeys.nameHash(of: claimed)
-    let nonce = [UInt8](repeating: 7, count: Sodium.aeadNonceBytes)
+    let nonce = [UInt8](repeating: 7, count: AEAD.nonceBytes)
     var file = ByteWriter()
     file.append(Format.recordMagic)
     file.append(Format.version)

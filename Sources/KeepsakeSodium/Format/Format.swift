@@ -127,6 +127,9 @@ extension SecureBytes {
 
 /// XChaCha20-Poly1305 on the format's buffers: the pointer scopes written once.
 enum AEAD {
+    /// The length of a nonce, in bytes (24).
+    static var nonceBytes: Int { Sodium.aeadNonceBytes }
+
     /// `plaintext` sealed under `key`: ciphertext ‖ 16-byte tag.
     static func seal(_ plaintext: SecureBytes, associatedData: [UInt8], nonce: [UInt8], key: SecureBytes) -> [UInt8] {
         var sealed = [UInt8](repeating: 0, count: plaintext.count + Sodium.aeadTagBytes)
