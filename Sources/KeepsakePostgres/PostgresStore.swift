@@ -254,30 +254,10 @@ public final class PostgresStore: RecordStore {
         return result
     }
 
-    /// Every record, read from the server in key order; a sealed value that does not open
-    /// is that record's error.
+    /// Every record, read from the server in key order in one query; a sealed value that does
+    /// not open is that record's error.
     public func allRecords() throws(KeepsakeError) -> [(key: String, result: Result<Data, KeepsakeError>)] {
-        let table = configuration.quotedTable
-        let rows: [StoredRow] = try perform("read the records", operation: .readAll, tableMissing: .answer([])) {
-            connection, _ in
-            let rows = try await connection.collect(
-                "SELECT key, record FROM \(unescaped: table) ORDER BY key COLLATE \"C\"",
-                logger: PostgresStore.queryLogger)
-            var result: [StoredRow] = []
-            result.reserveCapacity(rows.count)
-            for row in rows {
-                let (key, record) = try row.decode((String, ByteBuffer).self)
-                result.append(StoredRow(key: key, record: Data(record.readableBytesView)))
-            }
-            return result
-        }
-        return rows.map { row in
-            do throws(KeepsakeError) {
-                return (row.key, .success(try open(row.record, forKey: row.key)))
-            } catch {
-                return (row.key, .failure(error))
-            }
-        }
+        try records(matching: KeyPattern(prefix: ""), after: nil, limit: Int(Int32.max))
     }
 
     /// One row as read.
