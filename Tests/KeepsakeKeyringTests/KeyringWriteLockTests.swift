@@ -37,7 +37,7 @@ struct KeyringWriteLockDirectoryTests {
         let home = try scratch()
         defer { try? FileManager.default.removeItem(atPath: home) }  // scratch files only
         // A runtime directory that cannot be made (under a plain file) falls back too.
-        FileManager.default.createFile(atPath: home + "/file", contents: Data())
+        #expect(FileManager.default.createFile(atPath: home + "/file", contents: Data()))
         for runtime in [nil, "", "relative/run", home + "/file/run"] {
             var environment = ["HOME": home]
             environment["XDG_RUNTIME_DIR"] = runtime

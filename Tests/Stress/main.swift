@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Keepsake
+import KeepsakeOpenBao
 import KeepsakeStores
 
 // keepsake-stress: one process of a many-writers stress test (docs/RELIABILITY.md), run N at once
@@ -62,11 +63,11 @@ func integer(_ name: String, default value: Int? = nil) -> Int {
 /// The store `uriText` names, opened with `--key-file` for a `file:` store.
 func openStore(_ uriText: String) -> any RecordStore {
     do throws(KeepsakeError) {
-        let uri = try StoreURI(parsing: uriText)
         let openOptions = StoreOpenOptions(
             masterKey: uriText.hasPrefix("file:") ? options["key-file"].map { .keyFile(path: $0) } : nil,
             keyringTimeout: .seconds(20))
-        return try uri.open(options: openOptions)
+        // The standard stores, and OpenBao's (the OpenBao tests run the same stress).
+        return try StoreBackends.standard.adding(contentsOf: OpenBaoBackend.all).open(uriText, options: openOptions)
     } catch {
         fail("cannot open \(uriText): \(error)")
     }
