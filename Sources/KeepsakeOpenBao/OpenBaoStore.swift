@@ -116,6 +116,19 @@ public final class OpenBaoStore: RecordStore {
 
     func entry(forKey key: String, deadline: ContinuousClock.Instant) throws(KeepsakeError) -> Entry {
         let reply = try client.send(.GET, path("data", key: key), key: key, doing: "read the record", deadline: deadline)
+        return try entry(in: reply, key: key)
+    }
+
+    /// Version `version` of the entry, or `nil` when it has no such version.
+    func entry(forKey key: String, version: Int, deadline: ContinuousClock.Instant) throws(KeepsakeError) -> Entry? {
+        let reply = try client.send(
+            .GET, path("data", key: key) + "?version=\(version)", key: key, doing: "read a version of the record",
+            deadline: deadline)
+        let found = try entry(in: reply, key: key)
+        return found.version == version ? found : nil
+    }
+
+    private func entry(in reply: Reply, key: String) throws(KeepsakeError) -> Entry {
         switch reply.status {
         case 200:
             let object = try client.object(of: reply, key: key, doing: "read the record")
@@ -271,13 +284,13 @@ public final class OpenBaoStore: RecordStore {
                 }
                 return .applied
             case 400 where reply.errors.contains("check-and-set parameter did not match the current version"):
-                if reply.retried {
-                    // The first attempt may be the version that is there now.
-                    let now = try entry(forKey: write.key, deadline: deadline)
-                    if now.version == current.version + 1, now.record == write.value {
-                        if body == nil { try softDelete(key: write.key, version: now.version, deadline: deadline) }
-                        return .applied
-                    }
+                if reply.retried, try entry(forKey: write.key, version: current.version + 1, deadline: deadline)?.record
+                    == write.value
+                {
+                    // An earlier attempt, whose answer the lost connection took, made the version
+                    // after the one read: this write applied (and other writers may have come since).
+                    if body == nil { try softDelete(key: write.key, version: current.version + 1, deadline: deadline) }
+                    return .applied
                 }
                 // Another writer came between the read and the write: an unguarded write reads
                 // again and writes over it; a guarded one is a conflict.

@@ -32,8 +32,9 @@ final class OpenBaoTestServer: @unchecked Sendable {
     var secretIDFile: String { "\(directory)/secret-id" }
 
     /// Starts a server and sets it up; `tokenTTL` is the time to live of the app's AppRole
-    /// tokens (renewable up to three times as long).
-    init(raft: Bool = false, tokenTTL: Int = 3600) throws {
+    /// tokens (renewable up to three times as long), and `audit` writes every request to `audit.log` in its directory (OpenBao takes audit
+    /// devices only from its configuration).
+    init(raft: Bool = false, tokenTTL: Int = 3600, audit: Bool = false) throws {
         self.raft = raft
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("keepsake-openbao-\(UUID().uuidString.prefix(8))").path
@@ -65,6 +66,7 @@ final class OpenBaoTestServer: @unchecked Sendable {
         }
         api_addr = "https://127.0.0.1:\(port)"
         log_level = "warn"
+        \(audit ? "audit \"file\" \"test\" {\n  options {\n    file_path = \"\(directory)/audit.log\"\n  }\n}" : "")
         """.write(toFile: "\(directory)/config.hcl", atomically: true, encoding: .utf8)
         try start()
         let initialised = try bao(["operator", "init", "-recovery-shares=1", "-recovery-threshold=1", "-format=json"])
