@@ -173,9 +173,13 @@ let package = Package(
         .executableTarget(
             name: "person-release-4", dependencies: ["TwoReleasesSupport", "Keepsake", "Migrations"],
             path: "Tests/TwoReleases/Release4"),
+        // Test-only: the many-writers driver (keepsake-stress processes at once, the final run, the
+        // check of their ledgers) for every test target that runs it (each also depends on
+        // keepsake-stress, so that it is built). Not a product.
+        .target(name: "ManyWritersSupport", dependencies: ["KeepsakeTesting"], path: "Tests/ManyWritersSupport"),
         // Test-only: one process of the many-writers stress test (docs/RELIABILITY.md), run N at once
-        // against one store by the ManyWriters tests of MigrateCLITests and KeepsakeKeyringTests.
-        // Not a product.
+        // against one store by the ManyWriters tests of MigrateCLITests, KeepsakeKeyringTests and
+        // KeepsakeOpenBaoTests. Not a product.
         .executableTarget(
             name: "keepsake-stress", dependencies: ["Keepsake", "KeepsakeStores", "KeepsakeOpenBao"],
             path: "Tests/Stress"),
@@ -224,7 +228,7 @@ let package = Package(
                 "KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate",
                 "custom-migrate",
                 "person-release-3", "person-release-4", "TwoReleasesSupport", "KeepsakeTestKeyring",
-                "keepsake-test-keyring", "KeepsakeSodium", "KeepsakeStores", "keepsake-stress"
+                "keepsake-test-keyring", "KeepsakeSodium", "KeepsakeStores", "keepsake-stress", "ManyWritersSupport"
             ]
         ),
         .testTarget(
@@ -277,7 +281,8 @@ let package = Package(
         .testTarget(
             name: "KeepsakeOpenBaoTests",
             dependencies: [
-                "KeepsakeOpenBao", "Keepsake", "KeepsakeTesting", "Migrations", "migrate", "keepsake-stress"
+                "KeepsakeOpenBao", "Keepsake", "KeepsakeTesting", "Migrations", "migrate", "keepsake-stress",
+                "ManyWritersSupport"
             ]),
         .testTarget(
             name: "MigrateCLITests",
@@ -287,7 +292,8 @@ let package = Package(
             // large encrypted stores in-process; Logging: LoggingTests capture every log line.
             dependencies: [
                 "KeepsakeDefaults", "KeepsakeMemory",
-                "migrate", "custom-migrate", "keepsake-stress", "Keepsake", "Migrations", "KeepsakeTesting",
+                "migrate", "custom-migrate", "keepsake-stress", "ManyWritersSupport", "Keepsake", "Migrations",
+                "KeepsakeTesting",
                 "KeepsakeCLI", "KeepsakeSodium", .product(name: "Logging", package: "swift-log")
             ]
         )

@@ -1,83 +1,23 @@
 import Foundation
 import KeepsakeTesting
+import ManyWritersSupport
 import Testing
 
 // The many-writers stress test (docs/RELIABILITY.md) on the keyring: keepsake-stress processes at once
 // on one service of the private keyring, run by scripts/test-providers against gnome-keyring,
 // KeePassXC and KWallet. The same binary and check as MigrateCLITests/ManyWritersTests.swift.
 
-/// The built `keepsake-stress` binary (Tests/Stress), beside the test bundle (or `$KEEPSAKE_STRESS_BINARY`).
-private let stressBinary = BuiltExecutable(named: "keepsake-stress", overriddenBy: "KEEPSAKE_STRESS_BINARY")
-
-/// What `keepsake-stress check` prints (Tests/Stress/Check.swift).
-private struct StressVerdict: Decodable {
-    var processes: Int
-    var tasks: Int
-    var operations: Int
-    var successful: [String: Int]
-    var counted: Int
-    var failed: [String: Int]
-    var lost: Int
-    var migratorRuns: Int
-    var moveRuns: Int
-    var moved: Int
-    var problems: [String]
-    var summary: String
-
-    func attempted(_ op: String) -> Int {
-        (successful[op] ?? 0) + failed.filter { $0.key.hasPrefix(op + " ") }.values.reduce(0, +)
-    }
-}
-
 /// Runs `processes` × `tasks` × `operations` of keepsake-stress at once on `store` (in this
-/// process's private keyring), then one final Migrator run, then the check of every ledger.
+/// process's private keyring, which each process inherits and is registered with), then one final
+/// Migrator run, then the check of every ledger (Tests/ManyWritersSupport).
 private func runStress(
     _ store: [String], processes: Int, tasks: Int, operations: Int, runArguments: [String] = []
 ) throws -> StressVerdict {
     let directory = PrivateKeyring.scratch.appendingPathComponent("stress-\(UUID().uuidString.prefix(8))").path
-    let barrier = directory + "/barrier"
-    try FileManager.default.createDirectory(atPath: barrier, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: directory) }
-
-    // Every process inherits this one's environment: the private keyring's session bus.
-    var running: [(process: Process, errors: String)] = []
-    for index in 0..<processes {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: stressBinary.path)
-        process.arguments =
-            ["run"] + store + [
-                "--process", "\(index)", "--tasks", "\(tasks)", "--operations", "\(operations)",
-                "--barrier", barrier, "--processes", "\(processes)"
-            ] + runArguments
-        let ledger = directory + "/ledger.\(index).json", errors = directory + "/stderr.\(index).txt"
-        for path in [ledger, errors] {
-            try #require(FileManager.default.createFile(atPath: path, contents: nil))
-        }
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: ledger))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        try PrivateKeyring.register(process)
-        running.append((process, errors))
-    }
-    for (process, errors) in running {
-        process.waitUntilExit()
-        let text = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
-        try #require(process.terminationStatus == 0, "a keepsake-stress process failed: \(text.suffix(2000))")
-    }
-
-    // What `migrate run` does once the writers are done: every seeded V0 record at the latest.
-    let final = try stressBinary.run(["migrate"] + store)
-    try #require(final.status == 0, "\(final.stderr)")
-    let states = try #require(
-        try JSONSerialization.jsonObject(with: Data(final.stdout.utf8)) as? [String: String])
-    for (key, state) in states {
-        #expect(state == "current" || (state == "migrated" && key.hasPrefix("legacy.")), "\(key): \(state)")
-    }
-
-    let checked = try stressBinary.run(["check"] + store + ["--ledgers", directory])
-    try #require(checked.status == 0, "\(checked.stderr)")
-    let verdict = try JSONDecoder().decode(StressVerdict.self, from: Data(checked.stdout.utf8))
+    let verdict = try runManyWriters(
+        store, processes: processes, tasks: tasks, operations: operations, in: directory, runArguments: runArguments,
+        started: { try PrivateKeyring.register($0) })
     print("\(verdict.summary) [\(PrivateKeyring.runningProvider.displayName)]")
     return verdict
 }
