@@ -121,7 +121,9 @@ public struct OpenBaoConfiguration: Sendable, Hashable {
         guard let slash = rest.firstIndex(of: "/") else { throw invalid("the URI names no mount") }
         let authority = rest[..<slash]
         let segments = rest[rest.index(after: slash)...].split(separator: "/", omittingEmptySubsequences: false)
-        if authority.contains("@") { throw invalid("the URI holds credentials; name a token_file or token_env instead") }
+        if authority.contains("@") {
+            throw invalid("the URI holds credentials; name a token_file or token_env instead")
+        }
         var host: Substring
         var portText: Substring?
         if authority.hasPrefix("[") {
@@ -153,7 +155,8 @@ public struct OpenBaoConfiguration: Sendable, Hashable {
         for segment in path {
             guard Self.isPlainSegment(segment) else {
                 throw invalid(
-                    "the path segment '\(segment)' is not a plain name (letters, digits, '-', '_', '.'; not '.' or '..')")
+                    "the path segment '\(segment)' is not a plain name (letters, digits, '-', '_', '.'; not '.' or '..')"
+                )
             }
         }
         var values: [String: String] = [:]
@@ -163,7 +166,8 @@ public struct OpenBaoConfiguration: Sendable, Hashable {
             let value = parts.count > 1 ? (String(parts[1]).removingPercentEncoding ?? String(parts[1])) : ""
             if ["token", "secret_id", "role_id", "password"].contains(name) {
                 throw invalid(
-                    "the URI holds a secret (\(name)=); name the file that holds it (\(name == "token" ? "token_file" : "\(name)_file")=) instead")
+                    "the URI holds a secret (\(name)=); name the file that holds it (\(name == "token" ? "token_file" : "\(name)_file")=) instead"
+                )
             }
             guard Self.parameters.contains(name) else {
                 throw invalid("unknown parameter '\(name)' (known: \(Self.parameters.joined(separator: ", ")))")
@@ -187,7 +191,8 @@ public struct OpenBaoConfiguration: Sendable, Hashable {
         case nil, "enable"?: usesTLS = true
         case "disable"?:
             guard ["127.0.0.1", "::1", "localhost"].contains(self.host) else {
-                throw invalid("tls=disable is taken only for a loopback address: a token would cross the network in clear")
+                throw invalid(
+                    "tls=disable is taken only for a loopback address: a token would cross the network in clear")
             }
             usesTLS = false
         case let other?: throw invalid("tls=\(other) is not 'enable' or 'disable'")
@@ -211,7 +216,9 @@ public struct OpenBaoConfiguration: Sendable, Hashable {
                 throw invalid("an AppRole login needs both role_id_file and secret_id_file")
             }
             let roleMount = values["approle_mount"] ?? "approle"
-            guard Self.isPlainSegment(roleMount) else { throw invalid("approle_mount=\(roleMount) is not a plain name") }
+            guard Self.isPlainSegment(roleMount) else {
+                throw invalid("approle_mount=\(roleMount) is not a plain name")
+            }
             authentication = .appRole(mount: roleMount, roleIDFile: roleID, secretIDFile: secretID)
         } else if environment["BAO_TOKEN"] != nil {
             authentication = .tokenEnvironment("BAO_TOKEN")
@@ -221,7 +228,8 @@ public struct OpenBaoConfiguration: Sendable, Hashable {
             throw invalid(
                 "no credentials: name a token_file, a token_env, or role_id_file and secret_id_file, or set BAO_TOKEN")
         }
-        if values["approle_mount"] != nil, case .appRole = authentication {} else if values["approle_mount"] != nil {
+        if values["approle_mount"] != nil, case .appRole = authentication {
+        } else if values["approle_mount"] != nil {
             throw invalid("approle_mount is only for an AppRole login (role_id_file and secret_id_file)")
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import Keepsake
 import Logging
 internal import NIOHTTP1
+import Synchronization
 
 /// A `RecordStore` in an OpenBao (or HashiCorp Vault) KV version 2 secrets engine: one entry
 /// per record, for server teams that keep secrets out of their application database (the
@@ -55,6 +56,12 @@ public final class OpenBaoStore: RecordStore {
 
     let client: Client
     let watcher: Watcher
+    /// What the latest reads and writes of this store saw: each key's version and bytes, so that
+    /// a write expecting the bytes just read is sent at that version without reading it again
+    /// (a `migrate run` or a `Vault.update` costs a read and a write per record, not two reads).
+    /// Only a hint: a stale version makes the write meet a newer one, and the write then reads
+    /// the entry and decides on what it holds. Bounded: emptied past 4,096 keys.
+    let seen = Mutex<[String: Entry]>([:])
     let logger = Logger(label: "keepsake.openbao")
 
     /// Opens the store. Nothing is asked of the server unless `requireExisting` is set: the first
@@ -78,7 +85,8 @@ public final class OpenBaoStore: RecordStore {
             guard version == "2" else {
                 throw KeepsakeError(
                     .notFound, store: uri,
-                    "the mount \(configuration.mount) is a KV version \(version ?? "1") engine; this store needs version 2")
+                    "the mount \(configuration.mount) is a KV version \(version ?? "1") engine; this store needs version 2"
+                )
             }
         }
     }
@@ -91,7 +99,8 @@ public final class OpenBaoStore: RecordStore {
     func path(_ section: String, key: String) -> String {
         let name = EntryName.encode(key)
         return configuration.prefix.isEmpty
-            ? "\(configuration.mount)/\(section)/\(name)" : "\(configuration.mount)/\(section)/\(configuration.prefix)/\(name)"
+            ? "\(configuration.mount)/\(section)/\(name)"
+            : "\(configuration.mount)/\(section)/\(configuration.prefix)/\(name)"
     }
 
     /// `validateKey(_:)`, and the key's length within ``maximumKeyLength``.
@@ -115,8 +124,18 @@ public final class OpenBaoStore: RecordStore {
     }
 
     func entry(forKey key: String, deadline: ContinuousClock.Instant) throws(KeepsakeError) -> Entry {
-        let reply = try client.send(.GET, path("data", key: key), key: key, doing: "read the record", deadline: deadline)
-        return try entry(in: reply, key: key)
+        let reply = try client.send(
+            .GET, path("data", key: key), key: key, doing: "read the record", deadline: deadline)
+        let found = try entry(in: reply, key: key)
+        remember(found, forKey: key)
+        return found
+    }
+
+    private func remember(_ entry: Entry?, forKey key: String) {
+        seen.withLock { seen in
+            if seen.count >= 4096 { seen.removeAll(keepingCapacity: true) }
+            seen[key] = entry
+        }
     }
 
     /// Version `version` of the entry, or `nil` when it has no such version.
@@ -207,8 +226,10 @@ public final class OpenBaoStore: RecordStore {
         var records: [(key: String, result: Result<Data, KeepsakeError>)] = []
         for key in try keys() {
             do {
-                if let data = try entry(forKey: key, deadline: deadline).record { records.append((key, .success(data))) }
-            } catch where error.code == .corruptRecord {
+                if let data = try entry(forKey: key, deadline: deadline).record {
+                    records.append((key, .success(data)))
+                }
+            } catch  where error.code == .corruptRecord {
                 records.append((key, .failure(error)))
             }
         }
@@ -222,14 +243,17 @@ public final class OpenBaoStore: RecordStore {
         bodies.reserveCapacity(writes.count)
         for write in writes {
             try checkKey(write.key)
-            bodies.append(try write.value.map { value throws(KeepsakeError) -> [String: Any] in try body(for: value, key: write.key) })
+            bodies.append(
+                try write.value.map { value throws(KeepsakeError) -> [String: Any] in
+                    try body(for: value, key: write.key)
+                })
         }
         var results: [StoreWriteResult] = []
         results.reserveCapacity(writes.count)
         for (index, write) in writes.enumerated() {
             do {
                 results.append(try apply(write, body: bodies[index]))
-            } catch where [KeepsakeError.Code.unavailable, .timeout, .permissionDenied].contains(error.code) {
+            } catch  where [KeepsakeError.Code.unavailable, .timeout, .permissionDenied].contains(error.code) {
                 // The server cannot be written now: nothing was applied for this write, and
                 // the writes after it are not tried (each would wait as long).
                 if results.isEmpty { throw error }
@@ -238,7 +262,8 @@ public final class OpenBaoStore: RecordStore {
                     results.append(
                         .failed(
                             KeepsakeError(
-                                error.code, store: uri, key: rest.key, "not written: an earlier write of the batch failed (\(error.message))"
+                                error.code, store: uri, key: rest.key,
+                                "not written: an earlier write of the batch failed (\(error.message))"
                             )))
                 }
                 return results
@@ -261,12 +286,23 @@ public final class OpenBaoStore: RecordStore {
     /// One write: read the entry, check the expectation, then write at the version read.
     private func apply(_ write: StoreWrite, body: [String: Any]?) throws(KeepsakeError) -> StoreWriteResult {
         let deadline = self.deadline
+        // The version this store last saw for the key, when it held a record and that record is
+        // what the write expects (an absent key is always read: its version is not known).
+        var hint = seen.withLock { $0[write.key] }.flatMap { $0.record != nil && write.expects($0.record) ? $0 : nil }
         while true {
-            let current = try entry(forKey: write.key, deadline: deadline)
+            let fromHint = hint != nil
+            let current: Entry
+            if let known = hint {
+                current = known
+                hint = nil
+            } else {
+                current = try entry(forKey: write.key, deadline: deadline)
+            }
             guard write.expects(current.record) else { return .conflict }
             if body == nil, current.record == nil { return .applied }
             if current.version == 0 { try requireCheckAndSet(key: write.key, deadline: deadline) }
-            let payload = try Data.json(["options": ["cas": current.version], "data": body ?? [:]], store: uri, key: write.key)
+            let payload = try Data.json(
+                ["options": ["cas": current.version], "data": body ?? [:]], store: uri, key: write.key)
             guard payload.count <= Self.maximumRecordLength else {
                 throw KeepsakeError(
                     .valueRefused, store: uri, key: write.key,
@@ -278,23 +314,27 @@ public final class OpenBaoStore: RecordStore {
                 deadline: deadline)
             switch reply.status {
             case 200, 204:
-                if body == nil {
-                    let version = ((reply.object?["data"] as? [String: Any])?["version"] as? NSNumber)?.intValue
-                    try softDelete(key: write.key, version: version ?? current.version + 1, deadline: deadline)
-                }
+                let version =
+                    ((reply.object?["data"] as? [String: Any])?["version"] as? NSNumber)?.intValue ?? current.version
+                    + 1
+                remember(Entry(record: write.value, version: version), forKey: write.key)
+                if body == nil { try softDelete(key: write.key, version: version, deadline: deadline) }
                 return .applied
             case 400 where reply.errors.contains("check-and-set parameter did not match the current version"):
-                if reply.retried, try entry(forKey: write.key, version: current.version + 1, deadline: deadline)?.record
-                    == write.value
+                if reply.retried,
+                    try entry(forKey: write.key, version: current.version + 1, deadline: deadline)?.record
+                        == write.value
                 {
                     // An earlier attempt, whose answer the lost connection took, made the version
                     // after the one read: this write applied (and other writers may have come since).
                     if body == nil { try softDelete(key: write.key, version: current.version + 1, deadline: deadline) }
                     return .applied
                 }
-                // Another writer came between the read and the write: an unguarded write reads
-                // again and writes over it; a guarded one is a conflict.
-                if write.expectation == .anything { continue }
+                // Another writer came between the read and the write (or the version came from an
+                // older read): read again; an unguarded write then writes over it, a guarded one
+                // whose bytes changed is a conflict.
+                remember(nil, forKey: write.key)
+                if fromHint || write.expectation == .anything { continue }
                 return .conflict
             default:
                 throw client.failure(reply, key: write.key, doing: "write the record")
@@ -345,7 +385,8 @@ public final class OpenBaoStore: RecordStore {
         guard data?["type"] as? String == "kv" else {
             throw KeepsakeError(
                 .notFound, store: uri,
-                "the engine mounted at \(configuration.mount) is \(data?["type"] as? String ?? "not a KV engine"), not KV version 2")
+                "the engine mounted at \(configuration.mount) is \(data?["type"] as? String ?? "not a KV engine"), not KV version 2"
+            )
         }
         return (data?["options"] as? [String: Any])?["version"] as? String
     }
@@ -366,7 +407,9 @@ extension OpenBaoStore: DiagnosableStore {
         let state = try client.object(of: health, key: nil, doing: "ask the server's health")
         let version = state["version"] as? String ?? "unknown version"
         let sealed = state["sealed"] as? Bool ?? false
-        var parts = ["\(configuration.scheme == "vault" ? "Vault" : "OpenBao") \(version), \(sealed ? "SEALED" : "unsealed")"]
+        var parts = [
+            "\(configuration.scheme == "vault" ? "Vault" : "OpenBao") \(version), \(sealed ? "SEALED" : "unsealed")"
+        ]
         if sealed { return parts.joined() }
         parts.append("mount \(configuration.mount): KV version \(try mountVersion() ?? "1")")
         let lookup = try client.send(.GET, "auth/token/lookup-self", doing: "look up the token", deadline: deadline)

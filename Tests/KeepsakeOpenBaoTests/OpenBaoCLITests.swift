@@ -77,7 +77,8 @@ extension OpenBaoServerTests {
             defer { try? FileManager.default.removeItem(atPath: directory) }  // scratch files only
             let suite = "defaults:\(directory)/from.json", back = "defaults:\(directory)/back.json"
             #expect(
-                try migrateBinary.run(["put", "person", "--store", suite], stdin: #"{"name":"Cy","age":"9"}"#).status == 0)
+                try migrateBinary.run(["put", "person", "--store", suite], stdin: #"{"name":"Cy","age":"9"}"#).status
+                    == 0)
             let uri = server.uri()
             let copy = try migrateBinary.run(["copy", "--from", suite, "--to", uri, "--move"])
             #expect(copy.status == 0, "\(copy.stderr)")
@@ -121,7 +122,8 @@ extension OpenBaoServerTests {
             #expect(lines.last?.contains("Grace") == true)
         }
 
-        @Test("kill -9 of migrate run at random moments, 12 times: every record is its old bytes or migrated, never lost")
+        @Test(
+            "kill -9 of migrate run at random moments, 12 times: every record is its old bytes or migrated, never lost")
         func killLoop() throws {
             let server = try SharedServer.get()
             let folder = "kill\(UUID().uuidString.prefix(6).lowercased())"
@@ -148,7 +150,9 @@ extension OpenBaoServerTests {
                 for (key, bytes) in old {
                     let now = try #require(try store.data(forKey: key), "\(key) was lost")
                     let text = String(decoding: now, as: UTF8.self)
-                    #expect(now == bytes || (text.contains(#""schema":"Person""#) && text.contains(#""version":3"#)), "\(key): \(text)")
+                    #expect(
+                        now == bytes || (text.contains(#""schema":"Person""#) && text.contains(#""version":3"#)),
+                        "\(key): \(text)")
                 }
             }
             let finish = try migrateBinary.run(["run", "--store", uri, "--model", "person-*=Person", "--json"])
@@ -177,7 +181,8 @@ extension OpenBaoServerTests {
             let operations = ProcessInfo.processInfo.environment["KEEPSAKE_STRESS_OPERATIONS"].flatMap(Int.init) ?? 12
             let (processes, tasks) = (3, 3)
             let stores = ["--store", server.uri(), "--moves-from", server.uri(), "--moves-to", server.uri()]
-            let verdict = try runManyWriters(stores, processes: processes, tasks: tasks, operations: operations, in: directory)
+            let verdict = try runManyWriters(
+                stores, processes: processes, tasks: tasks, operations: operations, in: directory)
             print("\(verdict.summary) [OpenBao]")
             expectNoLoss(verdict, processes: processes, tasks: tasks, operations: operations)
         }

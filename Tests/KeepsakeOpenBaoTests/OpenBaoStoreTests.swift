@@ -155,7 +155,9 @@ extension OpenBaoServerTests {
             let old = Data(#""old""#.utf8)
             try first.setData(old, forKey: "k")
             try second.removeData(forKey: "k")
-            let results = try first.commit([StoreWrite(key: "k", value: Data(#""new""#.utf8), expectation: .unchanged(old))])
+            let results = try first.commit([
+                StoreWrite(key: "k", value: Data(#""new""#.utf8), expectation: .unchanged(old))
+            ])
             #expect(results == [.conflict])
             #expect(try first.data(forKey: "k") == nil)
             #expect(try first.keys() == [])
@@ -167,7 +169,8 @@ extension OpenBaoServerTests {
             try server.bao(["kv", "put", "secret/readonly/app/k", #"record="kept""#])
             let store = try OpenBaoStore(
                 configuration: OpenBaoConfiguration(
-                    parsing: "openbao://127.0.0.1:\(server.port)/secret/readonly/app?cacert=\(server.caFile)&token_file=\(server.appTokenFile)"
+                    parsing:
+                        "openbao://127.0.0.1:\(server.port)/secret/readonly/app?cacert=\(server.caFile)&token_file=\(server.appTokenFile)"
                 ))
             #expect(try store.data(forKey: "k") == Data(#""kept""#.utf8))
             let error = try keepsakeError { try store.setData(Data(#""changed""#.utf8), forKey: "k") }
@@ -185,7 +188,8 @@ extension OpenBaoServerTests {
             try "s.notAToken1234567890".write(toFile: wrong, atomically: true, encoding: .utf8)
             let store = try OpenBaoStore(
                 configuration: OpenBaoConfiguration(
-                    parsing: "openbao://127.0.0.1:\(server.port)/secret/apps/x?cacert=\(server.caFile)&token_file=\(wrong)"))
+                    parsing:
+                        "openbao://127.0.0.1:\(server.port)/secret/apps/x?cacert=\(server.caFile)&token_file=\(wrong)"))
             let error = try keepsakeError { _ = try store.data(forKey: "k") }
             #expect(error.code == .permissionDenied)
             #expect(!"\(error)".contains("notAToken"))
@@ -193,7 +197,8 @@ extension OpenBaoServerTests {
             try "00000000-0000-0000-0000-000000000000".write(toFile: badSecret, atomically: true, encoding: .utf8)
             let approle = try OpenBaoStore(
                 configuration: OpenBaoConfiguration(
-                    parsing: "openbao://127.0.0.1:\(server.port)/secret/apps/x?cacert=\(server.caFile)&role_id_file=\(server.roleIDFile)&secret_id_file=\(badSecret)"
+                    parsing:
+                        "openbao://127.0.0.1:\(server.port)/secret/apps/x?cacert=\(server.caFile)&role_id_file=\(server.roleIDFile)&secret_id_file=\(badSecret)"
                 ))
             let refused = try keepsakeError { _ = try approle.keys() }
             #expect(refused.code == .permissionDenied)
@@ -206,7 +211,9 @@ extension OpenBaoServerTests {
             let server = try SharedServer.get()
             let store = try OpenBaoStore(
                 configuration: OpenBaoConfiguration(
-                    parsing: "openbao://127.0.0.1:\(server.port)/secret/apps/x?token_file=\(server.appTokenFile)&connect_timeout=1"))
+                    parsing:
+                        "openbao://127.0.0.1:\(server.port)/secret/apps/x?token_file=\(server.appTokenFile)&connect_timeout=1"
+                ))
             let error = try keepsakeError { _ = try store.data(forKey: "k") }
             #expect(error.code == .unavailable)
             #expect(error.message.contains("cacert="), "\(error.message)")

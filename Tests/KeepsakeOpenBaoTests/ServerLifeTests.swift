@@ -18,7 +18,9 @@ private final class Tally: Sendable {
 extension OpenBaoServerTests {
     @Suite("OpenBao outages, tokens and watches")
     struct ServerLife {
-        @Test("a sealed server is unavailable within connect_timeout, naming the store and key; after a restart every record is there")
+        @Test(
+            "a sealed server is unavailable within connect_timeout, naming the store and key; after a restart every record is there"
+        )
         func sealed() throws {
             let server = try OpenBaoTestServer(raft: true)
             let store = try server.store(extra: "&connect_timeout=1")
@@ -39,7 +41,9 @@ extension OpenBaoServerTests {
             #expect(try store.data(forKey: "k") == Data(#""kept""#.utf8))
         }
 
-        @Test("the server killed and restarted under 3 writers: every write reported applied is stored, every update counted")
+        @Test(
+            "the server killed and restarted under 3 writers: every write reported applied is stored, every update counted"
+        )
         func restartMidWrites() throws {
             let server = try OpenBaoTestServer(raft: true)
             // Long enough to ride out the restart: the calls wait for the server, then go on.
@@ -66,7 +70,9 @@ extension OpenBaoServerTests {
                                 let current = try store.data(forKey: "counter")
                                 let count = Int(String(decoding: current ?? Data(), as: UTF8.self)) ?? -1_000_000
                                 let result = try store.commit([
-                                    StoreWrite(key: "counter", value: Data("\(count + 1)".utf8), expectation: .unchanged(current))
+                                    StoreWrite(
+                                        key: "counter", value: Data("\(count + 1)".utf8),
+                                        expectation: .unchanged(current))
                                 ])
                                 if result == [.applied] {
                                     tally.updates.withLock { $0 += 1 }

@@ -36,7 +36,8 @@ final class OpenBaoTestServer: @unchecked Sendable {
     /// devices only from its configuration).
     init(raft: Bool = false, tokenTTL: Int = 3600, audit: Bool = false) throws {
         self.raft = raft
-        directory = FileManager.default.temporaryDirectory
+        directory =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("keepsake-openbao-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory + "/raft", withIntermediateDirectories: true)
         port = try Self.freePort()
@@ -135,10 +136,12 @@ final class OpenBaoTestServer: @unchecked Sendable {
         let server = Process()
         server.executableURL = URL(fileURLWithPath: Self.bao ?? "bao")
         server.arguments = ["server", "-config=\(directory)/config.hcl"]
-        let log = FileHandle(forWritingAtPath: "\(directory)/server.log") ?? {
-            _ = FileManager.default.createFile(atPath: "\(directory)/server.log", contents: nil)
-            return FileHandle(forWritingAtPath: "\(directory)/server.log")!
-        }()
+        let log =
+            FileHandle(forWritingAtPath: "\(directory)/server.log")
+            ?? {
+                _ = FileManager.default.createFile(atPath: "\(directory)/server.log", contents: nil)
+                return FileHandle(forWritingAtPath: "\(directory)/server.log")!
+            }()
         log.seekToEndOfFile()
         server.standardOutput = log
         server.standardError = log
@@ -178,7 +181,12 @@ final class OpenBaoTestServer: @unchecked Sendable {
 
     /// Stops the server with SIGKILL (as a crash would) and waits for it.
     func kill() {
-        guard let server = process.withLock({ value -> Process? in defer { value = nil }; return value }) else { return }
+        guard
+            let server = process.withLock({ value -> Process? in
+                defer { value = nil }
+                return value
+            })
+        else { return }
         if server.isRunning {
             Foundation.kill(server.processIdentifier, SIGKILL)
             server.waitUntilExit()
@@ -196,10 +204,13 @@ final class OpenBaoTestServer: @unchecked Sendable {
     // MARK: Helpers
 
     @discardableResult
-    private func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> String {
+    private func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> String
+    {
         let result = try BuiltExecutable(path: executable).run(arguments, environment: environment)
         guard result.status == 0 else {
-            throw TestFailure("\(URL(fileURLWithPath: executable).lastPathComponent) \(arguments.first ?? "") failed (\(result.status)): \(result.stderr)")
+            throw TestFailure(
+                "\(URL(fileURLWithPath: executable).lastPathComponent) \(arguments.first ?? "") failed (\(result.status)): \(result.stderr)"
+            )
         }
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -138,4 +138,3 @@ public func expectHeldUpdates(_ verdict: StressVerdict, processes: Int, tasks: I
     #expect(verdict.lost == 0)
     #expect(verdict.problems == [], "\(verdict.problems.joined(separator: "\n"))")
 }
-

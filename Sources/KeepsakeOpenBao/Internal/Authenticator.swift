@@ -82,9 +82,11 @@ final class Authenticator: Sendable {
     private func obtain(client: Client, deadline: ContinuousClock.Instant) throws(KeepsakeError) -> Token {
         switch configuration.authentication {
         case let .tokenFile(path):
-            return try lookUp(try readSecret(path, what: "token file (token_file=)"), client: client, deadline: deadline)
+            return try lookUp(
+                try readSecret(path, what: "token file (token_file=)"), client: client, deadline: deadline)
         case let .tokenEnvironment(name):
-            guard let value = ProcessInfo.processInfo.environment[name]?.trimmingCharacters(in: .whitespacesAndNewlines),
+            guard
+                let value = ProcessInfo.processInfo.environment[name]?.trimmingCharacters(in: .whitespacesAndNewlines),
                 !value.isEmpty
             else {
                 throw KeepsakeError(.permissionDenied, store: store, "the environment variable \(name) holds no token")
@@ -127,20 +129,24 @@ final class Authenticator: Sendable {
         let reply = try client.send(
             .GET, "auth/token/lookup-self", doing: "look up the token", deadline: deadline, authenticated: false,
             token: value)
-        guard reply.status == 200, let data = try client.object(of: reply, key: nil, doing: "look up the token")["data"]
-            as? [String: Any]
+        guard reply.status == 200,
+            let data = try client.object(of: reply, key: nil, doing: "look up the token")["data"]
+                as? [String: Any]
         else {
             if reply.status == 403 {
-                logger.debug("the token may not look itself up; it is used without renewal", metadata: ["store": "\(store)"])
+                logger.debug(
+                    "the token may not look itself up; it is used without renewal", metadata: ["store": "\(store)"])
             }
             return Token(value: value, refreshAt: nil, renewable: false)
         }
         return Token(
-            value: value, refreshAt: Self.refreshTime(seconds: data["ttl"]), renewable: data["renewable"] as? Bool ?? false)
+            value: value, refreshAt: Self.refreshTime(seconds: data["ttl"]),
+            renewable: data["renewable"] as? Bool ?? false)
     }
 
     /// Renews `held` (`auth/token/renew-self`); `nil` when the server refuses.
-    private func renew(_ held: Token, client: Client, deadline: ContinuousClock.Instant) throws(KeepsakeError) -> Token? {
+    private func renew(_ held: Token, client: Client, deadline: ContinuousClock.Instant) throws(KeepsakeError) -> Token?
+    {
         let reply = try client.send(
             .POST, "auth/token/renew-self", body: Data("{}".utf8), doing: "renew the token", deadline: deadline,
             authenticated: false, token: held.value)
@@ -173,7 +179,9 @@ final class Authenticator: Sendable {
                 .permissionDenied, store: store, "the \(what) \(path) cannot be read", underlying: error)
         }
         let value = contents.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !value.isEmpty else { throw KeepsakeError(.permissionDenied, store: store, "the \(what) \(path) is empty") }
+        guard !value.isEmpty else {
+            throw KeepsakeError(.permissionDenied, store: store, "the \(what) \(path) is empty")
+        }
         return value
     }
 }

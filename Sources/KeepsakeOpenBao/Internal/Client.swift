@@ -1,7 +1,7 @@
+internal import AsyncHTTPClient
 import Foundation
 import Keepsake
 import Logging
-internal import AsyncHTTPClient
 internal import NIOCore
 internal import NIOHTTP1
 internal import NIOSSL
@@ -122,9 +122,12 @@ final class Client: Sendable {
                 if let newIndex = response.headers.first(name: "X-Vault-Index") {
                     index.withLock { $0 = newIndex }
                 }
-                let reply = Reply(status: status, body: response.body.map { Data($0.readableBytesView) } ?? Data(), retried: retried)
+                let reply = Reply(
+                    status: status, body: response.body.map { Data($0.readableBytesView) } ?? Data(), retried: retried)
                 if status == 502 || status == 503 || status == 429 {
-                    lastProblem = status == 503 ? "the server is sealed or not ready (503: \(reply.errors))" : "HTTP \(status): \(reply.errors)"
+                    lastProblem =
+                        status == 503
+                        ? "the server is sealed or not ready (503: \(reply.errors))" : "HTTP \(status): \(reply.errors)"
                     retried = retried || method != .GET
                     guard ContinuousClock.now + pause < giveUp else {
                         throw KeepsakeError(.unavailable, store: store, key: key, "could not \(what): \(lastProblem)")
@@ -170,7 +173,8 @@ final class Client: Sendable {
     func object(of reply: Reply, key: String?, doing what: String) throws(KeepsakeError) -> [String: Any] {
         guard let object = reply.object else {
             throw KeepsakeError(
-                .io, store: store, key: key, "could not \(what): the server's answer (HTTP \(reply.status)) is not a JSON object")
+                .io, store: store, key: key,
+                "could not \(what): the server's answer (HTTP \(reply.status)) is not a JSON object")
         }
         return object
     }
@@ -181,18 +185,22 @@ final class Client: Sendable {
         case 403:
             return KeepsakeError(
                 .permissionDenied, store: store, key: key,
-                "could not \(what): the server refused (403: \(reply.errors)); check the token's policies (migrate doctor lists them)")
+                "could not \(what): the server refused (403: \(reply.errors)); check the token's policies (migrate doctor lists them)"
+            )
         case 404:
-            return KeepsakeError(.notFound, store: store, key: key, "could not \(what): not found (404: \(reply.errors))")
+            return KeepsakeError(
+                .notFound, store: store, key: key, "could not \(what): not found (404: \(reply.errors))")
         case 413:
             return KeepsakeError(
-                .valueRefused, store: store, key: key, "could not \(what): the server refused the size (413: \(reply.errors))")
+                .valueRefused, store: store, key: key,
+                "could not \(what): the server refused the size (413: \(reply.errors))")
         case 500 where Self.mentionsSize(reply.errors):
             return KeepsakeError(
                 .valueRefused, store: store, key: key,
                 "could not \(what): the server's storage refused the entry's size (\(reply.errors))")
         default:
-            return KeepsakeError(.io, store: store, key: key, "could not \(what): HTTP \(reply.status): \(reply.errors)")
+            return KeepsakeError(
+                .io, store: store, key: key, "could not \(what): HTTP \(reply.status): \(reply.errors)")
         }
     }
 
