@@ -204,6 +204,9 @@ let package = Package(
                 // The same reads through postgres-nio alone: what the driver itself costs.
                 .product(name: "PostgresNIO", package: "postgres-nio")
             ]),
+        // The OpenBao store's release-mode benchmark (Migrator.run, Vault.load per record), run by
+        // scripts/bench-openbao beside a libcurl floor. Its own target, like the PostgreSQL one.
+        .executableTarget(name: "keepsake-bench-openbao", dependencies: ["KeepsakeOpenBao", "Keepsake", "Migrations"]),
         .testTarget(
             name: "KeepsakeTests",
             dependencies: [

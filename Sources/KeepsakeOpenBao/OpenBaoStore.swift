@@ -60,8 +60,9 @@ public final class OpenBaoStore: RecordStore {
     /// a write expecting the bytes just read is sent at that version without reading it again
     /// (a `migrate run` or a `Vault.update` costs a read and a write per record, not two reads).
     /// Only a hint: a stale version makes the write meet a newer one, and the write then reads
-    /// the entry and decides on what it holds. Bounded: emptied past 4,096 keys.
-    let seen = Mutex<[String: Entry]>([:])
+    /// the entry and decides on what it holds. Bounded: two generations of up to 4,096 keys, so
+    /// that the newest 4,096 are always kept (a run commits blocks of 2,048 as it reads).
+    let seen = Mutex<(current: [String: Entry?], previous: [String: Entry?])>(([:], [:]))
     let logger = Logger(label: "keepsake.openbao")
 
     /// Opens the store. Nothing is asked of the server unless `requireExisting` is set: the first
@@ -133,9 +134,13 @@ public final class OpenBaoStore: RecordStore {
 
     private func remember(_ entry: Entry?, forKey key: String) {
         seen.withLock { seen in
-            if seen.count >= 4096 { seen.removeAll(keepingCapacity: true) }
-            seen[key] = entry
+            if seen.current.count >= 4096 { seen = ([:], seen.current) }
+            seen.current[key] = .some(entry)
         }
+    }
+
+    private func recalled(_ key: String) -> Entry? {
+        seen.withLock { seen in (seen.current[key] ?? seen.previous[key]) ?? nil }
     }
 
     /// Version `version` of the entry, or `nil` when it has no such version.
@@ -236,6 +241,27 @@ public final class OpenBaoStore: RecordStore {
         return records
     }
 
+    /// Hands every record to `body` as it is read, in key order: one listing, then one read per
+    /// record (so a `migrate run` commits each block of records while the ones it just read are
+    /// fresh). A record removed meanwhile is left out; a record that cannot be read is its error.
+    ///
+    /// - Throws: When the store cannot be listed (before `body` is called), or cannot be read
+    ///   partway (after `body` was called for the records before).
+    public func forEachRecord(
+        _ body: (_ count: Int, _ key: String, _ result: Result<Data, KeepsakeError>) -> Void
+    ) throws(KeepsakeError) {
+        let keys = try keys()
+        for key in keys {
+            do {
+                if let data = try entry(forKey: key, deadline: deadline).record {
+                    body(keys.count, key, .success(data))
+                }
+            } catch  where error.code == .corruptRecord {
+                body(keys.count, key, .failure(error))
+            }
+        }
+    }
+
     // MARK: Writing
 
     public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
@@ -288,7 +314,7 @@ public final class OpenBaoStore: RecordStore {
         let deadline = self.deadline
         // The version this store last saw for the key, when it held a record and that record is
         // what the write expects (an absent key is always read: its version is not known).
-        var hint = seen.withLock { $0[write.key] }.flatMap { $0.record != nil && write.expects($0.record) ? $0 : nil }
+        var hint = recalled(write.key).flatMap { $0.record != nil && write.expects($0.record) ? $0 : nil }
         while true {
             let fromHint = hint != nil
             let current: Entry

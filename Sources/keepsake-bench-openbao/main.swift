@@ -1,0 +1,79 @@
+// Release-mode benchmark of the OpenBao store, run by scripts/bench-openbao beside a libcurl floor
+// sending the same HTTP requests over one kept-alive connection, in the same run
+// (docs/PERFORMANCE.md):
+//
+//   keepsake-bench-openbao seed URI N           N old Person records p1…pN (bare V0), not timed
+//   keepsake-bench-openbao run URI              Migrator.run over the folder's records
+//   keepsake-bench-openbao load URI N COUNT     COUNT Vault.load calls of keys p1…pN
+//
+// URI is a store URI (openbao://…). Each timed command prints a `WHAT SECONDS COUNT` line; the
+// store is opened and has logged in before the clock starts.
+import Foundation
+import Keepsake
+import KeepsakeOpenBao
+import Migrations
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("keepsake-bench-openbao: \(message)\n".utf8))
+    exit(1)
+}
+
+func seconds(since start: ContinuousClock.Instant) -> Double {
+    let (whole, attoseconds) = (ContinuousClock.now - start).components
+    return Double(whole) + Double(attoseconds) / 1e18
+}
+
+/// The key of the `index`th load of `records`: a fixed scattered order, the floor's too.
+func loadKey(_ index: Int, records: Int) -> String { "p\((index &* 7919) % records + 1)" }
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else { fail("usage: keepsake-bench-openbao seed|run|load URI [N [COUNT]]") }
+let store: OpenBaoStore
+do {
+    store = try OpenBaoStore(configuration: OpenBaoConfiguration(parsing: arguments[2]))
+    _ = try store.data(forKey: "warm-up")  // logs in and opens the connection
+} catch {
+    fail("\(error)")
+}
+
+do {
+    switch arguments[1] {
+    case "seed":
+        guard arguments.count == 4, let count = Int(arguments[3]) else { fail("usage: seed URI N") }
+        for start in stride(from: 1, through: count, by: 500) {
+            let writes = (start..<min(start + 500, count + 1)).map { index in
+                StoreWrite(
+                    key: "p\(index)", value: Data(#"{"age":"\#(index % 90)","name":"n\#(index)"}"#.utf8),
+                    expectation: .unchanged(nil))
+            }
+            let results = try store.commit(writes)
+            guard results.allSatisfy({ $0 == .applied }) else { fail("seeding failed: \(results)") }
+        }
+    case "run":
+        let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 1_700_000_000), deviceIdentity: "bench")
+        let migrator = Migrator(
+            store: store, chains: [Person.chain.erased], context: context, patternModels: [KeyPattern("p*"): "Person"])
+        let start = ContinuousClock.now
+        let reports = try migrator.run()
+        let elapsed = seconds(since: start)
+        let migrated = reports.filter { $0.state == .migrated }.count
+        guard migrated == reports.count else { fail("\(reports.count - migrated) records not migrated") }
+        print("run \(elapsed) \(migrated)")
+    case "load":
+        guard arguments.count == 5, let records = Int(arguments[3]), let count = Int(arguments[4]) else {
+            fail("usage: load URI N COUNT")
+        }
+        let vault = Vault(store: store)
+        let start = ContinuousClock.now
+        for index in 0..<count {
+            guard try vault.load(Person.chain, forKey: loadKey(index, records: records)) != nil else {
+                fail("a record was absent")
+            }
+        }
+        print("load \(seconds(since: start)) \(count)")
+    default:
+        fail("unknown command \(arguments[1])")
+    }
+} catch {
+    fail("\(error)")
+}
