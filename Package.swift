@@ -173,10 +173,11 @@ let package = Package(
         .executableTarget(
             name: "person-release-4", dependencies: ["TwoReleasesSupport", "Keepsake", "Migrations"],
             path: "Tests/TwoReleases/Release4"),
-        // Test-only: the many-writers driver (keepsake-stress processes at once, the final run, the
-        // check of their ledgers) for every test target that runs it (each also depends on
-        // keepsake-stress, so that it is built). Not a product.
-        .target(name: "ManyWritersSupport", dependencies: ["KeepsakeTesting"], path: "Tests/ManyWritersSupport"),
+        // Test-only: what several test targets of this repository share — the many-writers driver
+        // (keepsake-stress processes at once, the final run, the check of their ledgers; each
+        // target that runs it also depends on keepsake-stress, so that it is built) and the README's
+        // server commands, read out of README.md. Not a product.
+        .target(name: "TestSupport", dependencies: ["KeepsakeTesting"], path: "Tests/TestSupport"),
         // Test-only: one process of the many-writers stress test (docs/RELIABILITY.md), run N at once
         // against one store by the ManyWriters tests of MigrateCLITests, KeepsakeKeyringTests and
         // KeepsakeOpenBaoTests. Not a product.
@@ -231,7 +232,7 @@ let package = Package(
                 "KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate",
                 "custom-migrate",
                 "person-release-3", "person-release-4", "TwoReleasesSupport", "KeepsakeTestKeyring",
-                "keepsake-test-keyring", "KeepsakeSodium", "KeepsakeStores", "keepsake-stress", "ManyWritersSupport"
+                "keepsake-test-keyring", "KeepsakeSodium", "KeepsakeStores", "keepsake-stress", "TestSupport"
             ]
         ),
         .testTarget(
@@ -263,7 +264,7 @@ let package = Package(
             name: "KeepsakePostgresTests",
             dependencies: [
                 "KeepsakePostgres", "Keepsake", "KeepsakeSodium", "KeepsakeTesting", "Migrations", "migrate",
-                "keepsake-postgres-writer",
+                "keepsake-postgres-writer", "TestSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log")
@@ -285,7 +286,7 @@ let package = Package(
             name: "KeepsakeOpenBaoTests",
             dependencies: [
                 "KeepsakeOpenBao", "Keepsake", "KeepsakeTesting", "Migrations", "migrate", "keepsake-stress",
-                "ManyWritersSupport"
+                "TestSupport"
             ]),
         .testTarget(
             name: "MigrateCLITests",
@@ -295,7 +296,7 @@ let package = Package(
             // large encrypted stores in-process; Logging: LoggingTests capture every log line.
             dependencies: [
                 "KeepsakeDefaults", "KeepsakeMemory",
-                "migrate", "custom-migrate", "keepsake-stress", "ManyWritersSupport", "Keepsake", "Migrations",
+                "migrate", "custom-migrate", "keepsake-stress", "TestSupport", "Keepsake", "Migrations",
                 "KeepsakeTesting",
                 "KeepsakeCLI", "KeepsakeSodium", .product(name: "Logging", package: "swift-log")
             ]

@@ -1,6 +1,6 @@
 import Foundation
 import KeepsakeTesting
-import ManyWritersSupport
+import TestSupport
 import Testing
 
 // The many-writers stress test (docs/RELIABILITY.md) on the keyring: keepsake-stress processes at once
@@ -9,7 +9,7 @@ import Testing
 
 /// Runs `processes` × `tasks` × `operations` of keepsake-stress at once on `store` (in this
 /// process's private keyring, which each process inherits and is registered with), then one final
-/// Migrator run, then the check of every ledger (Tests/ManyWritersSupport).
+/// Migrator run, then the check of every ledger (Tests/TestSupport).
 private func runStress(
     _ store: [String], processes: Int, tasks: Int, operations: Int, runArguments: [String] = []
 ) throws -> StressVerdict {

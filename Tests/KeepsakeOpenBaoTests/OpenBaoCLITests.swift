@@ -2,13 +2,13 @@ import Foundation
 import Keepsake
 import KeepsakeOpenBao
 import KeepsakeTesting
-import ManyWritersSupport
+import TestSupport
 import Testing
 
 let migrateBinary = BuiltExecutable(named: "migrate", overriddenBy: "MIGRATE_BINARY")
 
 /// The `totals` of a `status`/`run --json` report.
-private func totals(_ output: String) throws -> [String: Int] {
+func totals(_ output: String) throws -> [String: Int] {
     let object = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
     return try #require(object["totals"] as? [String: Int])
 }
@@ -204,6 +204,38 @@ extension OpenBaoServerTests {
             #expect(verdict.counted == processes * tasks * updates)
             #expect(verdict.lost == 0)
             #expect(verdict.problems == [], "\(verdict.problems.joined(separator: "\n"))")
+        }
+    }
+}
+
+extension OpenBaoServerTests {
+    @Suite("The README's OpenBao commands")
+    struct ReadmeCommandsOnOpenBao {
+        @Test("status and run from the README work verbatim on a folder an older release wrote with bao kv put")
+        func readmeCommands() throws {
+            let commands = try ReadmeCommands.serverApps().filter { $0.contains { $0.hasPrefix("openbao://") } }
+            let readmeURI =
+                "openbao://bao.internal:8200/secret/myapp?cacert=/etc/myapp/bao-ca.pem&token_file=/run/secrets/bao-token"
+            #expect(
+                commands.map { $0.prefix(2).joined(separator: " ") } == ["migrate status", "migrate run"], "\(commands)"
+            )
+            #expect(commands.allSatisfy { $0.contains(readmeURI) })
+            let server = try SharedServer.get()
+            let folder = "readme\(UUID().uuidString.prefix(6).lowercased())"
+            for index in 1...3 {
+                try server.bao(["kv", "put", "secret/apps/\(folder)/person-\(index)", "name=n\(index)", "age=\(index)"])
+            }
+            let uri = server.uri(folder: folder)
+            var outputs: [String] = []
+            for command in commands {
+                let arguments = command.dropFirst().map { $0 == readmeURI ? uri : $0 } + ["--json"]
+                let result = try migrateBinary.run(Array(arguments))
+                #expect(result.status == 0, "\(command): \(result.stderr)")
+                outputs.append(result.stdout)
+            }
+            // Without --model no chain owns person-*: status shows them unmanaged, run migrates them.
+            #expect(try totals(outputs[0])["unmanaged"] == 3, "\(outputs[0])")
+            #expect(try totals(outputs[1])["migrated"] == 3, "\(outputs[1])")
         }
     }
 }

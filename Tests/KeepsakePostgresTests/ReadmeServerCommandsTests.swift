@@ -1,50 +1,14 @@
 import Foundation
 import KeepsakeTesting
+import TestSupport
 import Testing
 
 extension PostgresServerTests {
     @Suite("The README's PostgreSQL commands")
     struct ReadmeServerCommandsTests {
-        /// The README's `migrate` commands of its "Server apps" section, each as its arguments
-        /// (continuation lines joined, quotes removed).
+        /// The README's PostgreSQL commands of its "Server apps" section.
         static func readmeCommands() throws -> [[String]] {
-            let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent()
-            let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-            guard let start = readme.range(of: "## Server apps"),
-                let end = readme.range(of: "\n## ", range: start.upperBound..<readme.endIndex)
-            else { throw TestFailure("the README has no Server apps section") }
-            var commands: [[String]] = []
-            var pending = ""
-            for line in readme[start.upperBound..<end.lowerBound].split(separator: "\n") {
-                let text = line.trimmingCharacters(in: .whitespaces)
-                guard text.hasPrefix("migrate ") || !pending.isEmpty else { continue }
-                pending += text.hasSuffix("\\") ? String(text.dropLast()) : text
-                if !text.hasSuffix("\\") {
-                    commands.append(Self.words(pending))
-                    pending = ""
-                }
-            }
-            return commands
-        }
-
-        /// `line` split at spaces outside double quotes, the quotes removed.
-        static func words(_ line: String) -> [String] {
-            var words: [String] = []
-            var word = ""
-            var quoted = false
-            for character in line {
-                if character == "\"" {
-                    quoted.toggle()
-                } else if character == " ", !quoted {
-                    if !word.isEmpty { words.append(word) }
-                    word = ""
-                } else {
-                    word.append(character)
-                }
-            }
-            if !word.isEmpty { words.append(word) }
-            return words
+            try ReadmeCommands.serverApps().filter { $0.contains { $0.hasPrefix("postgresql://") } }
         }
 
         @Test("status, run and watch from the README work verbatim on a sealed table given --master-key")

@@ -1,6 +1,6 @@
 import Foundation
 import KeepsakeTesting
-import ManyWritersSupport
+import TestSupport
 import Testing
 
 @Suite("Many writers: processes × tasks saving, updating and migrating one store at once", .serialized)
