@@ -108,11 +108,15 @@ public struct StoreURI: Sendable, Hashable, CustomStringConvertible {
 
 extension StoreURI {
     /// Names of query parameters whose values are never shown.
-    private static let secretParameters: Set<String> = ["password", "passwd", "pass", "secret", "token"]
+    private static let secretParameters: Set<String> = [
+        "password", "passwd", "pass", "secret", "token", "secret_id", "role_id", "client_secret", "access_token",
+        "api_key", "apikey"
+    ]
 
     /// `text` with every password it may hold replaced by `***`: the one of
-    /// `scheme://user:password@host`, and the value of a `password=`, `secret=` or `token=`
-    /// query parameter (in any case). For messages and reports that show a URI as given.
+    /// `scheme://user:password@host`, and the value of a `password=`, `secret=`, `token=`,
+    /// `secret_id=`, `role_id=`, `client_secret=`, `access_token=` or `api_key=` query parameter
+    /// (in any case). For messages and reports that show a URI as given.
     package static func redactingSecrets(_ text: String) -> String {
         var result = Substring(text)
         var query = Substring("")
