@@ -106,6 +106,42 @@ extension OpenBaoServerTests {
             print("restart mid-writes: \(applied.count) writes and \(counted) counter updates, all stored")
         }
 
+        @Test("migrate run across a server restart: it waits for the server, then migrates every record once")
+        func restartMidRun() throws {
+            let server = try OpenBaoTestServer(raft: true)
+            let folder = "run"
+            let uri = server.uri(folder: folder, extra: "&connect_timeout=20")
+            let store = try OpenBaoStore(configuration: OpenBaoConfiguration(parsing: uri))
+            let count = 300
+            for start in stride(from: 0, to: count, by: 100) {
+                let writes = (start..<start + 100).map {
+                    StoreWrite(key: "person-\($0)", value: Data(#"{"name":"n\#($0)","age":"\#($0 % 90)"}"#.utf8))
+                }
+                #expect(try store.commit(writes).allSatisfy { $0 == .applied })
+            }
+            let run = Process()
+            run.executableURL = URL(fileURLWithPath: migrateBinary.path)
+            run.arguments = ["run", "--store", uri, "--model", "person-*=Person", "--json"]
+            let output = Pipe()
+            run.standardOutput = output
+            run.standardError = FileHandle.nullDevice
+            try run.run()
+            Thread.sleep(forTimeInterval: 0.4)
+            #expect(run.isRunning, "the run ended before the server was killed: seed more records")
+            server.kill()
+            Thread.sleep(forTimeInterval: 1)
+            try server.start()
+            let printed = output.fileHandleForReading.readDataToEndOfFile()
+            run.waitUntilExit()
+            #expect(run.terminationStatus == 0, "\(String(decoding: printed, as: UTF8.self).suffix(600))")
+            let counts = try totals(String(decoding: printed, as: UTF8.self))
+            #expect(counts["migrated"] == count, "\(counts)")
+            for index in [0, 150, 299] {
+                let text = String(decoding: try #require(try store.data(forKey: "person-\(index)")), as: UTF8.self)
+                #expect(text.contains(#""version":3"#), "\(text)")
+            }
+        }
+
         @Test("AppRole tokens that live 2 s are renewed, then replaced by a new login: 7 s of calls, none refused")
         func shortLivedTokens() throws {
             let server = try OpenBaoTestServer(tokenTTL: 2)
