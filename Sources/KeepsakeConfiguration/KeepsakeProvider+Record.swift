@@ -1,3 +1,4 @@
+#if Configuration
 import Configuration
 import Foundation
 import Keepsake
@@ -165,3 +166,4 @@ extension KeepsakeError {
         return copy
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Configuration
 public import Configuration
 import Dispatch
 import Foundation
@@ -404,3 +405,4 @@ extension KeepsakeError.Code {
     /// string read as an `int`). The message names the field and its JSON kind, never its value.
     public static let configurationTypeMismatch = KeepsakeError.Code(rawValue: "configurationTypeMismatch")
 }
+#endif

@@ -1,3 +1,4 @@
+#if OpenBao
 import Foundation
 import Keepsake
 
@@ -45,3 +46,4 @@ public struct OpenBaoBackend: StoreBackend {
         return try OpenBaoStore(configuration: configuration, requireExisting: options.requireExisting)
     }
 }
+#endif

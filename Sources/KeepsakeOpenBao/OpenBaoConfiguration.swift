@@ -1,3 +1,4 @@
+#if OpenBao
 import Foundation
 import Keepsake
 
@@ -243,3 +244,4 @@ public struct OpenBaoConfiguration: Sendable, Hashable {
             }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if OpenBao
 import Foundation
 import Keepsake
 import Logging
@@ -105,3 +106,4 @@ final class Watcher: Sendable {
         }
     }
 }
+#endif

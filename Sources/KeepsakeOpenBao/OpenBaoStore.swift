@@ -1,3 +1,4 @@
+#if OpenBao
 import Foundation
 import Keepsake
 import Logging
@@ -451,3 +452,4 @@ extension OpenBaoStore: DiagnosableStore {
         return parts.joined(separator: "; ")
     }
 }
+#endif

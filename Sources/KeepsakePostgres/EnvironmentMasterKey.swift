@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 import KeepsakeSodium
@@ -61,3 +62,4 @@ public struct EnvironmentMasterKey: MasterKeyProvider {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 import KeepsakeSodium
@@ -59,3 +60,4 @@ public struct PostgresBackend: StoreBackend {
             requireExisting: options.requireExisting)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 
@@ -70,3 +71,4 @@ extension PostgresConfiguration {
         return fields
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 import KeepsakeSodium
@@ -204,3 +205,4 @@ extension PostgresConfiguration {
         return text.isEmpty ? nil : text
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 import KeepsakeSodium
@@ -179,3 +180,4 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
             }.joined())
     }
 }
+#endif

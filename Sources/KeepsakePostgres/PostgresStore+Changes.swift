@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 internal import PostgresNIO
@@ -119,3 +120,4 @@ final class WatchRegistry: Sendable {
         for task in tasks.withLock({ $0.running.values }) { task.cancel() }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Keepsake
 
 extension PostgresStore: DiagnosableStore {
@@ -13,3 +14,4 @@ extension PostgresStore: DiagnosableStore {
         return "\(version); the table has no key index (key patterns and large reads sort it): \(keyIndexStatement)"
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 internal import PostgresNIO
@@ -153,3 +154,4 @@ extension PostgresStore: PrefixScanningStore {
         "keepsake_keys_" + NotifyTrigger.hex(NotifyTrigger.fnv1a(table))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 import KeepsakeSodium
@@ -24,3 +25,4 @@ extension PostgresStore: ValueConstrainedStore {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Keepsake
 import ServiceLifecycle
 
@@ -23,3 +24,4 @@ extension PostgresStore: Service {
         try await gracefulShutdown()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 import KeepsakeSodium
@@ -570,3 +571,4 @@ enum CommitAttempt: Sendable {
 struct UnknownFate: Error {
     let message: String
 }
+#endif

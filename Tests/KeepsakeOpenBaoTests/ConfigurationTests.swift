@@ -10,7 +10,8 @@ struct ConfigurationTests {
     @Test("a URI's parts and parameters")
     func parsesURI() throws {
         let configuration = try OpenBaoConfiguration(
-            parsing: "openbao://bao.internal:8300/secret/myapp/records?cacert=/etc/ca.pem&role_id_file=/r&secret_id_file=/s&timeout=2.5&poll_interval=0.2",
+            parsing:
+                "openbao://bao.internal:8300/secret/myapp/records?cacert=/etc/ca.pem&role_id_file=/r&secret_id_file=/s&timeout=2.5&poll_interval=0.2",
             environment: [:])
         #expect(configuration.host == "bao.internal")
         #expect(configuration.port == 8300)

@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -246,3 +247,4 @@ extension TransferRecord {
         ]
     }
 }
+#endif

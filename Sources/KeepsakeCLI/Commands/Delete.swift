@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -36,3 +37,4 @@ extension Migrate {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -138,3 +139,4 @@ extension Migrate {
         }
     }
 }
+#endif

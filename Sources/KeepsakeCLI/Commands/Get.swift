@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -39,3 +40,4 @@ extension Migrate {
         }
     }
 }
+#endif

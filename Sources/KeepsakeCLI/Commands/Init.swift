@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -45,3 +46,4 @@ extension Migrate {
         }
     }
 }
+#endif

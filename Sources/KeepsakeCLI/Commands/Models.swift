@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Keepsake
 
@@ -72,3 +73,4 @@ extension Migrate {
         }
     }
 }
+#endif

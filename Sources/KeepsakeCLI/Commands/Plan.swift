@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Keepsake
 
@@ -62,3 +63,4 @@ func printPlan(_ reports: some Collection<RecordReport>) {
     if let hint = unmanagedHint(reports) { say(hint) }
     say(summary(reports))
 }
+#endif

@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -78,3 +79,4 @@ extension Migrate {
         }
     }
 }
+#endif

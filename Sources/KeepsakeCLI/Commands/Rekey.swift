@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -59,3 +60,4 @@ extension Migrate {
         }
     }
 }
+#endif

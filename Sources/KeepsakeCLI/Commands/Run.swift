@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -146,3 +147,4 @@ extension Migrate {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -56,3 +57,4 @@ extension Migrate {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Keepsake
 
@@ -42,3 +43,4 @@ extension Migrate {
         }
     }
 }
+#endif

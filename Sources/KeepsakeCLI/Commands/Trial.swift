@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -168,3 +169,4 @@ struct TrialStartCommand: StoreCommand {
         try report(trial.evaluate(self, device) { $0.start() }, json: output.json)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Dispatch
 import Foundation
@@ -321,3 +322,4 @@ extension Migrate {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -81,3 +82,4 @@ enum Completions {
         return keys.filter { $0.hasPrefix(prefix) }.prefix(500).map { $0 }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Keepsake
 import KeepsakeStores
@@ -124,3 +125,4 @@ enum CLI {
     /// Whether `--quiet` was given.
     static var quiet: Bool { CLIConfiguration.current.quiet }
 }
+#endif

@@ -1,3 +1,4 @@
+#if CLI
 import Foundation
 import Keepsake
 
@@ -12,3 +13,4 @@ func isoText(_ date: Date) -> String {
             ? "after 9999-12-31T23:59:59.999Z" : "before 0001-01-01T00:00:00.000Z"
     }
 }
+#endif

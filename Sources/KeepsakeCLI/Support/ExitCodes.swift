@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Keepsake
 import KeepsakeSodium
@@ -161,3 +162,4 @@ func wrap(_ text: String, width: Int) -> [String] {
     if !line.isEmpty { lines.append(line) }
     return lines
 }
+#endif

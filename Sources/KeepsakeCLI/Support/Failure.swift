@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -186,3 +187,4 @@ func editDistance(_ a: String, _ b: String) -> Int {
     }
     return table[a.count][b.count]
 }
+#endif

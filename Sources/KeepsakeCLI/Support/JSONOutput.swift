@@ -1,3 +1,4 @@
+#if CLI
 import Foundation
 import Keepsake
 
@@ -208,3 +209,4 @@ func reportsJSON(store: String, _ reports: some Collection<RecordReport>, extra:
     object.merge(extra) { $1 }
     return .object(object)
 }
+#endif

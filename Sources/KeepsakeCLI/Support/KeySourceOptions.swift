@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -263,3 +264,4 @@ enum PassphraseReader {
         return SecureBytes(copying: buffer[0..<length])
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if CLI
 import Foundation
 import Logging
 
@@ -52,3 +53,4 @@ struct CLILogHandler: LogHandler {
         LoggingSystem.bootstrap { label in CLILogHandler(label: label, logLevel: level) }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 
@@ -153,3 +154,4 @@ func escapingTerminalControls(inJSON json: Data) -> Data {
     }
     return Data(out)
 }
+#endif

@@ -1,3 +1,4 @@
+#if CLI
 import Foundation
 import Keepsake
 import Synchronization
@@ -100,3 +101,4 @@ final class ProgressMeter: Sendable {
         if drawn { write("\n") }
     }
 }
+#endif

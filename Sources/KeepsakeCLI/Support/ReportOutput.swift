@@ -1,3 +1,4 @@
+#if CLI
 import Foundation
 import Keepsake
 
@@ -104,3 +105,4 @@ func requireData(_ store: any RecordStore, _ key: String) throws(KeepsakeError) 
     }
     return bytes
 }
+#endif

@@ -1,3 +1,4 @@
+#if CLI
 import ArgumentParser
 import Foundation
 import Keepsake
@@ -321,3 +322,4 @@ struct OutputOptions: ParsableArguments {
 protocol OutputCommand: ParsableCommand {
     var output: OutputOptions { get }
 }
+#endif

@@ -1,3 +1,4 @@
+#if CLI
 import Keepsake
 
 #if DEBUG
@@ -22,4 +23,5 @@ extension MigrateCommand {
             copyCheckpoint: copyCheckpoint)
     }
 }
+#endif
 #endif

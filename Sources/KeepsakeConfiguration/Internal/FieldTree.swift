@@ -1,3 +1,4 @@
+#if Configuration
 import Configuration
 import Foundation
 import Keepsake
@@ -144,3 +145,4 @@ indirect enum FieldTree: Sendable, Equatable, Decodable {
         return result
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if OpenBao
 import Foundation
 import Keepsake
 import Logging
@@ -185,3 +186,4 @@ final class Authenticator: Sendable {
         return value
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if OpenBao
 internal import AsyncHTTPClient
 import Foundation
 import Keepsake
@@ -248,3 +249,4 @@ extension Data {
         }
     }
 }
+#endif

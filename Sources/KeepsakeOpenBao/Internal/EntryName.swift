@@ -1,3 +1,4 @@
+#if OpenBao
 /// A record key as the name of one KV entry: one path segment, whatever the key holds.
 ///
 /// KV paths are split at `/`, and the server treats `.` and `..` as path steps, so a key cannot
@@ -56,3 +57,4 @@ enum EntryName {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 import Logging
@@ -188,3 +189,4 @@ struct Attempts<T: Sendable> {
 struct LeaseFailed: Error {
     let underlying: any Error
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 import Logging
@@ -206,3 +207,4 @@ struct BatchPlan: Sendable {
 struct UnexpectedAnswer: Error {
     let what: String
 }
+#endif

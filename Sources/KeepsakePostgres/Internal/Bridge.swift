@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Dispatch
 import Foundation
 import Keepsake
@@ -105,3 +106,4 @@ extension Duration {
         return .nanoseconds(max(1, Int(nanoseconds.partialValue + attoseconds / 1_000_000_000)))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 import Logging
@@ -151,3 +152,4 @@ struct Hints: Sendable {
         if case .dropped = continuation.yield(change) { continuation.yield(.any) }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Logging
 internal import PostgresNIO
 
@@ -15,3 +16,4 @@ extension PostgresConnection {
         return try await result.get()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 import Logging
@@ -253,3 +254,4 @@ final class ConnectionPool: Sendable {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 internal import PostgresNIO
 import Synchronization
@@ -198,3 +199,4 @@ private final class Race<T: Sendable>: Sendable {
         return true
     }
 }
+#endif

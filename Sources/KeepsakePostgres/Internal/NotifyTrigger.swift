@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 import Logging
@@ -157,3 +158,4 @@ struct NotifyTrigger: Sendable {
             || state == "42883"
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 import Logging
@@ -328,3 +329,4 @@ struct ConnectFailed: Error {
     let underlying: any Error
     let final: Bool
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 internal import PostgresNIO
@@ -101,3 +102,4 @@ struct RowHold: Sendable {
         return { connection, _ in _ = try await connection.collect("ROLLBACK", logger: store.logger) }
     }
 }
+#endif

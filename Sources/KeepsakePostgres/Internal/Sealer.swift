@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 import KeepsakeSodium
@@ -168,3 +169,4 @@ struct Sealer: Sendable {
         return Data(plain)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Metrics
 import Tracing
@@ -96,3 +97,4 @@ struct StoreInstruments: Sendable {
         return overflow ? .max : product + attoseconds / 1_000_000_000
     }
 }
+#endif

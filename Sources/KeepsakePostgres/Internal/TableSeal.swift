@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Keepsake
 import KeepsakeSodium
@@ -385,3 +386,4 @@ struct TableSeal: Sendable {
         (error as? PSQLError)?.serverInfo?[.sqlState]
     }
 }
+#endif
