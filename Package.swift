@@ -223,16 +223,19 @@ let package = Package(
         // The PostgreSQL store's release-mode benchmark (Migrator.run over 100k records, Vault.load
         // per record), run by scripts/bench-postgres beside a libpq floor. Its own target, so that
         // the codec benchmark does not build postgres-nio.
+        // What the store benchmarks share (fail, seconds, the scattered load order). Not a product.
+        .target(name: "BenchSupport"),
         .executableTarget(
             name: "keepsake-bench-postgres",
             dependencies: [
-                "KeepsakePostgres", "Keepsake", "Migrations",
+                "BenchSupport", "KeepsakePostgres", "Keepsake", "Migrations",
                 // The same reads through postgres-nio alone: what the driver itself costs.
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"]))
             ]),
         // The OpenBao store's release-mode benchmark (Migrator.run, Vault.load per record), run by
         // scripts/bench-openbao beside a libcurl floor. Its own target, like the PostgreSQL one.
-        .executableTarget(name: "keepsake-bench-openbao", dependencies: ["KeepsakeOpenBao", "Keepsake", "Migrations"]),
+        .executableTarget(
+            name: "keepsake-bench-openbao", dependencies: ["BenchSupport", "KeepsakeOpenBao", "Keepsake", "Migrations"]),
         .testTarget(
             name: "KeepsakeTests",
             dependencies: [

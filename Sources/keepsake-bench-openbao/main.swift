@@ -8,23 +8,11 @@
 //
 // URI is a store URI (openbao://…). Each timed command prints a `WHAT SECONDS COUNT` line; the
 // store is opened and has logged in before the clock starts.
+import BenchSupport
 import Foundation
 import Keepsake
 import KeepsakeOpenBao
 import Migrations
-
-func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("keepsake-bench-openbao: \(message)\n".utf8))
-    exit(1)
-}
-
-func seconds(since start: ContinuousClock.Instant) -> Double {
-    let (whole, attoseconds) = (ContinuousClock.now - start).components
-    return Double(whole) + Double(attoseconds) / 1e18
-}
-
-/// The key of the `index`th load of `records`: a fixed scattered order, the floor's too.
-func loadKey(_ index: Int, records: Int) -> String { "p\((index &* 7919) % records + 1)" }
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else { fail("usage: keepsake-bench-openbao seed|run|load URI [N [COUNT]]") }

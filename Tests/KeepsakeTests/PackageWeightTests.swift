@@ -25,7 +25,9 @@ struct PackageWeightTests {
         )
         """.write(toFile: directory + "/Package.swift", atomically: true, encoding: .utf8)
         try "print(1)\n".write(toFile: directory + "/Sources/App/main.swift", atomically: true, encoding: .utf8)
-        let resolve = try BuiltExecutable(path: "/usr/bin/env").run(["swift", "package", "resolve", "--package-path", directory])
+        let resolve = try BuiltExecutable(path: "/usr/bin/env").run([
+            "swift", "package", "resolve", "--package-path", directory
+        ])
         try #require(resolve.status == 0, "\(resolve.stderr)")
         let pins = try String(contentsOfFile: directory + "/Package.resolved", encoding: .utf8)
         return pins.split(separator: "\n").compactMap { line in
@@ -34,7 +36,8 @@ struct PackageWeightTests {
         }
     }
 
-    @Test("a desktop app on Keepsake + KeepsakeDefaults with the traits off resolves 3 packages: Keepsake, swift-log, swift-metrics")
+    @Test(
+        "an app on Keepsake + KeepsakeDefaults with traits off resolves 3 packages: Keepsake, swift-log, swift-metrics")
     func desktopApp() throws {
         let packages = try resolved(products: ["Keepsake", "KeepsakeDefaults"], traits: "[]")
         print("Keepsake + KeepsakeDefaults, traits off: keepsake, \(packages.joined(separator: ", "))")
