@@ -225,26 +225,17 @@ public final class OpenBaoStore: RecordStore {
             .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
-    /// Every record with its bytes or its own error, sorted by key: one listing, then one read
-    /// per record (a record that cannot be read is its error; a record removed meanwhile is left
-    /// out).
+    /// Every record with its bytes or its own error, sorted by key: ``forEachRecord(_:)``'s walk
+    /// (a record that cannot be read is its error; a record removed meanwhile is left out).
     public func allRecords() throws(KeepsakeError) -> [(key: String, result: Result<Data, KeepsakeError>)] {
         var records: [(key: String, result: Result<Data, KeepsakeError>)] = []
-        for key in try keys() {
-            do {
-                if let data = try entry(forKey: key, deadline: deadline).record {
-                    records.append((key, .success(data)))
-                }
-            } catch  where error.code == .corruptRecord {
-                records.append((key, .failure(error)))
-            }
-        }
+        try forEachRecord { _, key, result in records.append((key, result)) }
         return records
     }
 
     /// Hands every record to `body` as it is read, in key order: one listing, then one read per
-    /// record (so a `migrate run` commits each block of records while the ones it just read are
-    /// fresh). A record removed meanwhile is left out; a record that cannot be read is its error.
+    /// record, eight at a time (so a `migrate run` commits each block of records while the ones it
+    /// just read are fresh). A record removed meanwhile is left out; a record that cannot be read is its error.
     ///
     /// - Throws: When the store cannot be listed (before `body` is called), or cannot be read
     ///   partway (after `body` was called for the records before).
@@ -252,13 +243,24 @@ public final class OpenBaoStore: RecordStore {
         _ body: (_ count: Int, _ key: String, _ result: Result<Data, KeepsakeError>) -> Void
     ) throws(KeepsakeError) {
         let keys = try keys()
-        for key in keys {
-            do {
-                if let data = try entry(forKey: key, deadline: deadline).record {
-                    body(keys.count, key, .success(data))
+        // Eight reads at a time (on as many connections), handed over in key order.
+        for start in stride(from: 0, to: keys.count, by: 8) {
+            let window = Array(keys[start..<min(start + 8, keys.count)])
+            let deadline = self.deadline
+            let replies = try client.prefetch(window.map { path("data", key: $0) }, deadline: deadline)
+            for (key, reply) in zip(window, replies) {
+                do {
+                    let found: Entry
+                    if let reply {
+                        found = try entry(in: reply, key: key)
+                        remember(found, forKey: key)
+                    } else {
+                        found = try entry(forKey: key, deadline: deadline)
+                    }
+                    if let data = found.record { body(keys.count, key, .success(data)) }
+                } catch  where error.code == .corruptRecord {
+                    body(keys.count, key, .failure(error))
                 }
-            } catch  where error.code == .corruptRecord {
-                body(keys.count, key, .failure(error))
             }
         }
     }
@@ -278,24 +280,30 @@ public final class OpenBaoStore: RecordStore {
         var results: [StoreWriteResult] = []
         results.reserveCapacity(writes.count)
         for (index, write) in writes.enumerated() {
+            let result: StoreWriteResult
+            var unreachable = false
             do {
-                results.append(try apply(write, body: bodies[index]))
+                result = try apply(write, body: bodies[index], unreachable: &unreachable)
             } catch  where [KeepsakeError.Code.unavailable, .timeout, .permissionDenied].contains(error.code) {
-                // The server cannot be written now: nothing was applied for this write, and
-                // the writes after it are not tried (each would wait as long).
+                // The server could not be asked before anything was sent for this write: nothing
+                // of it was applied. With no write before it applied either, the batch throws.
                 if results.isEmpty { throw error }
-                results.append(.failed(error))
+                result = .failed(error)
+            } catch {
+                result = .failed(error)
+            }
+            results.append(result)
+            if case let .failed(error) = result, unreachable || error.code == .timeout {
+                // The server cannot be written now: the writes after this one are not tried (each
+                // would wait as long).
                 for rest in writes[(index + 1)...] {
                     results.append(
                         .failed(
                             KeepsakeError(
                                 error.code, store: uri, key: rest.key,
-                                "not written: an earlier write of the batch failed (\(error.message))"
-                            )))
+                                "not written: an earlier write of the batch failed (\(error.message))")))
                 }
                 return results
-            } catch {
-                results.append(.failed(error))
             }
         }
         return results
@@ -311,7 +319,12 @@ public final class OpenBaoStore: RecordStore {
     }
 
     /// One write: read the entry, check the expectation, then write at the version read.
-    private func apply(_ write: StoreWrite, body: [String: Any]?) throws(KeepsakeError) -> StoreWriteResult {
+    ///
+    /// `unreachable` is set when the write's request could not be answered (it may have been
+    /// applied): the server cannot be written now.
+    private func apply(
+        _ write: StoreWrite, body: [String: Any]?, unreachable: inout Bool
+    ) throws(KeepsakeError) -> StoreWriteResult {
         let deadline = self.deadline
         // The version this store last saw for the key, when it held a record and that record is
         // what the write expects (an absent key is always read: its version is not known).
@@ -336,9 +349,21 @@ public final class OpenBaoStore: RecordStore {
                     "the record is \(payload.count) bytes as a KV write; this store takes at most \(Self.maximumRecordLength) (OpenBao's storage refuses entries over 1 MiB)"
                 )
             }
-            let reply = try client.send(
-                .POST, path("data", key: write.key), body: payload, key: write.key, doing: "write the record",
-                deadline: deadline)
+            let reply: Reply
+            do {
+                reply = try client.send(
+                    .POST, path("data", key: write.key), body: payload, key: write.key, doing: "write the record",
+                    deadline: deadline)
+            } catch  where [KeepsakeError.Code.unavailable, .timeout].contains(error.code) {
+                // The request may have reached the server before the connection failed: a result
+                // of its own (the batch does not throw once a write may have been applied).
+                remember(nil, forKey: write.key)
+                unreachable = true
+                return .failed(
+                    KeepsakeError(
+                        error.code, store: uri, key: write.key, "\(error.message); the write may have been applied",
+                        underlying: error))
+            }
             switch reply.status {
             case 200, 204:
                 let version =
@@ -349,13 +374,26 @@ public final class OpenBaoStore: RecordStore {
                 return .applied
             case 400 where reply.errors.contains("check-and-set parameter did not match the current version"):
                 if reply.retried,
-                    try entry(forKey: write.key, version: current.version + 1, deadline: deadline)?.record
-                        == write.value
+                    let next = try entry(forKey: write.key, version: current.version + 1, deadline: deadline),
+                    next.record == write.value
                 {
-                    // An earlier attempt, whose answer the lost connection took, made the version
-                    // after the one read: this write applied (and other writers may have come since).
-                    if body == nil { try softDelete(key: write.key, version: current.version + 1, deadline: deadline) }
-                    return .applied
+                    // The version after the one read holds this write's bytes: an earlier attempt,
+                    // whose answer the lost connection took, made it — or another writer that read
+                    // the same version wrote the same bytes (two increments of one counter do).
+                    // A removal is done either way; a value cannot be told apart, so it is
+                    // reported as what it is: perhaps applied, never "applied" when it was not.
+                    remember(nil, forKey: write.key)
+                    guard body != nil else {
+                        try softDelete(key: write.key, version: current.version + 1, deadline: deadline)
+                        return .applied
+                    }
+                    return .failed(
+                        KeepsakeError(
+                            .unavailable, store: uri, key: write.key,
+                            """
+                            the connection was lost after the write was sent, and version \(current.version + 1) \
+                            holds its bytes: this write or another writer's with the same bytes — it may have been applied
+                            """))
                 }
                 // Another writer came between the read and the write (or the version came from an
                 // older read): read again; an unguarded write then writes over it, a guarded one

@@ -11,6 +11,8 @@ private final class Tally: Sendable {
     let applied = Mutex<[String: Data]>([:])
     let errors = Mutex<[KeepsakeError]>([])
     let updates = Mutex(0)
+    /// Writes reported "may have been applied" (their answer lost with the connection).
+    let perhaps = Mutex(0)
     /// What each watch saw, by key.
     let seen = Mutex<[String: [String]]>([:])
 }
@@ -79,6 +81,11 @@ extension OpenBaoServerTests {
                                     break
                                 }
                             }
+                        } catch  where error.message.contains("may have been applied") {
+                            // A write whose answer the restart took, whose bytes are there: it
+                            // may be this one or another writer's (the counter's next value is
+                            // the same for all) — never counted as applied.
+                            tally.perhaps.withLock { $0 += 1 }
                         } catch {
                             tally.errors.withLock { $0.append(error) }
                         }
@@ -101,9 +108,17 @@ extension OpenBaoServerTests {
                 #expect(try store.data(forKey: key) == value, "\(key)")
             }
             let counted = tally.updates.withLock { $0 }
-            let stored = try store.data(forKey: "counter").map { String(decoding: $0, as: UTF8.self) }
-            #expect(stored == "\(counted)")
-            print("restart mid-writes: \(applied.count) writes and \(counted) counter updates, all stored")
+            // Every increment reported applied is in the counter; one reported "may have been
+            // applied" may be too, never more.
+            let stored = try #require(
+                try store.data(forKey: "counter").flatMap { Int(String(decoding: $0, as: UTF8.self)) })
+            let perhaps = tally.perhaps.withLock { $0 }
+            #expect(
+                stored >= counted && stored <= counted + perhaps,
+                "counter \(stored), \(counted) applied, \(perhaps) perhaps")
+            print(
+                "restart mid-writes: \(applied.count) writes and \(counted) counter updates applied, all stored; \(perhaps) reported perhaps applied"
+            )
         }
 
         @Test("migrate run across a server restart: it waits for the server, then migrates every record once")
@@ -133,9 +148,24 @@ extension OpenBaoServerTests {
             try server.start()
             let printed = output.fileHandleForReading.readDataToEndOfFile()
             run.waitUntilExit()
-            #expect(run.terminationStatus == 0, "\(String(decoding: printed, as: UTF8.self).suffix(600))")
-            let counts = try totals(String(decoding: printed, as: UTF8.self))
-            #expect(counts["migrated"] == count, "\(counts)")
+            // A write whose answer the kill took is reported "may have been applied" (never
+            // "migrated"), and the run exits non-zero for it; every other record is migrated.
+            let report = try #require(try JSONSerialization.jsonObject(with: printed) as? [String: Any])
+            let records = try #require(report["records"] as? [[String: Any]])
+            let unsure = records.filter { ($0["error"] as? [String: Any])?["message"] as? String != nil }
+            for record in unsure {
+                let message = (record["error"] as? [String: Any])?["message"] as? String ?? ""
+                #expect(message.contains("may have been applied"), "\(record["key"] ?? ""): \(message)")
+            }
+            #expect((run.terminationStatus == 0) == unsure.isEmpty, "exit \(run.terminationStatus)")
+            #expect(try totals(String(decoding: printed, as: UTF8.self))["migrated"] == count - unsure.count)
+            // A second run finds each of those either migrated already or migrates it.
+            let again = try migrateBinary.run(["run", "--store", uri, "--model", "person-*=Person", "--json"])
+            #expect(again.status == 0, "\(again.stderr)")
+            let counts = try totals(again.stdout)
+            #expect((counts["current"] ?? 0) == count - (counts["migrated"] ?? 0), "\(counts)")
+            #expect((counts["migrated"] ?? 0) <= unsure.count)
+            print("migrate run across a restart: \(count - unsure.count) migrated, \(unsure.count) perhaps applied")
             for index in [0, 150, 299] {
                 let text = String(decoding: try #require(try store.data(forKey: "person-\(index)")), as: UTF8.self)
                 #expect(text.contains(#""version":3"#), "\(text)")

@@ -85,23 +85,9 @@ final class Client: Sendable {
         var loggedInAgain = false
         var lastProblem = ""
         while true {
-            var headers = HTTPHeaders()
-            if authenticated {
-                headers.add(name: "X-Vault-Token", value: try authenticator.token(client: self, deadline: deadline))
-            } else if let token {
-                headers.add(name: "X-Vault-Token", value: token)
-            }
-            if let namespace = configuration.namespace { headers.add(name: "X-Vault-Namespace", value: namespace) }
-            if let index = index.withLock({ $0 }) { headers.add(name: "X-Vault-Index", value: index) }
-            if body != nil { headers.add(name: "Content-Type", value: "application/json") }
-            let request: HTTPClient.Request
-            do {
-                request = try HTTPClient.Request(
-                    url: configuration.baseURL + path, method: method, headers: headers,
-                    body: body.map { .byteBuffer(ByteBuffer(bytes: $0)) })
-            } catch {
-                throw KeepsakeError(.invalidArgument, store: store, key: key, "the request URL is not valid: \(error)")
-            }
+            let request = try makeRequest(
+                method, path, body: body, key: key,
+                token: authenticated ? try authenticator.token(client: self, deadline: deadline) : token)
             let remaining = ContinuousClock.now.duration(to: deadline)
             guard remaining > .zero else {
                 throw KeepsakeError(
@@ -167,6 +153,50 @@ final class Client: Sendable {
                 Thread.sleep(forTimeInterval: pause.seconds)
                 pause = min(pause * 2, .milliseconds(500))
             }
+        }
+    }
+
+    /// A request with the token, the namespace, the read-after-write index and, for a body, its
+    /// content type.
+    private func makeRequest(
+        _ method: HTTPMethod, _ path: String, body: Data?, key: String?, token: String?
+    ) throws(KeepsakeError) -> HTTPClient.Request {
+        var headers = HTTPHeaders()
+        if let token { headers.add(name: "X-Vault-Token", value: token) }
+        if let namespace = configuration.namespace { headers.add(name: "X-Vault-Namespace", value: namespace) }
+        if let index = index.withLock({ $0 }) { headers.add(name: "X-Vault-Index", value: index) }
+        if body != nil { headers.add(name: "Content-Type", value: "application/json") }
+        do {
+            return try HTTPClient.Request(
+                url: configuration.baseURL + path, method: method, headers: headers,
+                body: body.map { .byteBuffer(ByteBuffer(bytes: $0)) })
+        } catch {
+            throw KeepsakeError(.invalidArgument, store: store, key: key, "the request URL is not valid: \(error)")
+        }
+    }
+
+    /// GETs `paths` all at once (async-http-client spreads them over up to 8 kept-alive
+    /// connections) and returns each answer that is final — a success, or a failure the server
+    /// meant (404, 400) — in order; `nil` for one whose connection failed or that the server could
+    /// not answer now (403, 429, 5xx), which the caller sends again with ``send(_:_:body:key:doing:deadline:authenticated:token:)``
+    /// and its retries.
+    func prefetch(_ paths: [String], deadline: ContinuousClock.Instant) throws(KeepsakeError) -> [Reply?] {
+        let token = try authenticator.token(client: self, deadline: deadline)
+        let remaining = ContinuousClock.now.duration(to: deadline)
+        guard remaining > .zero else { return paths.map { _ in nil } }
+        var pending: [EventLoopFuture<HTTPClient.Response>?] = []
+        for path in paths {
+            let request = try makeRequest(.GET, path, body: nil, key: nil, token: token)
+            pending.append(
+                http.execute(request: request, deadline: .now() + .nanoseconds(Int64(remaining.nanoseconds))))
+        }
+        return pending.map { future in
+            guard let response = try? future?.wait() else { return nil }  // sent again, with retries
+            let status = Int(response.status.code)
+            guard status < 500, status != 403, status != 429 else { return nil }
+            if let newIndex = response.headers.first(name: "X-Vault-Index") { index.withLock { $0 = newIndex } }
+            return Reply(
+                status: status, body: response.body.map { Data($0.readableBytesView) } ?? Data(), retried: false)
         }
     }
 
