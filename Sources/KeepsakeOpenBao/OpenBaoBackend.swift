@@ -31,7 +31,7 @@ public struct OpenBaoBackend: StoreBackend {
         self.scheme = scheme
     }
 
-    public var locationName: String { "//HOST:PORT/MOUNT/PREFIX?cacert=PATH&token_file=PATH" }
+    public var locationName: String { "//HOST:PORT/MOUNT/PREFIX" }
     public var summary: String { "a folder of an OpenBao (or Vault) KV version 2 engine, one entry per record" }
 
     /// The store the URI names; with `StoreOpenOptions.requireExisting`, after checking that the
