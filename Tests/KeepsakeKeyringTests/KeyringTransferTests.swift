@@ -111,7 +111,7 @@ extension KeyringTests {
             let keyring = try PrivateKeyring.freshStore("hold")
             try keyring.setData(Data("hunter2".utf8), forKey: "token")
             let suite = try legacySuite()
-            let intoSuite = try StoreTransfer(from: keyring, to: suite).run(.keys(["token"]), options: .init(move: true))
+            let intoSuite = try StoreTransfer(from: keyring, to: suite).run(.keys(["token"]), options: .init(move: true, allowPlaintext: true))
             #expect(intoSuite.outcome == .refused)
             #expect(intoSuite.records.first?.error?.code == .valueRefused)
             #expect(intoSuite.records.first?.error?.store == suite.uri)
@@ -162,6 +162,29 @@ extension KeyringTests {
             #expect(refused.stdout.contains("Nothing was written."))
             #expect(try PrivateKeyring.secretToolLookup(service: service, key: "apiToken") == #""s3cr3t-token""#)
             #expect(try suiteKeys(suite) == ["apiToken", "theme"])
+        }
+
+        @Test("migrate copy from the keyring to a defaults suite is refused without --allow-plaintext; nothing moves")
+        func cliPlaintextRefused() throws {
+            let keyring = try PrivateKeyring.freshStore("plaintext")
+            try keyring.setData(Data(#""k3yring-token""#.utf8), forKey: "apiToken")
+            let suite = try legacySuite()
+            let before = try suite.allData().map(\.data)
+            for extra in [[String](), ["--move"], ["--all", "--move", "--dry-run"]] {
+                let refused = try runMigrate(
+                    ["copy", "--from", "keyring:" + keyring.service, "--to", "defaults:" + suite.path]
+                        + (extra.contains("--all") ? [] : ["apiToken"]) + extra)
+                #expect(refused.status == 64, "\(refused.stdout)\(refused.stderr)")
+                #expect(refused.stderr.contains("keeps its records encrypted and defaults:"))
+                #expect(refused.stderr.contains("in plain text"))
+                #expect(try suite.allData().map(\.data) == before)
+                #expect(try PrivateKeyring.secretToolLookup(service: keyring.service, key: "apiToken") == #""k3yring-token""#)
+            }
+            let allowed = try runMigrate(
+                ["copy", "--from", "keyring:" + keyring.service, "--to", "defaults:" + suite.path, "apiToken",
+                 "--overwrite", "--allow-plaintext"])
+            #expect(allowed.status == 0, "\(allowed.stderr)")
+            #expect(try suite.data(forKey: "apiToken") == Data(#""k3yring-token""#.utf8))
         }
 
         // MARK: Killed between steps
@@ -254,7 +277,7 @@ extension KeyringTests {
             try keyring.setData(Data(#""b""#.utf8), forKey: "second")
             let suite = try legacySuite()
             let copy = try PausedCopy(["copy", "--from", "keyring:" + service, "--to", "defaults:" + suite.path,
-                                       "--all", "--move", "--json"], after: "verified")
+                                       "--all", "--move", "--json", "--allow-plaintext"], after: "verified")
             var result: Shell.Result?
             try PrivateKeyring.whileLocked {
                 try copy.resume()
@@ -302,7 +325,8 @@ extension KeyringTests {
             let directory = PrivateKeyring.scratch.appendingPathComponent("kill-at-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let suite = DefaultsStore(path: directory + "/suite.json")
-            let arguments = ["copy", "--from", "keyring:" + service, "--to", "defaults:" + suite.path, "--all", "--move"]
+            let arguments = ["copy", "--from", "keyring:" + service, "--to", "defaults:" + suite.path, "--all", "--move",
+                             "--allow-plaintext"]
 
             let process = Process()
             process.executableURL = URL(fileURLWithPath: migrateExecutable)

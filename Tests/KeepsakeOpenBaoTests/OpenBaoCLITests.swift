@@ -84,7 +84,7 @@ extension OpenBaoServerTests {
             #expect(copy.status == 0, "\(copy.stderr)")
             let store = try OpenBaoStore(configuration: OpenBaoConfiguration(parsing: uri))
             #expect(try store.keys() == ["person"])
-            let copyBack = try migrateBinary.run(["copy", "--from", uri, "--to", back])
+            let copyBack = try migrateBinary.run(["copy", "--from", uri, "--to", back, "--allow-plaintext"])
             #expect(copyBack.status == 0, "\(copyBack.stderr)")
             let get = try migrateBinary.run(["get", "person", "--store", back])
             #expect(get.stdout.contains("Cy"), "\(get.stdout)")

@@ -25,7 +25,8 @@ struct CopyBadRecordCLITests {
 
             let suite = "defaults:\(directory)/copy.json"
             let copy = try migrate(
-                ["copy", "--from", store, "--to", suite, "--all", "--json"] + (move ? ["--move"] : [])
+                ["copy", "--from", store, "--to", suite, "--all", "--json", "--allow-plaintext"]
+                    + (move ? ["--move"] : [])
                     + key.map { $0 == "--key-file" ? "--from-key-file" : $0 })
             #expect(copy.status == 65, "\(copy.stdout)\(copy.stderr)")
             let report = try #require(try JSONSerialization.jsonObject(with: Data(copy.stdout.utf8)) as? [String: Any])

@@ -88,8 +88,17 @@ struct CopyCLITests {
         #expect(exists.stdout.contains("Nothing was written."))
         #expect(suite.contents == before)
 
+        // Secure to plain storage is refused before anything is read, naming both stores.
+        let exposed = try copy(["--from", store, "--from-key-file", keyFile, "--to", suite.store, "theme", "person"])
+        #expect(exposed.status == 64, "\(exposed.stdout)\(exposed.stderr)")
+        #expect(exposed.stderr.contains("keeps its records encrypted and \(suite.store) does not"))
+        #expect(exposed.stderr.contains("the records 'theme', 'person' would be written there in plain text"))
+        #expect(exposed.stderr.contains("--allow-plaintext"))
+        #expect(suite.contents == before)
+
         let cannotHold = try copy([
-            "--from", store, "--from-key-file", keyFile, "--to", suite.store, "theme", "--overwrite"
+            "--from", store, "--from-key-file", keyFile, "--to", suite.store, "theme", "--overwrite",
+            "--allow-plaintext"
         ])
         #expect(cannotHold.status == 84, "\(cannotHold.stdout)\(cannotHold.stderr)")
         #expect(cannotHold.stdout.contains("a defaults suite holds JSON values"))

@@ -44,9 +44,9 @@ struct HostilePathCLITests {
         ["copy", "--from", "defaults:s.json", "--to", "file:fs", "--to-key-file", "P"],
         ["copy", "--from", "defaults:s.json", "--to", "file:P", "--to-key-file", "key"],
         ["copy", "--from", "defaults:s.json", "--to", "file:fs", "--to-passphrase-file", "P"],
-        ["copy", "--from", "file:fs", "--from-key-file", "P", "--to", "defaults:d.json"],
-        ["copy", "--from", "file:fs", "--from-passphrase-file", "P", "--to", "defaults:d.json"],
-        ["copy", "--from", "file:P", "--from-key-file", "key", "--to", "defaults:d.json", "--move"]
+        ["copy", "--from", "file:fs", "--from-key-file", "P", "--to", "defaults:d.json", "--allow-plaintext"],
+        ["copy", "--from", "file:fs", "--from-passphrase-file", "P", "--to", "defaults:d.json", "--allow-plaintext"],
+        ["copy", "--from", "file:P", "--from-key-file", "key", "--to", "defaults:d.json", "--move", "--allow-plaintext"]
     ]
 
     /// Exit statuses of a process that died by a signal, as `timeout` and shells report them:

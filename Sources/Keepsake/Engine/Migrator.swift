@@ -190,7 +190,10 @@ public struct Migrator: Sendable {
     ///     in one durable batch of their own (``BackupDirectory/saveAll(_:store:)``) — per block
     ///     on a store that commits a run in blocks.
     ///   - progress: Called after each record is evaluated and once the batch is written.
-    /// - Throws: Only when the store itself cannot be read or written; then nothing was written
+    /// - Throws: `KeepsakeError.Code.invalidArgument` when `backup` is given for a store that
+    ///   encrypts its records (``StoreCapabilities/encryptedAtRest``): the backup would hold
+    ///   them in plain text; nothing is read or written then. Otherwise only when the store
+    ///   itself cannot be read or written; then nothing was written
     ///   — except, on a store that commits a run in blocks, the blocks committed before the
     ///   failure: each of their records is its migrated self, every other record as it was, and
     ///   running again migrates the rest.
@@ -208,6 +211,15 @@ public struct Migrator: Sendable {
         backup: BackupDirectory? = nil,
         progress: (@Sendable (MigrationProgress) -> Void)? = nil
     ) throws(KeepsakeError) -> RecordReports {
+        if let backup, store.capabilities.contains(.encryptedAtRest) {
+            // A backup holds each record's bytes as read: for a store that encrypts, plaintext.
+            throw KeepsakeError(
+                .invalidArgument, store: store.uri,
+                """
+                this store keeps its records encrypted and a backup in \(backup.path) would hold them in plain \
+                text; back up the store itself instead; nothing was read or written
+                """)
+        }
         var reports = RecordReports()
         var writes: [StoreWrite] = []
         var writeIndex: [Int] = []  // report index for each write

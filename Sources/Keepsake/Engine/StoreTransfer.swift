@@ -67,16 +67,24 @@ public struct StoreTransfer: Sendable {
         /// ``run(_:options:checkpoint:)``) before it gives up with
         /// ``KeepsakeError/Code/lockTimeout``, having copied nothing.
         public var lockTimeout: Duration
+        /// Let records leave a store that encrypts them (``StoreCapabilities/encryptedAtRest``:
+        /// the keyring, an encrypted file store, a sealed table, a secret manager) for one that
+        /// does not (a defaults suite, a plain table). Without it such a transfer is refused
+        /// before anything is read or written, naming both stores.
+        public var allowPlaintext: Bool
 
         /// Options; by default a copy of the records as stored, refusing keys the destination
-        /// holds, and a move waits up to a minute for another move from its source.
+        /// holds and any transfer from secure to plain storage, and a move waits up to a minute
+        /// for another move from its source.
         public init(
-            move: Bool = false, migrate: Bool = false, overwrite: Bool = false, lockTimeout: Duration = .seconds(60)
+            move: Bool = false, migrate: Bool = false, overwrite: Bool = false, lockTimeout: Duration = .seconds(60),
+            allowPlaintext: Bool = false
         ) {
             self.move = move
             self.migrate = migrate
             self.overwrite = overwrite
             self.lockTimeout = lockTimeout
+            self.allowPlaintext = allowPlaintext
         }
     }
 
@@ -334,6 +342,17 @@ public struct StoreTransfer: Sendable {
         var exists = false
     }
 
+    /// `selection` in words, for the plaintext refusal: which records would be exposed.
+    private func describe(_ selection: Selection) -> String {
+        switch selection {
+        case .managed: return "every managed record"
+        case .all: return "every record"
+        case let .keys(keys):
+            let shown = keys.prefix(5).map { "'\($0)'" }.joined(separator: ", ")
+            return keys.count > 5 ? "the records \(shown) and \(keys.count - 5) more" : "the records \(shown)"
+        }
+    }
+
     /// Step 1: reads, evaluates and checks every selected record; writes nothing.
     private func prepare(
         _ selection: Selection, options: Options, lastMove: LastMove? = nil
@@ -344,6 +363,17 @@ public struct StoreTransfer: Sendable {
                 """
                 the source and the destination are the same store (\(destination.uri)); a move would remove \
                 what it copied, so nothing was done
+                """)
+        }
+        if !options.allowPlaintext, source.capabilities.contains(.encryptedAtRest),
+            !destination.capabilities.contains(.encryptedAtRest)
+        {
+            throw KeepsakeError(
+                .invalidArgument, store: source.uri,
+                """
+                this store keeps its records encrypted and \(destination.uri) does not: \(describe(selection)) would \
+                be written there in plain text; nothing was read or written (allow it with --allow-plaintext, \
+                or StoreTransfer.Options.allowPlaintext)
                 """)
         }
         let entries: [(key: String, result: Result<Data, KeepsakeError>?)]

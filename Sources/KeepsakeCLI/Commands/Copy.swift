@@ -14,7 +14,7 @@ extension Migrate {
                     usage:
                         "\(CLI.name) copy --from <uri> --to <uri> [<key> ...] [--move] [--migrate] [--overwrite] [<options>]",
                     discussion: """
-                        Copies the named keys, or with no KEY every managed record (--all: every key, plain values too), from --from to --to. Each record is read, migrated to its latest version with --migrate, written, then read back and compared. Only when every record matched does --move remove them from the source. If a write or a read-back fails, the destination gets back exactly what it held before and the source is not touched. A key the destination already holds is refused unless --overwrite; one that holds exactly the same bytes is not, so a move that was interrupted can simply be run again. Plain values are copied as their bytes where the destination can hold them: a defaults: suite holds JSON values, the keyring UTF-8 text; another value is refused before anything is written.
+                        Copies the named keys, or with no KEY every managed record (--all: every key, plain values too), from --from to --to. Each record is read, migrated to its latest version with --migrate, written, then read back and compared. Only when every record matched does --move remove them from the source. If a write or a read-back fails, the destination gets back exactly what it held before and the source is not touched. A key the destination already holds is refused unless --overwrite; one that holds exactly the same bytes is not, so a move that was interrupted can simply be run again. Plain values are copied as their bytes where the destination can hold them: a defaults: suite holds JSON values, the keyring UTF-8 text; another value is refused before anything is written. Records of a store that encrypts them (the keyring, a file: store, a sealed table, OpenBao) are not written to one that does not (a defaults: suite, a plain table) unless --allow-plaintext.
 
                         Each side takes its own master key: --from-master-key SOURCE for a file: source, --to-master-key SOURCE for a file: destination (SOURCE: file:PATH, passphrase-file:PATH, passphrase-env:VAR, ask or keyring).
 
@@ -54,6 +54,11 @@ extension Migrate {
 
         @Flag(name: .long, help: "Replace values the destination already holds under the same keys.")
         var overwrite = false
+
+        @Flag(
+            name: .long,
+            help: "Copy from a store that encrypts its records (keyring, file:, sealed) to one that does not.")
+        var allowPlaintext = false
 
         @Flag(name: .long, help: "Check everything and show what would be done; write nothing.")
         var dryRun = false
@@ -111,7 +116,7 @@ extension Migrate {
                 keys.isEmpty ? (all ? .all : .managed) : .keys(try Self.expanding(keys, in: transfer.source))
             let options = StoreTransfer.Options(
                 move: move, migrate: migrate, overwrite: overwrite,
-                lockTimeout: try timeoutDuration(lockTimeout, option: "--lock-timeout"))
+                lockTimeout: try timeoutDuration(lockTimeout, option: "--lock-timeout"), allowPlaintext: allowPlaintext)
             let report =
                 dryRun
                 ? try transfer.plan(selection, options: options)
