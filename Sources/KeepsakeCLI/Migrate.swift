@@ -58,7 +58,7 @@ struct Migrate: ParsableCommand {
             version: CLIConfiguration.current.version ?? "",
             subcommands: [
                 Status.self, Plan.self, Run.self, Show.self, Get.self, Put.self, Delete.self, Models.self,
-                Init.self, Rekey.self, Copy.self, Watch.self
+                Init.self, Rekey.self, Seal.self, Copy.self, Watch.self
             ] + (CLI.hasTrial ? [Trial.self] : []) + [Doctor.self]
         )
     }

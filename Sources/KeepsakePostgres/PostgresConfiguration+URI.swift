@@ -95,6 +95,8 @@ extension PostgresConfiguration {
         var passfile: String?
         var sealKeyFile: String?
         var sealKeyVariable: String?
+        var previousKeyFiles: String?
+        var previous: String?
         var seen = Set<String>()
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             guard let equals = pair.firstIndex(of: "=") else { throw invalid("the parameter '\(pair)' has no value") }
@@ -111,6 +113,8 @@ extension PostgresConfiguration {
             case "passfile": passfile = value
             case "sealkey_file": sealKeyFile = value
             case "sealkey_env": sealKeyVariable = value
+            case "sealkey_previous_file": previousKeyFiles = value
+            case "sealkey_previous": previous = value
             case "host": host = value
             case "port": port = value
             case "user": user = value
@@ -121,8 +125,8 @@ extension PostgresConfiguration {
                 throw invalid(
                     """
                     unknown parameter '\(Self.printable(name))' (known: table, sslmode, sslrootcert, \
-                    connect_timeout, timeout, application_name, passfile, sealkey_file, sealkey_env, host, port, user, \
-                    dbname)
+                    connect_timeout, timeout, application_name, passfile, sealkey_file, sealkey_env, \
+                    sealkey_previous_file, sealkey_previous, host, port, user, dbname)
                     """)
             }
         }
@@ -183,6 +187,35 @@ extension PostgresConfiguration {
         case let (nil, variable?):
             sealingKey = .provider(EnvironmentMasterKey(variable: variable, environment: environment))
         case (.some, .some): throw invalid("give sealkey_file or sealkey_env, not both")
+        }
+        if let previousKeyFiles {
+            let paths = previousKeyFiles.split(separator: ",").map(String.init)
+            guard !paths.isEmpty, !paths.contains(where: \.isEmpty) else {
+                throw invalid("sealkey_previous_file takes one key file's path, or several separated by commas")
+            }
+            previousSealingKeys += paths.map { MasterKeySource.keyFile(path: $0) }
+        }
+        if let previous {
+            guard previous == "plain" else {
+                throw invalid("sealkey_previous takes one value, plain: read plain values too (a table being sealed)")
+            }
+            readsPlainValues = true
+        }
+        if let sealKeyVariable {
+            let list = sealKeyVariable + "_PREVIOUS"
+            let tokens = (environment[list] ?? "").split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\n" })
+            for (index, token) in tokens.enumerated() {
+                if token == "plain" {
+                    readsPlainValues = true
+                } else {
+                    let name = tokens.count == 1 ? list : "\(list) (item \(index + 1))"
+                    previousSealingKeys.append(
+                        .provider(EnvironmentMasterKey(variable: name, environment: [name: String(token)])))
+                }
+            }
+        }
+        if sealingKey == nil, readsPlainValues {
+            throw invalid("sealkey_previous=plain is for a store with a master key (a table being sealed)")
         }
         password = try Self.password(
             environment: environment, passfile: passfile, endpoint: endpoint, database: databaseName, user: userName,

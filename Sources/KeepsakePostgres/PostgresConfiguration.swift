@@ -79,6 +79,15 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// The master key the URI names (`sealkey_file=PATH` or `sealkey_env=VAR`), if any:
     /// where the key is, never the key.
     public var sealingKey: MasterKeySource?
+    /// Master keys that only open values: the keys a table was sealed with before its key was
+    /// rotated (`sealkey_previous_file=PATH[,PATH…]`, or `VAR_PREVIOUS` beside `sealkey_env=VAR`,
+    /// its keys separated by commas). A store with previous keys and no ``sealingKey`` writes
+    /// plain values and reads sealed ones: a table being unsealed.
+    public var previousSealingKeys: [MasterKeySource]
+    /// Whether a store with a master key reads plain values as they are, instead of as corrupt
+    /// records (`sealkey_previous=plain`, or `plain` in `VAR_PREVIOUS`): a table being sealed
+    /// while it serves.
+    public var readsPlainValues: Bool
 
     /// A configuration from its parts.
     ///
@@ -108,6 +117,8 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         self.maximumConnections = 8
         self.applicationName = "keepsake"
         self.sealingKey = nil
+        self.previousSealingKeys = []
+        self.readsPlainValues = false
         guard !user.isEmpty else {
             throw KeepsakeError(.invalidArgument, store: uri, "a PostgreSQL store needs a user name")
         }

@@ -73,7 +73,7 @@ public final class PostgresStore: RecordStore {
     /// Where the store is and how it connects.
     public let configuration: PostgresConfiguration
     /// Whether values are sealed with a master key.
-    public var isSealed: Bool { sealer != nil }
+    public var isSealed: Bool { sealer?.primary != nil }
 
     /// The longest key the store takes, in bytes of UTF-8: 2,048. The table's primary-key index
     /// holds each key whole, and PostgreSQL refuses an index entry larger than about a third of a
@@ -105,9 +105,12 @@ public final class PostgresStore: RecordStore {
     ///
     /// - Parameters:
     ///   - configuration: The server, database, table, credentials and deadline.
-    ///   - masterKey: Seals every value with this master key (a key file, a provider such as
-    ///     ``EnvironmentMasterKey`` or the keyring); `nil` stores values as given. A store's
-    ///     values must all be written with the same choice.
+    ///   - masterKey: Seals every value with this master key, the key set's primary key (a key
+    ///     file, a provider such as ``EnvironmentMasterKey`` or the keyring); `nil` stores values
+    ///     as given. The configuration's ``PostgresConfiguration/previousSealingKeys`` open
+    ///     values sealed before a rotation; its ``PostgresConfiguration/readsPlainValues`` lets
+    ///     plain values read while a table is sealed. A table's seal (docs/FORMAT.md §11.2) keeps
+    ///     every writer to the keys it records.
     ///   - requireExisting: Whether the table must already exist: then opening asks the server
     ///     (as `migrate` does, so that a misspelt table is not read as empty).
     /// - Throws: `KeepsakeError.Code.invalidArgument` for a passphrase master key (this store
@@ -122,13 +125,12 @@ public final class PostgresStore: RecordStore {
         self.configuration = configuration
         let uri = configuration.uri
         self.uri = uri  // made once: a call names its store in every error and log
-        if let masterKey {
-            let key: SecureBytes
-            switch masterKey {
+        func load(_ source: MasterKeySource) throws(KeepsakeError) -> SecureBytes {
+            switch source {
             case let .keyFile(path):
-                key = try KeyFile(path: path).masterKey(createIfAbsent: false)
+                return try KeyFile(path: path).masterKey(createIfAbsent: false)
             case let .provider(provider):
-                key = try provider.masterKey(
+                return try provider.masterKey(
                     createIfAbsent: false, storeID: Sealer.storeID(forIdentity: configuration.identity))
             case .passphrase:
                 throw KeepsakeError(
@@ -138,7 +140,13 @@ public final class PostgresStore: RecordStore {
                     variable key (EnvironmentMasterKey) or a keyring key, not a passphrase
                     """)
             }
-            sealer = try Sealer(masterKey: key, table: configuration.table, store: uri)
+        }
+        if masterKey != nil || !configuration.previousSealingKeys.isEmpty {
+            var previous: [SecureBytes] = []
+            for source in configuration.previousSealingKeys { previous.append(try load(source)) }
+            sealer = try Sealer(
+                primary: try masterKey.map { source throws(KeepsakeError) in try load(source) }, previous: previous,
+                readsPlain: configuration.readsPlainValues, table: configuration.table, store: uri)
         } else {
             sealer = nil
         }
@@ -172,7 +180,7 @@ public final class PostgresStore: RecordStore {
     public var identity: String { configuration.identity }
 
     public var capabilities: StoreCapabilities {
-        sealer == nil
+        sealer?.primary == nil
             ? [.survivesReinstall, .commitsRunInBlocks] : [.survivesReinstall, .encryptedAtRest, .commitsRunInBlocks]
     }
 

@@ -18,6 +18,8 @@ struct SealedValueVectorTests {
             let nonce: String
             let associatedData: String
             let sealed: String
+            let associatedDataV2: String
+            let sealedV2: String
         }
         let formatVersion: Int
         let masterKey: String
@@ -48,20 +50,70 @@ struct SealedValueVectorTests {
         try Sealer(masterKey: SecureBytes(copying: Data(bytes(vector.masterKey))), table: table, store: "vector")
     }
 
-    @Test("every record seals to the vector's bytes with its nonce, and opens back")
+    @Test("every record seals to the vector's bytes with its nonce, in format 1 and 2, and opens back")
     func sealsAndOpens() throws {
         let vector = try Self.load()
-        #expect(vector.formatVersion == Int(Sealer.header[4]))
+        #expect(vector.formatVersion == 1)
+        #expect(Sealer.writtenFormat == 2)
         #expect(vector.records.count == 3)
         for record in vector.records {
             let sealer = try Self.sealer(vector, table: record.table)
-            #expect(sealer.associatedData(forKey: record.recordKey) == (try Self.bytes(record.associatedData)))
-            let sealed = sealer.seal(
-                Data(record.plaintext.utf8), forKey: record.recordKey, nonce: try Self.bytes(record.nonce))
-            #expect([UInt8](sealed) == (try Self.bytes(record.sealed)), "\(record.table) \(record.recordKey)")
-            let opened = try sealer.open(Data(try Self.bytes(record.sealed)), forKey: record.recordKey, store: "vector")
-            #expect(opened == Data(record.plaintext.utf8))
+            let keyID = try Self.bytes(vector.keyFingerprint)
+            #expect(
+                sealer.associatedData(forKey: record.recordKey, prefix: Sealer.prefix(format: 1, keyID: keyID))
+                    == (try Self.bytes(record.associatedData)))
+            #expect(
+                sealer.associatedData(forKey: record.recordKey, prefix: Sealer.prefix(format: 2, keyID: keyID))
+                    == (try Self.bytes(record.associatedDataV2)))
+            let nonce = try Self.bytes(record.nonce)
+            for (format, expected) in [(UInt8(1), record.sealed), (2, record.sealedV2)] {
+                let sealed = try #require(
+                    sealer.seal(Data(record.plaintext.utf8), forKey: record.recordKey, nonce: nonce, format: format))
+                #expect([UInt8](sealed) == (try Self.bytes(expected)), "\(record.table) \(record.recordKey) \(format)")
+                let opened = try sealer.open(Data(try Self.bytes(expected)), forKey: record.recordKey, store: "vector")
+                #expect(opened == Data(record.plaintext.utf8))
+            }
+            // What a write stores: format 2 under this key, with a fresh nonce.
+            let written = sealer.stored(Data(record.plaintext.utf8), forKey: record.recordKey)
+            #expect(Sealer.keyID(of: written) == vector.keyFingerprint)
+            #expect(try sealer.open(written, forKey: record.recordKey, store: "vector") == Data(record.plaintext.utf8))
         }
+    }
+
+    @Test("a key set opens each value with the key it names; a value of a key not in the set names that key")
+    func keySets() throws {
+        let vector = try Self.load()
+        let record = vector.records[0]
+        let master = SecureBytes(copying: Data(try Self.bytes(vector.masterKey)))
+        let other = SecureBytes(copying: Data(repeating: 7, count: 32))
+        let old = try Sealer(primary: master, previous: [], readsPlain: false, table: record.table, store: "v")
+        let rotated = try Sealer(primary: other, previous: [master], readsPlain: false, table: record.table, store: "v")
+        let plaintext = Data(record.plaintext.utf8)
+        for value in [Data(try Self.bytes(record.sealed)), Data(try Self.bytes(record.sealedV2))] {
+            #expect(try rotated.open(value, forKey: record.recordKey, store: "v") == plaintext)
+        }
+        let underNew = rotated.stored(plaintext, forKey: record.recordKey)
+        #expect(Sealer.keyID(of: underNew) == rotated.keyFingerprint)
+        #expect(rotated.keyFingerprint != vector.keyFingerprint)
+        do {
+            _ = try old.open(underNew, forKey: record.recordKey, store: "v")
+            Issue.record("a value of a key not in the set opened")
+        } catch {
+            #expect(error.code == .wrongKey)
+            #expect(error.message.contains(rotated.keyFingerprint ?? "?"), "\(error.message)")
+        }
+        // Plain values: corrupt for a sealed store, read as they are while a table is sealed.
+        let plain = Data(#"{"a":1}"#.utf8)
+        #expect(throws: KeepsakeError.self) { try old.open(plain, forKey: "k", store: "v") }
+        let sealing = try Sealer(primary: master, previous: [], readsPlain: true, table: record.table, store: "v")
+        #expect(try sealing.open(plain, forKey: "k", store: "v") == plain)
+        // A plain writer with previous keys (a table being unsealed) opens sealed values, writes plain.
+        let unsealing = try Sealer(primary: nil, previous: [master], readsPlain: false, table: record.table, store: "v")
+        #expect(
+            try unsealing.open(Data(try Self.bytes(record.sealedV2)), forKey: record.recordKey, store: "v") == plaintext
+        )
+        #expect(unsealing.stored(plaintext, forKey: record.recordKey) == plaintext)
+        #expect(unsealing.writerID == "plain")
     }
 
     @Test("the store id a key provider is asked for matches the vector")
@@ -80,7 +132,7 @@ struct SealedValueVectorTests {
         other[0] ^= 1
         let otherSealer = try Sealer(masterKey: SecureBytes(copying: Data(other)), table: "t", store: "vector")
         #expect(otherSealer.keyFingerprint != vector.keyFingerprint)
-        #expect(otherSealer.keyFingerprint.count == 32)
+        #expect(otherSealer.keyFingerprint?.count == 32)
     }
 
     @Test("a value moved to another key or table, altered, or of another version does not open")
@@ -106,12 +158,20 @@ struct SealedValueVectorTests {
             #expect(error.code == .wrongKey)
         }
         var newer = sealed
-        newer[4] = 2
+        newer[4] = 3
         do {
             _ = try sealer.open(Data(newer), forKey: record.recordKey, store: "vector")
-            Issue.record("a value of version 2 opened")
+            Issue.record("a value of version 3 opened")
         } catch {
             #expect(error.code == .corruptRecord)
+        }
+        var relabelled = try Self.bytes(record.sealedV2)
+        relabelled[4] = 1  // a format-2 value read as format 1: its associated data differs
+        do {
+            _ = try sealer.open(Data(relabelled), forKey: record.recordKey, store: "vector")
+            Issue.record("a format-2 value relabelled format 1 opened")
+        } catch {
+            #expect(error.code == .wrongKey)
         }
         do {
             _ = try sealer.open(Data(sealed.prefix(44)), forKey: record.recordKey, store: "vector")

@@ -63,7 +63,8 @@ private func seedOldSealedTable(_ table: String, _ values: [(key: String, value:
         let sealer = try Sealer(
             masterKey: SecureBytes(copying: Data(SealedValueVectorTests.bytes(entry.masterKey))), table: table,
             store: "seed")
-        let sealed = sealer.seal(Data(entry.value.utf8), forKey: entry.key)
+        let nonce = (0..<Sealer.nonceBytes).map { _ in UInt8.random(in: 0...255) }
+        let sealed = try #require(sealer.seal(Data(entry.value.utf8), forKey: entry.key, nonce: nonce, format: 1))
         let hex = sealed.map { String(format: "%02x", $0) }.joined()
         sql += "\nINSERT INTO \(table) (key, record, version) VALUES ('\(entry.key)', decode('\(hex)', 'hex'), 1);"
     }
@@ -124,7 +125,7 @@ extension PostgresServerTests {
             #expect(error.code == .wrongKey)
             #expect(
                 error.message.contains(
-                    "sealed by another key (fingerprint \(fingerprintA)); this store's master key has fingerprint \(fingerprintB)"
+                    "sealed by another key (fingerprint \(fingerprintA)); this store holds primary key \(fingerprintB)"
                 ))
             #expect(refusal { try other.setData(Data("other".utf8), forKey: "new") }?.code == .wrongKey)
             #expect(try rows(table) == before)
@@ -168,7 +169,7 @@ extension PostgresServerTests {
             let other = try store(table, key: keyB)
             let error = try #require(refusal { try other.setData(Data("x".utf8), forKey: "d") })
             #expect(error.code == .wrongKey)
-            #expect(error.message.contains("do not open with this store's master key (fingerprint \(fingerprintB))"))
+            #expect(error.message.contains("do not open with this store's keys (primary key \(fingerprintB))"))
             #expect(refusal { try store(table).setData(Data("x".utf8), forKey: "d") }?.code == .wrongKey)
             #expect(try rows(table) == before)
             #expect(try marker(table) == "")
@@ -367,8 +368,8 @@ extension PostgresServerTests {
             #expect(put.status == 0, "\(put.stderr)")
             #expect(
                 try SQL.run(
-                    "SELECT substring(record from 1 for 5) = '\\x4b53504701'::bytea FROM \(table) WHERE key = 'person'")
-                    == "t", "the value is stored sealed (KSPG, format 1)")
+                    "SELECT substring(record from 1 for 5) = '\\x4b53504702'::bytea FROM \(table) WHERE key = 'person'")
+                    == "t", "the value is stored sealed (KSPG, format 2: it names its key)")
             let viaURI = try migrateBinary.run(["get", "person", "--store", uri + "&sealkey_file=" + keyPath])
             #expect(viaURI.status == 0 && viaURI.stdout.contains("Ada"), "\(viaURI.stdout)\(viaURI.stderr)")
             let viaOption = try migrateBinary.run(
@@ -380,10 +381,10 @@ extension PostgresServerTests {
             let noKey = try migrateBinary.run(["get", "person", "--store", uri, "--json"])
             #expect(noKey.status != 0)
             #expect(noKey.stdout.contains(#""code" : "wrongKey""#), "\(noKey.stdout)")
-            #expect(noKey.stdout.contains("sealed (KSPG, format 1)"), "\(noKey.stdout)")
+            #expect(noKey.stdout.contains("sealed (KSPG, format 2)"), "\(noKey.stdout)")
             #expect(!noKey.stdout.contains("JSON"), "not a JSON syntax error: \(noKey.stdout)")
             let status = try migrateBinary.run(["status", "--store", uri])
-            #expect(status.stdout.contains("sealed (KSPG, format 1)"), "\(status.stdout)\(status.stderr)")
+            #expect(status.stdout.contains("sealed (KSPG, format 2)"), "\(status.stdout)\(status.stderr)")
 
             let twice = try migrateBinary.run(
                 ["get", "person", "--store", uri + "&sealkey_file=" + keyPath, "--master-key", "file:" + keyPath])

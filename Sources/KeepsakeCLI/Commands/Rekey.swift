@@ -9,10 +9,15 @@ extension Migrate {
         static var configuration: CommandConfiguration {
             cachedConfiguration {
                 CommandConfiguration(
-                    abstract: "Change the master key (or passphrase) of an encrypted file: store.",
-                    usage: "\(CLI.name) rekey --store <uri> --master-key <old> --new-master-key <new>",
+                    abstract: "Change the master key of a file: store, or re-seal a sealed table under its new key.",
+                    usage: """
+                        \(CLI.name) rekey --store <uri> --master-key <old> --new-master-key <new>
+                          \(CLI.name) rekey --store <sealed table uri> [--batch-size <n>]
+                        """,
                     discussion: """
-                        Only the store's header is rewritten, in one atomic replace: if interrupted, the store opens with the old key or the new one, and every record is intact.
+                        A file: store: only the store's header is rewritten, in one atomic replace: if interrupted, the store opens with the old key or the new one, and every record is intact.
+
+                        A sealed table (postgresql:): every value not sealed under the store's primary key (sealkey_file= or sealkey_env=, or --master-key) is opened with its previous keys (sealkey_previous_file=, or VAR_PREVIOUS beside sealkey_env=VAR) and sealed again under the primary key, a batch at a time, each batch one compare-and-swap transaction, while apps keep reading and writing: give them the same key set first. A value another writer changes meanwhile keeps that writer's bytes. When no value is left under another key, the table's seal keeps only the primary key, and a writer that holds only an old key is refused from then on. Killed, it resumes where it stopped when run again. Exit 65 when some values open with no key given (they are left as they are and named), 75 when values under an old key are left (a writer still writes with it).
 
                         Examples:
                           \(CLI.name) rekey --store file:DIR --master-key file:OLD.key \\
@@ -24,6 +29,7 @@ extension Migrate {
                           \(CLI.name) rekey --store file:DIR --master-key keyring \\
                             --new-master-key file:NEW.key
                         Rekeying away from the keyring leaves the keyring's item as it is.
+                          \(CLI.name) rekey --store 'postgresql://app@db/app?sealkey_file=/keys/new.key&sealkey_previous_file=/keys/old.key'
                         """)
             }
         }
@@ -34,14 +40,39 @@ extension Migrate {
         @OptionGroup(title: "New master key")
         var newKey: KeyOptions<NewKey>
 
+        @Option(name: .long, help: ArgumentHelp("Values re-sealed per transaction (a sealed table).", valueName: "n"))
+        var batchSize = 512
+
         func validate() throws {
-            guard storeOptions.store.takesMasterKey else {
-                throw ValidationError("rekey works on \(StoreArgument.masterKeyStores) stores")
+            guard storeOptions.store.takesMasterKey || storeOptions.store.takesSealingKey else {
+                throw ValidationError(
+                    "rekey works on \(StoreArgument.masterKeyStores) stores and sealed \(StoreArgument.sealableStores) tables"
+                )
             }
+            guard (1...10_000).contains(batchSize) else { throw ValidationError("--batch-size takes 1 to 10000") }
         }
 
         func run() throws {
             let store = try storeOptions.open(keyringTimeout: nil)
+            if let sealed = store as? any ResealableStore {
+                guard newKey.given.isEmpty else {
+                    throw usageError(
+                        """
+                        a sealed table's new key is its primary key (sealkey_file= or sealkey_env= in the URI, or \
+                        --master-key) and its old keys are its previous keys (sealkey_previous_file=); \
+                        --new-master-key is for file: stores
+                        """)
+                }
+                guard sealed.writtenKeyID != "plain" else {
+                    throw usageError(
+                        """
+                        \(sealed.uri) has no master key to re-seal under; give one (sealkey_file=, sealkey_env= or \
+                        --master-key) — unsealing a table is `\(CLI.name) seal --allow-plaintext`
+                        """)
+                }
+                try ResealOutput.run(sealed, batchSize: batchSize, output: output, verb: "re-sealing")
+                return
+            }
             guard let fileStore = store as? any MasterKeyedStore else {
                 throw ValidationError("rekey works on \(StoreArgument.masterKeyStores) stores")
             }

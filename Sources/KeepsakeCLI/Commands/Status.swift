@@ -26,7 +26,12 @@ extension Migrate {
         func run() throws {
             let migrator = try migrator()
             let reports = try migrator.planReports()
-            try finish(reports, store: migrator.store.uri, json: output.json) {
+            // A sealed table: how many values each key holds (a rotation's progress).
+            let census = try (migrator.store as? any ResealableStore).map { store throws(KeepsakeError) in
+                try store.keyCensus()
+            }
+            let extra: [String: JSONValue] = census.map { ["keys": ResealOutput.json($0)] } ?? [:]
+            try finish(reports, store: migrator.store.uri, json: output.json, extra: extra) {
                 say("Store \(migrator.store.uri)")
                 if !reports.isEmpty {
                     printTable(["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"], count: reports.count) {
@@ -39,6 +44,10 @@ extension Migrate {
                 }
                 if let hint = unmanagedHint(reports) { say(hint) }
                 say(summary(reports))
+                if let census, census.entries.contains(where: { $0.keyID != "plain" || $0.role != .primary }) {
+                    say("Values by key (rekey or seal moves them to the primary):")
+                    ResealOutput.printCensus(census)
+                }
             }
         }
     }

@@ -31,7 +31,7 @@ struct BatchPlan: Sendable {
     init(writes: [StoreWrite], sealer: Sealer?) {
         self.writes = writes
         self.sealer = sealer
-        stored = writes.map { write in write.value.map { value in sealer?.seal(value, forKey: write.key) ?? value } }
+        stored = writes.map { write in write.value.map { value in sealer?.stored(value, forKey: write.key) ?? value } }
         var segments: [Range<Int>] = []
         var start = 0
         var seen = Set<Data>()

@@ -62,7 +62,7 @@ struct RowHold: Sendable {
         let table = store.configuration.quotedTable
         let key = self.key
         let store = self.store
-        let record = ByteBuffer(bytes: store.sealer?.seal(plain, forKey: key) ?? plain)
+        let record = ByteBuffer(bytes: store.sealer?.stored(plain, forKey: key) ?? plain)
         let exists = held.current != nil
         return { connection, session in
             let rows: PostgresQueryResult

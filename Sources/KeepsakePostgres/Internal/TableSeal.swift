@@ -62,6 +62,8 @@ struct TableSeal: Sendable {
     /// The writers (``writerKey``) whose check passed without a marker to re-read (no
     /// `keepsake_tables`, or outside a transaction): not checked again in this process.
     private static let accepted = Mutex<Set<String>>([])
+    /// The writers (``writerKey``) the table's marker recorded at their last check.
+    private static let settled = Mutex<Set<String>>([])
 
     /// The writing store's sealer; `nil` for a plain store.
     let sealer: Sealer?
@@ -84,13 +86,37 @@ struct TableSeal: Sendable {
         uri = store.uri
         logger = store.logger
         placeKey = store.configuration.identity + " " + store.configuration.user
-        writerKey = placeKey + " " + (store.sealer.map { "sealed \($0.keyFingerprint) \($0.table)" } ?? "plain")
+        writerKey =
+            placeKey + " "
+            + (store.sealer.map { "writes \($0.writerID) reads \($0.readableIDs.joined(separator: ",")) \($0.table)" }
+                ?? "plain")
     }
+
+    /// What a marker records for this writer: its primary key's fingerprint, or `plain`.
+    var writerID: String { sealer?.writerID ?? Sealer.plainID }
+    /// Whether this store seals what it writes.
+    var writesSealed: Bool { sealer?.primary != nil }
+    /// Every id this store reads (its keys' fingerprints, `plain` when it reads plain values).
+    var readableIDs: [String] { sealer?.readableIDs ?? [Sealer.plainID] }
 
     /// This store's marker: the one its first write records on a table that has none.
     var ownMarker: Marker {
-        guard let sealer else { return Marker(sealed: false, sealedFor: nil, fingerprints: []) }
-        return Marker(sealed: true, sealedFor: sealer.table, fingerprints: [sealer.keyFingerprint])
+        guard let sealer, writesSealed else { return Marker(sealed: false, sealedFor: nil, fingerprints: []) }
+        return Marker(sealed: true, sealedFor: sealer.table, fingerprints: [writerID])
+    }
+
+    /// Who may write a table of `marker`: the ids it records, `plain` for a plain table.
+    static func writers(of marker: Marker) -> [String] {
+        marker.sealed ? marker.fingerprints : [Sealer.plainID]
+    }
+
+    /// `marker` with this writer added: the marker a writer records when its key set shares a
+    /// key with the table's writers (a rotation, a table being sealed or unsealed).
+    func extended(_ marker: Marker) -> Marker {
+        Marker(
+            sealed: marker.sealed || writesSealed,
+            sealedFor: marker.sealedFor ?? (writesSealed ? sealer?.table : nil),
+            fingerprints: Self.writers(of: marker) + [writerID])
     }
 
     // MARK: Checks
@@ -110,15 +136,27 @@ struct TableSeal: Sendable {
             Self.accepted.withLock { _ = $0.insert(writerKey) }
             return
         }
-        if let marker = try await marker(in: markers, name: name, on: connection, locking: true) {
+        if !isSettled, let marker = try await marker(in: markers, name: name, on: connection, locking: false),
             try judge(marker)
+        {
+            // Add this writer before taking the share lock: a writer that upgraded its own share
+            // lock would deadlock with every other writer doing the same.
+            try await extend(marker, in: markers, name: name, on: connection)
+        }
+        if let marker = try await marker(in: markers, name: name, on: connection, locking: true) {
+            if try judge(marker) {
+                // The marker changed between the two reads: the next attempt extends it afresh.
+                Self.settled.withLock { _ = $0.remove(writerKey) }
+                throw MarkerChanged()
+            }
+            Self.settled.withLock { _ = $0.insert(writerKey) }
             return
         }
         // No marker, or a stale one: one writer at a time decides, and the others then read its marker.
         guard let current = try await lockForMarking(on: connection) else { return }
         if current != name { Self.places.withLock { $0[placeKey] = .table(markers: markers, name: current) } }
         if let marker = try await marker(in: markers, name: current, on: connection, locking: true) {
-            try judge(marker)
+            if try judge(marker) { try await record(extended(marker), in: markers, name: current, on: connection) }
             return
         }
         try await record(try await inferred(on: connection), in: markers, name: current, on: connection)
@@ -135,7 +173,7 @@ struct TableSeal: Sendable {
         if case let .table(markers, name) = place,
             let marker = try await marker(in: markers, name: name, on: connection, locking: false)
         {
-            try judge(marker)
+            _ = try judge(marker)
         } else {
             _ = try await inferred(on: connection)
         }
@@ -145,15 +183,51 @@ struct TableSeal: Sendable {
     /// Whether this writer passed a check without a marker before, in this process.
     var isAccepted: Bool { Self.accepted.withLock { $0.contains(writerKey) } }
 
-    /// The refusal, if any, of `marker` for this store.
-    func judge(_ marker: Marker) throws(KeepsakeError) {
-        guard let sealer else {
-            if marker.sealed { throw sealedTableRefusal(marker.fingerprints) }
-            return
+    /// Whether the table's marker recorded this writer at its last check in this process: then
+    /// a check reads the marker once, under the share lock.
+    var isSettled: Bool { Self.settled.withLock { $0.contains(writerKey) } }
+
+    /// The marker changed between a check's two reads; the write transaction is rolled back and
+    /// tried again (any error that is not a server's or Keepsake's is retried).
+    struct MarkerChanged: Error {}
+
+    /// Records `marker` extended with this writer, if the marker is still `marker` (compared as
+    /// read, without a lock): the update locks the row, so two writers extending it take turns.
+    private func extend(_ marker: Marker, in markers: String, name: String, on connection: PostgresConnection)
+        async throws
+    {
+        let new = extended(marker)
+        _ = try await connection.collect(
+            """
+            UPDATE \(unescaped: markers) SET sealed = \(new.sealed), sealed_for = \(new.sealedFor)::text,
+                key_fingerprints = \(new.fingerprints)::text[], marked_at = now()
+            WHERE table_name = \(name) AND table_oid = to_regclass(\(table)) AND sealed = \(marker.sealed)
+                AND key_fingerprints = \(marker.fingerprints)::text[]
+            """, logger: logger)
+        logger.info(
+            "added this store's key to the table's seal",
+            metadata: ["table": "\(table)", "fingerprints": "\(new.fingerprints.joined(separator: ","))"])
+    }
+
+    /// The refusal, if any, of `marker` for this store; `true` when this store may write once it
+    /// has added itself to the marker (``extended(_:)``): the marker does not record this
+    /// writer's key, but it records a key this store holds — the key set of a rotation, or of a
+    /// table being sealed or unsealed. Holding a key of the table is what entitles a writer.
+    func judge(_ marker: Marker) throws(KeepsakeError) -> Bool {
+        let writers = Self.writers(of: marker)
+        let extending: Bool
+        if writers.contains(writerID) {
+            extending = false
+        } else if !Set(readableIDs).isDisjoint(with: writers) {
+            extending = true
+        } else if !writesSealed {
+            throw sealedTableRefusal(marker.fingerprints)
+        } else if !marker.sealed {
+            throw plainTableRefusal()
+        } else {
+            throw otherKeyRefusal(marker.fingerprints)
         }
-        guard marker.sealed else { throw plainTableRefusal() }
-        guard marker.fingerprints.contains(sealer.keyFingerprint) else { throw otherKeyRefusal(marker.fingerprints) }
-        if let sealedFor = marker.sealedFor, sealedFor != sealer.table {
+        if let sealer, writesSealed, let sealedFor = marker.sealedFor, sealedFor != sealer.table {
             throw KeepsakeError(
                 .invalidArgument, store: uri,
                 """
@@ -162,6 +236,7 @@ struct TableSeal: Sendable {
                 table=\(sealedFor); nothing was written
                 """)
         }
+        return extending
     }
 
     /// The marker an unmarked table's rows call for with this store as its writer, or the refusal.
@@ -172,34 +247,89 @@ struct TableSeal: Sendable {
     /// - Throws: `wrongKey` for a plain store and sealed values, for a sealed store and plain
     ///   values only, and for a sealed store whose key does not open every sampled value.
     func decide(plainRows: Bool, samples: [(key: String, record: Data)]) throws(KeepsakeError) -> Marker {
-        guard let sealer else {
+        guard let sealer, writesSealed else {
             if !samples.isEmpty { throw sealedTableRefusal([]) }
             return ownMarker
         }
+        // A table being sealed (the store reads plain values) records that plain writers may
+        // still write it until `migrate seal` has sealed every row.
+        let plainToo = plainRows && sealer.readsPlain ? [Sealer.plainID] : []
         if samples.isEmpty {
-            if plainRows { throw plainTableRefusal() }
-            return ownMarker
+            if plainRows && !sealer.readsPlain { throw plainTableRefusal() }
+            return Marker(sealed: true, sealedFor: sealer.table, fingerprints: plainToo + [writerID])
         }
-        let opened = samples.filter { sample in
-            (try? sealer.open(sample.record, forKey: sample.key, store: uri)) != nil
-        }.count
+        var opened = 0
+        var keyIDs: [String] = []
+        for sample in samples {
+            do {
+                _ = try sealer.open(sample.record, forKey: sample.key, store: uri)
+                opened += 1
+                if let id = Sealer.keyID(of: sample.record), id != writerID, sealer.readableIDs.contains(id),
+                    !keyIDs.contains(id)
+                {
+                    keyIDs.append(id)
+                }
+            } catch {
+                continue  // counted: a sample that does not open is what the refusal below is about
+            }
+        }
         if opened == 0 { throw otherKeyRefusal([]) }
         if opened < samples.count {
             throw KeepsakeError(
                 .wrongKey, store: uri,
                 """
                 this table holds values sealed by more than one key: \(opened) of the \(samples.count) sealed \
-                values read open with this store's master key (fingerprint \(sealer.keyFingerprint)) and the others \
+                values read open with this store's keys (\(sealer.describeKeys())) and the others \
                 do not; record which key the table belongs to in keepsake_tables (docs/FORMAT.md §11.2) before \
                 writing; nothing was written
                 """)
         }
-        if plainRows {
+        if plainRows && !sealer.readsPlain {
             logger.warning(
                 "the sealed table also holds plain values, which this store reads as corrupt records",
                 metadata: ["table": "\(table)"])
         }
-        return ownMarker
+        return Marker(sealed: true, sealedFor: sealer.table, fingerprints: plainToo + keyIDs + [writerID])
+    }
+
+    // MARK: Rotation
+
+    /// Narrows the table's seal to this store's key, in a transaction of its own on `connection`,
+    /// when no row matches `outstanding` (an SQL condition on `record`: the rows not written the
+    /// way this store writes): the marker is locked first, so writers wait, and the rows are
+    /// counted under that lock. Returns the ids retired; none when rows are left, when the table
+    /// keeps no marker, or when only this store's key was recorded.
+    func retire(outstanding: String, on connection: PostgresConnection) async throws -> [String] {
+        _ = try await connection.collect("BEGIN", logger: logger)
+        do {
+            guard case let .table(markers, name)? = try await place(on: connection, creating: false),
+                let marker = try await marker(in: markers, name: name, on: connection, locking: true, forUpdate: true)
+            else {
+                _ = try await connection.collect("ROLLBACK", logger: logger)
+                return []
+            }
+            let rows = try await connection.collect(
+                "SELECT count(*) FROM \(unescaped: quotedTable) WHERE \(unescaped: outstanding)", logger: logger)
+            let left = try rows.first?.decode(Int64.self) ?? 0
+            let retiring = Self.writers(of: marker).filter { $0 != writerID }
+            guard left == 0, !retiring.isEmpty else {
+                _ = try await connection.collect("ROLLBACK", logger: logger)
+                return []
+            }
+            try await record(ownMarker, in: markers, name: name, on: connection)
+            _ = try await connection.collect("COMMIT", logger: logger)
+            logger.info(
+                "retired the table's old keys",
+                metadata: ["table": "\(table)", "retired": "\(retiring.joined(separator: ","))"])
+            return retiring
+        } catch {
+            do {
+                _ = try await connection.collect("ROLLBACK", logger: logger)
+            } catch {
+                // The connection is broken or confused: the call closes it (never lent again).
+            }
+            throw error
+        }
     }
 
     // MARK: Refusals
@@ -215,13 +345,13 @@ struct TableSeal: Sendable {
     }
 
     private func otherKeyRefusal(_ fingerprints: [String]) -> KeepsakeError {
-        let own = sealer?.keyFingerprint ?? "-"
+        let own = sealer.map { $0.describeKeys() } ?? "-"
         if fingerprints.isEmpty {
             return KeepsakeError(
                 .wrongKey, store: uri,
                 """
                 this table is sealed by another key, or for another spelling of its name: its sealed values do \
-                not open with this store's master key (fingerprint \(own)), and it records no fingerprint (an older \
+                not open with this store's keys (\(own)), and it records no fingerprint (an older \
                 release wrote it); nothing was written
                 """)
         }
@@ -229,7 +359,7 @@ struct TableSeal: Sendable {
             .wrongKey, store: uri,
             """
             this table is sealed by another key (fingerprint \(fingerprints.joined(separator: ", "))); this \
-            store's master key has fingerprint \(own); nothing was written
+            store holds \(own); nothing was written
             """)
     }
 
@@ -237,8 +367,9 @@ struct TableSeal: Sendable {
         KeepsakeError(
             .wrongKey, store: uri,
             """
-            this table holds plain values and this store has a master key: open it without one (sealing a \
-            live table is `migrate seal`, not yet available); nothing was written
+            this table holds plain values and this store has a master key: open it without one, or seal the \
+            table while it serves — give its writers sealkey_previous=plain beside the key (they then read its \
+            plain values) and run `migrate seal`; nothing was written
             """)
     }
 
@@ -309,14 +440,14 @@ struct TableSeal: Sendable {
     /// The table's marker in `markers`, if it has a valid one: under `name`, of the oid the
     /// configured name resolves to. With `locking`, held `FOR SHARE` until the transaction ends.
     private func marker(
-        in markers: String, name: String, on connection: PostgresConnection, locking: Bool
+        in markers: String, name: String, on connection: PostgresConnection, locking: Bool, forUpdate: Bool = false
     ) async throws -> Marker? {
         let rows: PostgresQueryResult
         do {
             rows = try await connection.collect(
                 """
                 SELECT sealed, sealed_for, key_fingerprints FROM \(unescaped: markers)
-                WHERE table_name = \(name) AND table_oid = to_regclass(\(table))\(unescaped: locking ? " FOR SHARE" : "")
+                WHERE table_name = \(name) AND table_oid = to_regclass(\(table))\(unescaped: forUpdate ? " FOR UPDATE" : locking ? " FOR SHARE" : "")
                 """, logger: logger)
         } catch  where Self.sqlState(error) == "42P01" {
             // keepsake_tables was dropped: look for it again next time (a commit creates what is

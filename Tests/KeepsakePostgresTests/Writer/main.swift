@@ -4,7 +4,8 @@ import KeepsakePostgres
 import Logging
 import Migrations
 
-// keepsake-postgres-writer: one app instance of the many-instances test (ManyInstancesTests.swift).
+// keepsake-postgres-writer: one app instance of the many-instances test (ManyInstancesTests.swift)
+// and of the rotation test (KeyRotationTests.swift): the URI's sealkey_ parameters give its key set.
 //
 //   keepsake-postgres-writer --store URI --process P --tasks T --operations K --shared S [--updates-only] [--sync]
 //
@@ -56,7 +57,7 @@ func failure(_ key: String, _ error: any Error) -> String {
 let vault: Vault
 do {
     let configuration = try PostgresConfiguration(parsing: storeURI)
-    vault = Vault(store: try PostgresStore(configuration: configuration))
+    vault = Vault(store: try PostgresStore(configuration: configuration, masterKey: configuration.sealingKey))
 } catch {
     FileHandle.standardError.write(Data("keepsake-postgres-writer: \(error)\n".utf8))
     exit(1)
