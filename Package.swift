@@ -142,7 +142,7 @@ let package = Package(
         .target(
             name: "KeepsakeOpenBao",
             dependencies: [
-                "Keepsake",
+                "Keepsake", "KeepsakeSodium",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["OpenBao"])),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["OpenBao"])),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["OpenBao"])),

@@ -10,7 +10,7 @@ import Testing
 /// TLS on 127.0.0.1 with a self-signed certificate made for it, static auto-unseal, storage in
 /// memory (or raft, for the restart tests), initialised with one recovery share, a KV version 2
 /// engine at `secret`, AppRole, and a policy for the app (`keepsake-app`) that may read and write
-/// `secret/…/apps/*` and nothing else. Each server lives in a directory of its own and is
+/// `secret/…/apps/*`, and make, unwrap and rewrap data keys of the Transit key `records`. Each server lives in a directory of its own and is
 /// stopped when the value is released.
 final class OpenBaoTestServer: @unchecked Sendable {
     static let bao = ProcessInfo.processInfo.environment["KEEPSAKE_TEST_BAO"]
@@ -78,6 +78,10 @@ final class OpenBaoTestServer: @unchecked Sendable {
         try waitUntilActive()
         try bao(["secrets", "enable", "-path=secret", "-version=2", "kv"])
         try bao(["auth", "enable", "approle"])
+        // Transit, for the key held by the server (TransitKeyTests): the app may make, unwrap and
+        // rewrap data keys of `records`, never rotate or read the key.
+        try bao(["secrets", "enable", "transit"])
+        try bao(["write", "-f", "transit/keys/records"])
         try """
         path "secret/data/apps/*" { capabilities = ["create", "read", "update"] }
         path "secret/metadata/apps/*" { capabilities = ["create", "read", "update", "list"] }
@@ -86,6 +90,9 @@ final class OpenBaoTestServer: @unchecked Sendable {
         path "secret/data/readonly/*" { capabilities = ["read"] }
         path "secret/metadata/readonly/*" { capabilities = ["read", "list"] }
         path "secret/detailed-metadata/readonly/*" { capabilities = ["list", "read"] }
+        path "transit/datakey/wrapped/records" { capabilities = ["update"] }
+        path "transit/decrypt/records" { capabilities = ["update"] }
+        path "transit/rewrap/records" { capabilities = ["update"] }
         """.write(toFile: "\(directory)/policy.hcl", atomically: true, encoding: .utf8)
         try bao(["policy", "write", "keepsake-app", "\(directory)/policy.hcl"])
         try bao([

@@ -77,8 +77,12 @@ extension PostgresServerTests {
             // The old key still writes until the rotation is done (its instances are being replaced).
             try old.setData(person("old-writer"), forKey: "p-1")
             let census = try rotated.keyCensus()
-            #expect(census.entries.first { $0.keyID == fingerprintA } == .init(keyID: fingerprintA, count: count - 1, role: .previous))
-            #expect(census.entries.first { $0.keyID == fingerprintB } == .init(keyID: fingerprintB, count: 1, role: .primary))
+            #expect(
+                census.entries.first { $0.keyID == fingerprintA }
+                    == .init(keyID: fingerprintA, count: count - 1, role: .previous))
+            #expect(
+                census.entries.first { $0.keyID == fingerprintB }
+                    == .init(keyID: fingerprintB, count: 1, role: .primary))
             // A store with only the old key cannot read a value under the new one, and says which key it needs.
             do {
                 _ = try old.data(forKey: "p-0")
@@ -212,7 +216,8 @@ extension PostgresServerTests {
                             }
                         }
                         let census = try reader.keyCensus()
-                        let mixed = census.entries.contains { $0.keyID == fingerprintA && $0.count > 0 }
+                        let mixed =
+                            census.entries.contains { $0.keyID == fingerprintA && $0.count > 0 }
                             && census.entries.contains { $0.keyID == fingerprintB && $0.count > 0 }
                         tally.withLock {
                             $0.scans += 1
@@ -295,8 +300,9 @@ extension PostgresServerTests {
             )
         }
 
-        @Test("kill -9 of migrate rekey, again and again: it resumes, and every value ends under the new key",
-              .timeLimit(.minutes(5)))
+        @Test(
+            "kill -9 of migrate rekey, again and again: it resumes, and every value ends under the new key",
+            .timeLimit(.minutes(5)))
         func rekeyKillLoop() throws {
             let keys = try Keys()
             defer { keys.remove() }
@@ -363,4 +369,15 @@ extension PostgresServerTests {
             #expect(census.map { $0["count"] as? Int } == [4, 1])
         }
     }
+}
+
+/// The KeepsakePostgres article's rotation example, verbatim (the article quotes it; it is
+/// compiled here, and `rotation()` above runs the same calls on real key files).
+func articleRotationExample(databaseURL: String) throws {
+    var configuration = try PostgresConfiguration(parsing: databaseURL)
+    configuration.previousSealingKeys = [.keyFile(path: "/run/secrets/records-2025.key")]
+    let store = try PostgresStore(
+        configuration: configuration, masterKey: .keyFile(path: "/run/secrets/records-2026.key"))
+    let report = try store.reseal(batchSize: 512, progress: nil)
+    print(report.resealed, report.retired, report.isComplete)
 }

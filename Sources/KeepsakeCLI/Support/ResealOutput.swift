@@ -27,7 +27,9 @@ enum ResealOutput {
                         ? " (\(report.changedMeanwhile) changed by other writers meanwhile keep their own writes)" : "")
                     + ".")
             if !report.retired.isEmpty {
-                say("Retired from the table's seal: \(report.retired.joined(separator: ", ")) — writers holding only that key are refused from now on.")
+                say(
+                    "Retired from the table's seal: \(report.retired.joined(separator: ", ")) — writers holding only that key are refused from now on."
+                )
             }
             if report.unreadable > 0 {
                 say(
