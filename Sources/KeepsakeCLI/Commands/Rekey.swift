@@ -28,8 +28,9 @@ extension Migrate {
                             --new-master-key keyring
                           \(CLI.name) rekey --store file:DIR --master-key keyring \\
                             --new-master-key file:NEW.key
-                        Rekeying away from the keyring leaves the keyring's item as it is.
-                          \(CLI.name) rekey --store 'postgresql://app@db/app?sealkey_file=/keys/new.key&sealkey_previous_file=/keys/old.key'
+                          \(CLI.name) rekey \\
+                            --store "$DB&sealkey_file=new.key&sealkey_previous_file=old.key"
+                        Rekeying away from the keyring leaves the keyring's item as it is. $DB is a sealed table's postgresql:// URI, with its ?table=.
                         """)
             }
         }
