@@ -80,7 +80,7 @@ public struct OpenBaoTransitKey: MasterKeyProvider {
         var wrapped: String
         do {
             wrapped = try readWrapped()
-        } catch where error.code == .notFound && createIfAbsent {
+        } catch  where error.code == .notFound && createIfAbsent {
             wrapped = try create(client: client, deadline: deadline)
         }
         let reply = try client.send(
@@ -158,9 +158,11 @@ public struct OpenBaoTransitKey: MasterKeyProvider {
                 throw KeepsakeError(
                     .notFound, store: description, "there is no wrapped data key at \(wrappedKeyFile)")
             }
-            throw KeepsakeError(.io, store: description, "could not read \(wrappedKeyFile): \(error.localizedDescription)")
+            throw KeepsakeError(
+                .io, store: description, "could not read \(wrappedKeyFile): \(error.localizedDescription)")
         }
-        let text = String(decoding: contents.prefix(4096), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: contents.prefix(4096), as: UTF8.self).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         guard contents.count <= 4096, Self.version(of: text) != nil else {
             throw KeepsakeError(
                 .corruptStore, store: description,

@@ -68,7 +68,7 @@ extension PostgresStore: ResealableStore {
     }
 
     /// Re-seals every row under this store's primary key (or, for a store that writes plain
-    /// values and holds previous keys, unseals it), ``ResealableStore/reseal(batchSize:progress:)``.
+    /// values and holds previous keys, unseals it): `ResealableStore.reseal(batchSize:progress:)`.
     ///
     /// Each batch is read by key order after the last one, opened with the key set, re-sealed,
     /// and written in one transaction that checks the table's seal and updates each row only at

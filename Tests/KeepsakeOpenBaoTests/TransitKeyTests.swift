@@ -29,7 +29,8 @@ extension OpenBaoServerTests {
 
             let wrapped = try String(contentsOfFile: transit.wrappedKeyFile, encoding: .utf8)
             #expect(wrapped.hasPrefix("vault:v1:"), "\(wrapped)")
-            let mode = try FileManager.default.attributesOfItem(atPath: transit.wrappedKeyFile)[.posixPermissions] as? Int
+            let mode =
+                try FileManager.default.attributesOfItem(atPath: transit.wrappedKeyFile)[.posixPermissions] as? Int
             #expect(mode == 0o600)
             // The data key Transit unwraps is the same every time, and is not the file's bytes.
             let first = try transit.masterKey(createIfAbsent: false)
@@ -51,7 +52,9 @@ extension OpenBaoServerTests {
             let store = try SodiumFileStore.create(directory: directory + "/records", key: .provider(transit))
             for index in 0..<20 { try store.setData(Data("\"value \(index)\"".utf8), forKey: "k\(index)") }
             let recordFiles = try FileManager.default.contentsOfDirectory(atPath: directory + "/records").sorted()
-            let recordBytes = try recordFiles.map { try Data(contentsOf: URL(fileURLWithPath: directory + "/records/" + $0)) }
+            let recordBytes = try recordFiles.map {
+                try Data(contentsOf: URL(fileURLWithPath: directory + "/records/" + $0))
+            }
             let oldWrapped = try String(contentsOfFile: transit.wrappedKeyFile, encoding: .utf8)
             let version = Int(try server.bao(["read", "-field=latest_version", "transit/keys/records"])) ?? 0
             #expect(oldWrapped.hasPrefix("vault:v\(version):"))
@@ -76,7 +79,9 @@ extension OpenBaoServerTests {
                 "write", "transit/keys/records/config", "min_decryption_version=\(version + 1)"
             ])
             defer { _ = try? server.bao(["write", "transit/keys/records/config", "min_decryption_version=1"]) }
-            #expect(try SodiumFileStore(directory: directory + "/records", key: .provider(transit)).data(forKey: "k1") != nil)
+            #expect(
+                try SodiumFileStore(directory: directory + "/records", key: .provider(transit)).data(forKey: "k1")
+                    != nil)
             let stale = directory + "/stale.wrapped"
             try oldWrapped.write(toFile: stale, atomically: true, encoding: .utf8)
             let staleKey = try OpenBaoTransitKey(configuration: transit.configuration, wrappedKeyFile: stale)
@@ -107,7 +112,8 @@ extension OpenBaoServerTests {
             let denied = try keepsakeError { _ = try other.masterKey(createIfAbsent: true) }
             #expect(denied.code == .permissionDenied, "\(denied)")
             #expect(!FileManager.default.fileExists(atPath: directory + "/other.wrapped"))
-            #expect(!String(describing: denied).contains(try String(contentsOfFile: server.appTokenFile, encoding: .utf8)))
+            #expect(
+                !String(describing: denied).contains(try String(contentsOfFile: server.appTokenFile, encoding: .utf8)))
 
             let noName = try keepsakeError {
                 _ = try OpenBaoTransitKey(
@@ -123,7 +129,8 @@ extension OpenBaoServerTests {
 /// above run the same calls against a real server).
 func articleTransitExample() throws {
     let transit = try OpenBaoTransitKey(
-        parsing: "openbao://bao.internal:8200/transit/records?cacert=/etc/myapp/bao-ca.pem&role_id_file=/run/secrets/role-id&secret_id_file=/run/secrets/secret-id",
+        parsing:
+            "openbao://bao.internal:8200/transit/records?cacert=/etc/myapp/bao-ca.pem&role_id_file=/run/secrets/role-id&secret_id_file=/run/secrets/secret-id",
         wrappedKeyFile: "/var/lib/myapp/records.key.wrapped")
     let store = try SodiumFileStore.create(directory: "/var/lib/myapp/records", key: .provider(transit))
     _ = store

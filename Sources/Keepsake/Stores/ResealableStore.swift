@@ -45,6 +45,7 @@ public struct KeyCensus: Sendable, Equatable {
         /// What the store that asked does with that key.
         public var role: Role
 
+        /// A count of `keyID`'s values and what the asking store does with that key.
         public init(keyID: String, count: Int, role: Role) {
             self.keyID = keyID
             self.count = count
@@ -65,6 +66,7 @@ public struct KeyCensus: Sendable, Equatable {
     /// The counts, largest first.
     public var entries: [KeyCensus.Entry]
 
+    /// A census of `entries`, sorted largest first (then by key id).
     public init(entries: [KeyCensus.Entry]) {
         self.entries = entries.sorted { ($0.count, $1.keyID) > ($1.count, $0.keyID) }
     }
@@ -80,6 +82,7 @@ public struct ResealProgress: Sendable, Equatable {
     /// Values to look at, as counted when the pass began.
     public var total: Int
 
+    /// `done` of `total` values.
     public init(done: Int, total: Int) {
         self.done = done
         self.total = total
@@ -102,6 +105,7 @@ public struct ResealReport: Sendable, Equatable {
     /// The store's census once done.
     public var census: KeyCensus
 
+    /// A report of what a re-seal did.
     public init(
         resealed: Int, changedMeanwhile: Int, unreadable: Int, unreadableKeys: [String], retired: [String],
         census: KeyCensus
