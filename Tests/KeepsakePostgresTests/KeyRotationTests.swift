@@ -202,7 +202,7 @@ extension PostgresServerTests {
 
             // The reader: scans every record, again and again, until the writers and rekey are done.
             let stop = Atomic<Bool>(false)
-            let tally = Mutex((scans: 0, reads: 0, unreadable: 0, mixed: 0, failures: [String]()))
+            let reads = Mutex((scans: 0, reads: 0, unreadable: 0, mixed: 0, failures: [String]()))
             let readerThread = Thread {
                 while !stop.load(ordering: .relaxed) {
                     do {
@@ -219,7 +219,7 @@ extension PostgresServerTests {
                         let mixed =
                             census.entries.contains { $0.keyID == fingerprintA && $0.count > 0 }
                             && census.entries.contains { $0.keyID == fingerprintB && $0.count > 0 }
-                        tally.withLock {
+                        reads.withLock {
                             $0.scans += 1
                             $0.reads += records.count
                             $0.unreadable += failed
@@ -227,7 +227,7 @@ extension PostgresServerTests {
                             if let first, $0.failures.count < 5 { $0.failures.append(first) }
                         }
                     } catch {
-                        tally.withLock { $0.failures.append("scan: \(error)") }
+                        reads.withLock { $0.failures.append("scan: \(error)") }
                     }
                     usleep(20_000)  // leave the two cores to the writers and rekey between scans
                 }
@@ -251,21 +251,11 @@ extension PostgresServerTests {
                 migrateBinary, ["rekey", "--store", newURI, "--batch-size", "50", "--json"],
                 output: "\(directory)/rekey")
             let (rekeyStatus, rekeyOutput) = try rekey.wait()
-            var saved: [String: String] = [:]
-            var updated: [String: [String]] = [:]
-            var failures: [String] = []
+            var tally = WriterTally()
             for writer in writers {
                 let (status, output) = try writer.wait()
                 #expect(status == 0, "writer: \(output.suffix(600))")
-                for line in output.split(separator: "\n") {
-                    let fields = line.split(separator: " ", maxSplits: 2).map(String.init)
-                    guard fields.count == 3, ["save", "update", "failed"].contains(fields[0]) else { continue }
-                    switch fields[0] {
-                    case "save": saved[fields[1]] = fields[2]
-                    case "update": updated[fields[1], default: []].append(fields[2])
-                    default: failures.append(String(line.prefix(300)))
-                    }
-                }
+                tally.add(output)
             }
             stop.store(true, ordering: .relaxed)
             while !readerThread.isFinished { usleep(10_000) }
@@ -275,19 +265,10 @@ extension PostgresServerTests {
                 try JSONSerialization.jsonObject(with: Data(rekeyOutput.utf8)) as? [String: Any], "\(rekeyOutput)")
             #expect(report["retired"] as? [String] == [fingerprintA])
             #expect(report["complete"] as? Bool == true)
-            #expect(failures.isEmpty, "\(failures)")
-            #expect(saved.count == 3 * 3 * 30 && updated.values.map(\.count).reduce(0, +) == 3 * 3 * 30)
-            var lost = 0
-            let vault = Vault(store: reader)
-            for (key, token) in saved where try vault.load(Person.chain, forKey: key)?.value.alias != token {
-                lost += 1
-            }
-            for (key, tokens) in updated {
-                let alias = try #require(try vault.load(Person.chain, forKey: key)?.value.alias)
-                let present = alias.split(separator: ",").map(String.init)
-                for token in tokens where present.filter({ $0 == token }).count != 1 { lost += 1 }
-            }
-            let seen = tally.withLock { $0 }
+            #expect(tally.failures.isEmpty, "\(tally.failures)")
+            #expect(tally.saved.count == 3 * 3 * 30 && tally.updates == 3 * 3 * 30)
+            let lost = try tally.lost(in: Vault(store: reader))
+            let seen = reads.withLock { $0 }
             #expect(lost == 0, "lost successful writes: \(lost)")
             #expect(seen.unreadable == 0, "unreadable reads: \(seen.failures)")
             #expect(seen.failures.isEmpty, "\(seen.failures)")
@@ -296,7 +277,7 @@ extension PostgresServerTests {
             #expect(try rowsNotUnder(fingerprintB, table: table) == 0)
             #expect(try marker(table) == "true|{\(fingerprintB)}")
             print(
-                "rotation while serving: \(seeded + shared) records, 3 writers × 3 tasks (\(saved.count) saves, \(updated.values.map(\.count).reduce(0, +)) updates), reader \(seen.scans) scans (\(seen.mixed) mid-rotation, \(seen.reads) reads, \(seen.unreadable) unreadable), rekey changed-meanwhile \(report["changedMeanwhile"] ?? "-"); lost \(lost)"
+                "rotation while serving: \(seeded + shared) records, 3 writers × 3 tasks (\(tally.saved.count) saves, \(tally.updates) updates), reader \(seen.scans) scans (\(seen.mixed) mid-rotation, \(seen.reads) reads, \(seen.unreadable) unreadable), rekey changed-meanwhile \(report["changedMeanwhile"] ?? "-"); lost \(lost)"
             )
         }
 

@@ -30,6 +30,45 @@ struct Child {
     }
 }
 
+/// What keepsake-postgres-writer processes reported (Writer/main.swift): each save's token by
+/// key, each update's tokens by key, and the failure lines; log lines in the output are skipped.
+struct WriterTally {
+    var saved: [String: String] = [:]
+    var updated: [String: [String]] = [:]
+    var failures: [String] = []
+
+    /// Adds one writer's output.
+    mutating func add(_ output: String) {
+        for line in output.split(separator: "\n") {
+            let fields = line.split(separator: " ", maxSplits: 2).map(String.init)
+            guard fields.count == 3, ["save", "update", "failed"].contains(fields[0]) else { continue }
+            switch fields[0] {
+            case "save": saved[fields[1]] = fields[2]
+            case "update": updated[fields[1], default: []].append(fields[2])
+            default: failures.append(line.count > 300 ? String(line.prefix(300)) : String(line))
+            }
+        }
+    }
+
+    /// How many updates were reported.
+    var updates: Int { updated.values.map(\.count).reduce(0, +) }
+
+    /// The writes that reported success and that `vault` does not hold: a save whose record's
+    /// alias is not its token, an update whose token is not in its record's alias exactly once.
+    func lost(in vault: Vault) throws -> Int {
+        var lost = 0
+        for (key, token) in saved where try vault.load(Person.chain, forKey: key)?.value.alias != token {
+            lost += 1
+        }
+        for (key, tokens) in updated {
+            let alias = try #require(try vault.load(Person.chain, forKey: key)?.value.alias)
+            let present = alias.split(separator: ",").map(String.init)
+            for token in tokens where present.filter({ $0 == token }).count != 1 { lost += 1 }
+        }
+        return lost
+    }
+}
+
 extension PostgresServerTests {
     @Suite("Many instances on one PostgreSQL table")
     struct ManyInstancesTests {
@@ -71,48 +110,25 @@ extension PostgresServerTests {
                 #expect(status == 0 || status == 73, "migrate run: \(output.suffix(600))")
                 if status == 73 { conflicted += 1 }
             }
-            var saved: [String: String] = [:]
-            var updated: [String: [String]] = [:]
-            var failed = 0
-            var failures: [String] = []
+            var tally = WriterTally()
             for writer in writers {
                 let (status, output) = try writer.wait()
                 #expect(status == 0, "writer: \(output.suffix(600))")
-                for line in output.split(separator: "\n") {
-                    // Only the writer's result lines; log lines share its output.
-                    let fields = line.split(separator: " ", maxSplits: 2).map(String.init)
-                    guard fields.count == 3, ["save", "update", "failed"].contains(fields[0]) else { continue }
-                    switch fields[0] {
-                    case "save": saved[fields[1]] = fields[2]
-                    case "update": updated[fields[1], default: []].append(fields[2])
-                    default:
-                        failed += 1
-                        failures.append(line.count > 300 ? String(line.prefix(300)) : String(line))
-                    }
-                }
+                tally.add(output)
             }
-            #expect(failed == 0, "\(failures)")
-            #expect(saved.count == 3 * 3 * 20 && updated.values.map(\.count).reduce(0, +) == 3 * 3 * 20)
+            #expect(tally.failures.isEmpty, "\(tally.failures)")
+            #expect(tally.saved.count == 3 * 3 * 20 && tally.updates == 3 * 3 * 20)
 
             // Count against what the table holds, read through a Vault.
             let vault = Vault(store: try PostgresStore(configuration: PostgresConfiguration(parsing: store)))
-            var lost = 0
-            for (key, token) in saved {
-                let value = try vault.load(Person.chain, forKey: key)?.value
-                if value?.alias != token { lost += 1 }
-            }
-            for (key, tokens) in updated {
-                let alias = try #require(try vault.load(Person.chain, forKey: key)?.value.alias)
-                let present = alias.split(separator: ",").map(String.init)
-                for token in tokens where present.filter({ $0 == token }).count != 1 { lost += 1 }
-            }
+            let lost = try tally.lost(in: vault)
             #expect(lost == 0, "lost successful writes: \(lost)")
             // Every seeded record is there, migrated by a run or by a writer's load (none absent or torn).
             let counts = try SQL.countMigrated(table: table)
-            #expect(counts.rows == 2000 + shared + saved.count)
+            #expect(counts.rows == 2000 + shared + tally.saved.count)
             #expect(counts.migrated == counts.rows)
             print(
-                "many instances: 3 migrate run + 3 writers × 3 tasks; \(saved.count) saves, \(updated.count) shared keys; runs that lost a race (exit 73): \(conflicted); lost \(lost)"
+                "many instances: 3 migrate run + 3 writers × 3 tasks; \(tally.saved.count) saves, \(tally.updated.count) shared keys; runs that lost a race (exit 73): \(conflicted); lost \(lost)"
             )
         }
 
