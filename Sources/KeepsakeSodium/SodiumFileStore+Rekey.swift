@@ -35,14 +35,8 @@ extension SodiumFileStore {
         let lock = try Self.acquireLock(lockPath, timeout: lockTimeout, uri: uri)
         defer { lock.unlock() }
         cleanLeftovers()
+        let keys = try currentKeys()
         let current = try Self.readHeader(directory: directory, uri: uri)
-        guard current.storeID == storeID else {
-            throw KeepsakeError(
-                .corruptStore, store: uri,
-                """
-                the header on disk belongs to another store than the one opened; it was left as it is
-                """, cause: .library(domain: "KeepsakeSodium.format", code: 1, message: "store id mismatch"))
-        }
         let material: MasterKeyMaterial
         do throws(KeepsakeError) {
             material = try newKey.newMaterial(
@@ -54,7 +48,7 @@ extension SodiumFileStore {
         let header = StoreHeader.seal(
             keyKind: material.kind, storeID: storeID, salt: material.salt, opsLimit: material.opsLimit,
             memLimit: material.memLimit, keyGeneration: current.keyGeneration &+ 1,
-            wrapNonce: random.bytes(Sodium.aeadNonceBytes), masterKey: material.key, dataKey: dataKey)
+            wrapNonce: random.bytes(Sodium.aeadNonceBytes), masterKey: material.key, keys: keys)
         do throws(SystemFailure) {
             try fileSystem.replace(Format.headerFileName, in: directory, with: Data(header.encoded))
         } catch {
@@ -63,6 +57,10 @@ extension SodiumFileStore {
                 """
                 cannot write the new store header; the store still opens with the old key
                 """, cause: error.cause)
+        }
+        keyState.withLock {
+            $0.master = MasterSubkeys(masterKey: material.key)
+            $0.header = nil
         }
         Log.sodium.debug(
             "master key changed",

@@ -1,6 +1,7 @@
 import Foundation
 import Keepsake
 internal import SodiumKit
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -66,8 +67,9 @@ public final class SodiumFileStore: RecordStore, ExclusiveUpdateStore {
     public static var libraryVersion: String { Sodium.versionString }
 
     let storeID: [UInt8]
-    let dataKey: SecureBytes
-    let subkeys: DataSubkeys
+    /// The data keys as last read from the header, the header file's identity then, and the
+    /// master key's subkeys (to unwrap a header another process rewrote).
+    let keyState: Mutex<KeyState>
     let fileSystem: FileSystem
     let random: RandomSource
     /// What unlocked reads saw of record files, so that a batch can check `.unchanged`
@@ -109,29 +111,41 @@ public final class SodiumFileStore: RecordStore, ExclusiveUpdateStore {
     ) throws(KeepsakeError) {
         let directory = Self.absolute(directory)
         let uri = Self.uri(directory)
-        let header = try Self.readHeader(directory: directory, uri: uri)
-        let dataKey: SecureBytes
+        let (header, identity) = try Self.readHeaderWithIdentity(directory: directory, uri: uri)
+        let keys: KeySet
+        let master: MasterSubkeys
         do throws(KeepsakeError) {
-            let masterKey = try key.existingKey(for: header)
-            dataKey = try Self.unwrap(header, masterKey: masterKey, source: key, uri: uri)
+            master = MasterSubkeys(masterKey: try key.existingKey(for: header))
+            keys = try Self.unwrap(header, master: master, source: key.description, uri: uri)
         } catch {
             throw Self.locate(error, uri)
         }
         self.init(
-            directory: directory, storeID: header.storeID, dataKey: dataKey, lockTimeout: lockTimeout,
+            directory: directory, storeID: header.storeID,
+            keyState: KeyState(keys: keys, header: identity, master: master), lockTimeout: lockTimeout,
             fileSystem: fileSystem, random: random)
         cleanLeftoversIfUnlocked()
     }
 
-    init(
+    /// A store over a format-1 data key with no master key known (tests).
+    convenience init(
         directory: String, storeID: [UInt8], dataKey: SecureBytes, lockTimeout: Duration,
+        fileSystem: FileSystem, random: RandomSource
+    ) {
+        self.init(
+            directory: directory, storeID: storeID,
+            keyState: KeyState(keys: KeySet(formatOneDataKey: dataKey), header: nil, master: nil),
+            lockTimeout: lockTimeout, fileSystem: fileSystem, random: random)
+    }
+
+    init(
+        directory: String, storeID: [UInt8], keyState: KeyState, lockTimeout: Duration,
         fileSystem: FileSystem, random: RandomSource
     ) {
         self.directory = directory
         self.uri = Self.uri(directory)
         self.storeID = storeID
-        self.dataKey = dataKey
-        self.subkeys = DataSubkeys(dataKey: dataKey)
+        self.keyState = Mutex(keyState)
         self.lockTimeout = lockTimeout
         self.fileSystem = fileSystem
         self.random = random
@@ -236,9 +250,13 @@ public final class SodiumFileStore: RecordStore, ExclusiveUpdateStore {
                 cause: error.cause)
         }
         Log.sodium.debug("encrypted store created", metadata: ["store": "\(uri)", "masterKey": "\(key)"])
+        // No header identity yet: the first write's check reads the header once.
         return SodiumFileStore(
-            directory: directory, storeID: storeID, dataKey: dataKey, lockTimeout: lockTimeout,
-            fileSystem: fileSystem, random: random)
+            directory: directory, storeID: storeID,
+            keyState: KeyState(
+                keys: KeySet(formatOneDataKey: dataKey), header: nil,
+                master: MasterSubkeys(masterKey: material.key)),
+            lockTimeout: lockTimeout, fileSystem: fileSystem, random: random)
     }
 
     // MARK: RecordStore
@@ -259,11 +277,12 @@ public final class SodiumFileStore: RecordStore, ExclusiveUpdateStore {
         }
         let opened: (recordKey: String, value: Data)
         do throws(FormatFailure) {
-            opened = try RecordFile.open(bytes, nameHash: subkeys.nameHash(of: key), storeID: storeID, keys: subkeys)
+            opened = try openRecord(bytes, nameHash: subkeys.nameHash(of: key))
         } catch {
             throw KeepsakeError(
-                .corruptRecord, store: uri, key: key,
-                "the record's file \(name) cannot be opened; it was left as it is", cause: error.cause)
+                error.kind == .unknownGeneration ? .wrongKey : .corruptRecord, store: uri, key: key,
+                "the record's file \(name) cannot be opened (\(error.reason)); it was left as it is",
+                cause: error.cause)
         }
         guard Array(opened.recordKey.utf8) == Array(key.utf8) else {
             throw KeepsakeError(
@@ -334,7 +353,7 @@ public final class SodiumFileStore: RecordStore, ExclusiveUpdateStore {
             guard let (bytes, info) = read else { continue }  // deleted meanwhile
             let nameHash = Hex.decode(String(name.dropLast(Format.recordSuffix.count)))!
             do throws(FormatFailure) {
-                let opened = try RecordFile.open(bytes, nameHash: nameHash, storeID: storeID, keys: subkeys)
+                let opened = try openRecord(bytes, nameHash: nameHash)
                 records.append((opened.recordKey, .success(opened.value)))
                 observed[name] = seen.entry(identity: FileIdentity(info), readAt: readAt, value: opened.value)
             } catch {
@@ -343,8 +362,8 @@ public final class SodiumFileStore: RecordStore, ExclusiveUpdateStore {
                         name,
                         .failure(
                             KeepsakeError(
-                                .corruptRecord, store: uri,
-                                "the record file \(name) cannot be opened; it was left as it is",
+                                error.kind == .unknownGeneration ? .wrongKey : .corruptRecord, store: uri,
+                                "the record file \(name) cannot be opened (\(error.reason)); it was left as it is",
                                 cause: error.cause))
                     ))
             }
@@ -375,12 +394,15 @@ public final class SodiumFileStore: RecordStore, ExclusiveUpdateStore {
         try checkDirectoryExists(key: nil)
         let lock = try Self.acquireLock(lockPath, timeout: lockTimeout, uri: uri)
         defer { lock.unlock() }
-        return apply(writes)
+        return apply(writes, keys: try currentKeys())
     }
 
     /// ``commit(_:)``'s work once its keys are checked and the lock is taken: the leftovers
-    /// removed, then `writes` applied in groups. Call with the lock held.
-    private func apply(_ writes: [StoreWrite]) -> [StoreWriteResult] {
+    /// removed, then `writes` applied in groups, sealed under `keys` (the header's as read
+    /// under this lock). Call with the lock held.
+    func apply(_ writes: [StoreWrite], keys: KeySet) -> [StoreWriteResult] {
+        let subkeys = keys.writing
+        let generation = keys.writtenGeneration
         var existing = cleanLeftovers()
         var results = [StoreWriteResult](repeating: .applied, count: writes.count)
         var group: [(index: Int, file: GroupedFile)] = []
@@ -433,7 +455,8 @@ public final class SodiumFileStore: RecordStore, ExclusiveUpdateStore {
             }
             let file = write.value.map { value in
                 RecordFile.seal(
-                    value: value, recordKey: write.key, storeID: storeID, keys: subkeys, nonce: nonces.next())
+                    value: value, recordKey: write.key, storeID: storeID, keys: subkeys, generation: generation,
+                    nonce: nonces.next())
             }
             group.append((index, GroupedFile(name: name, data: file)))
             names.insert(name)
@@ -472,9 +495,10 @@ public final class SodiumFileStore: RecordStore, ExclusiveUpdateStore {
         try checkDirectoryExists(key: key)
         let lock = try Self.acquireLock(lockPath, timeout: lockTimeout, uri: uri)
         defer { lock.unlock() }
+        let keys = try currentKeys()
         let current = try data(forKey: key)
         let value = try change(current)
-        switch apply([StoreWrite(key: key, value: value, expectation: .unchanged(current))]).first {
+        switch apply([StoreWrite(key: key, value: value, expectation: .unchanged(current))], keys: keys).first {
         case .applied?: return
         case let .failed(error)?: throw error
         case .conflict?, nil:
@@ -508,58 +532,6 @@ public final class SodiumFileStore: RecordStore, ExclusiveUpdateStore {
         var copy = error
         if copy.store == nil { copy.store = uri }
         return copy
-    }
-
-    static func readHeader(directory: String, uri: String) throws(KeepsakeError) -> StoreHeader {
-        let bytes: [UInt8]?
-        do throws(SystemFailure) {
-            bytes = try Syscall.readFile(directory + "/" + Format.headerFileName)
-        } catch {
-            if error.errno == ENOTDIR {
-                throw KeepsakeError(
-                    .unavailable, store: uri, "the store location is not a directory", cause: error.cause)
-            }
-            throw KeepsakeError(error.code, store: uri, "cannot read the store header", cause: error.cause)
-        }
-        guard let bytes else {
-            let exists: Bool?
-            do throws(SystemFailure) { exists = try Syscall.isDirectory(directory) } catch {
-                throw KeepsakeError(error.code, store: uri, "cannot read the store directory", cause: error.cause)
-            }
-            throw KeepsakeError(
-                .unavailable, store: uri,
-                exists == nil
-                    ? "there is no store directory; create the store first"
-                    : "the directory holds no store header; create the store first")
-        }
-        do throws(FormatFailure) {
-            return try StoreHeader.parse(bytes)
-        } catch {
-            throw KeepsakeError(
-                .corruptStore, store: uri,
-                """
-                the store header cannot be used (\(error.reason)); it was left as it is and no record was read
-                """, cause: error.cause)
-        }
-    }
-
-    static func unwrap(
-        _ header: StoreHeader, masterKey: SecureBytes, source: MasterKeySource, uri: String
-    ) throws(KeepsakeError) -> SecureBytes {
-        do throws(FormatFailure) {
-            return try header.unwrapDataKey(masterKey: masterKey)
-        } catch  where error.kind == .wrongKey {
-            throw KeepsakeError(
-                .wrongKey, store: uri,
-                """
-                the \(source) does not open this store (the header's key check does not match); \
-                nothing was read or written
-                """, cause: error.cause)
-        } catch {
-            throw KeepsakeError(
-                .corruptStore, store: uri, "the store header cannot be used (\(error.reason))",
-                cause: error.cause)
-        }
     }
 
     static func acquireLock(_ path: String, timeout: Duration, uri: String) throws(KeepsakeError) -> StoreLock {

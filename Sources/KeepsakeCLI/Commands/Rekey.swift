@@ -9,13 +9,16 @@ extension Migrate {
         static var configuration: CommandConfiguration {
             cachedConfiguration {
                 CommandConfiguration(
-                    abstract: "Change the master key of a file: store, or re-seal a sealed table under its new key.",
+                    abstract: "Change a file: store's master key or data key, or re-seal a sealed table under its new key.",
                     usage: """
                         \(CLI.name) rekey --store <uri> --master-key <old> --new-master-key <new>
+                          \(CLI.name) rekey --store <uri> --master-key <key> --data-key [--batch-size <n>]
                           \(CLI.name) rekey --store <sealed table uri> [--batch-size <n>]
                         """,
                     discussion: """
                         A file: store: only the store's header is rewritten, in one atomic replace: if interrupted, the store opens with the old key or the new one, and every record is intact.
+
+                        A file: store with --data-key: a new random data key is added to the header and writes use it from then on (apps that have the store open pick it up at their next write); every record is then sealed again under it, a batch per turn of the store's lock, while apps keep reading and writing; when none is left under the old data key, the header drops it, so a copy of an old header no longer opens new records. Killed, it resumes where it stopped when run again. The first rotation moves the store to format 2, which releases before this one cannot read.
 
                         A sealed table (postgresql:): every value not sealed under the store's primary key (sealkey_file= or sealkey_env=, or --master-key) is opened with its previous keys (sealkey_previous_file=, or VAR_PREVIOUS beside sealkey_env=VAR) and sealed again under the primary key, a batch at a time, each batch one compare-and-swap transaction, while apps keep reading and writing: give them the same key set first. A value another writer changes meanwhile keeps that writer's bytes. When no value is left under another key, the table's seal keeps only the primary key, and a writer that holds only an old key is refused from then on. Killed, it resumes where it stopped when run again. Exit 65 when some values open with no key given (they are left as they are and named), 75 when values under an old key are left (a writer still writes with it).
 
@@ -28,6 +31,7 @@ extension Migrate {
                             --new-master-key keyring
                           \(CLI.name) rekey --store file:DIR --master-key keyring \\
                             --new-master-key file:NEW.key
+                          \(CLI.name) rekey --store file:DIR --master-key file:KEY --data-key
                           \(CLI.name) rekey \\
                             --store "$DB&sealkey_file=new.key&sealkey_previous_file=old.key"
                         Rekeying away from the keyring leaves the keyring's item as it is. $DB is a sealed table's postgresql:// URI, with its ?table=.
@@ -41,7 +45,10 @@ extension Migrate {
         @OptionGroup(title: "New master key")
         var newKey: KeyOptions<NewKey>
 
-        @Option(name: .long, help: ArgumentHelp("Values re-sealed per transaction (a sealed table).", valueName: "n"))
+        @Flag(name: .long, help: "Rotate a file: store's data key, sealing every record again.")
+        var dataKey = false
+
+        @Option(name: .long, help: ArgumentHelp("Values re-sealed per batch (data key, sealed table).", valueName: "n"))
         var batchSize = 512
 
         func validate() throws {
@@ -51,11 +58,26 @@ extension Migrate {
                 )
             }
             guard (1...10_000).contains(batchSize) else { throw ValidationError("--batch-size takes 1 to 10000") }
+            if dataKey {
+                guard storeOptions.store.takesMasterKey else {
+                    throw ValidationError("--data-key works on \(StoreArgument.masterKeyStores) stores")
+                }
+                guard newKey.given.isEmpty else {
+                    throw ValidationError("--data-key keeps the master key; change it in a run of its own")
+                }
+            }
         }
 
         func run() throws {
             let store = try storeOptions.open(keyringTimeout: nil)
-            if let sealed = store as? any ResealableStore {
+            if dataKey, let fileStore = store as? SodiumFileStore {
+                try fileStore.beginDataKeyRotation()
+                try ResealOutput.run(fileStore, batchSize: batchSize, output: output, verb: "re-sealing") {
+                    "Removed from the store's header: \($0) — a copy of an old header no longer opens new records."
+                }
+                return
+            }
+            if !(store is any MasterKeyedStore), let sealed = store as? any ResealableStore {
                 guard newKey.given.isEmpty else {
                     throw usageError(
                         """

@@ -1,6 +1,7 @@
 #if CLI
 import ArgumentParser
 import Keepsake
+import KeepsakeSodium
 
 extension Migrate {
     struct Status: MigratorCommand {
@@ -27,8 +28,12 @@ extension Migrate {
             let migrator = try migrator()
             let reports = try migrator.planReports()
             // A sealed table: how many values each key holds (a rotation's progress).
+            // A file: store: only while a data key rotation is under way.
             let census = try (migrator.store as? any ResealableStore).map { store throws(KeepsakeError) in
                 try store.keyCensus()
+            }.flatMap { census in
+                migrator.store is any MasterKeyedStore && census.entries.count <= 1 && census.outstanding == 0
+                    ? nil : census
             }
             let extra: [String: JSONValue] = census.map { ["keys": ResealOutput.json($0)] } ?? [:]
             try finish(reports, store: migrator.store.uri, json: output.json, extra: extra) {

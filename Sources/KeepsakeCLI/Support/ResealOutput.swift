@@ -8,7 +8,12 @@ import Keepsake
 enum ResealOutput {
     /// Re-seals `store`, drawing progress on standard error when it is a terminal and the
     /// output is for a person, and prints the report; throws the exit code when values are left.
-    static func run(_ store: any ResealableStore, batchSize: Int, output: OutputOptions, verb: String) throws {
+    static func run(
+        _ store: any ResealableStore, batchSize: Int, output: OutputOptions, verb: String,
+        retiredNote: (String) -> String = {
+            "Retired from the table's seal: \($0) — writers holding only that key are refused from now on."
+        }
+    ) throws {
         let meter =
             ProgressDisplay.isShown(
                 standardErrorIsTerminal: standardErrorIsTerminal, json: output.json, quiet: output.quiet)
@@ -27,9 +32,7 @@ enum ResealOutput {
                         ? " (\(report.changedMeanwhile) changed by other writers meanwhile keep their own writes)" : "")
                     + ".")
             if !report.retired.isEmpty {
-                say(
-                    "Retired from the table's seal: \(report.retired.joined(separator: ", ")) — writers holding only that key are refused from now on."
-                )
+                say(retiredNote(report.retired.joined(separator: ", ")))
             }
             if report.unreadable > 0 {
                 say(

@@ -6,6 +6,12 @@ internal import SodiumKit
 enum Format {
     /// The format version written in the header and in every record file.
     static let version: UInt16 = 1
+    /// The format version of a store whose data key rotates (`docs/FORMAT.md` §6.1): its
+    /// header holds several data key generations and its record files name theirs. A store is
+    /// written in format 1 until its first data key rotation.
+    static let rotatingVersion: UInt16 = 2
+    /// The most data keys a format-2 header may hold.
+    static let maxDataKeys = 16
 
     static let headerMagic = Array("KSSTORE\u{1}".utf8)  // 8 bytes
     static let recordMagic = Array("KSRECRD\u{1}".utf8)  // 8 bytes
@@ -37,7 +43,7 @@ enum Format {
 
 /// Why stored bytes were refused. Never holds a secret or a record key.
 struct FormatFailure: Error {
-    enum Kind { case corrupt, wrongKey }
+    enum Kind { case corrupt, wrongKey, unknownGeneration }
 
     let kind: Kind
     let reason: String
@@ -53,13 +59,13 @@ struct FormatFailure: Error {
         if let sodium {
             return .library(domain: "libsodium", code: Int(sodium.status), message: "\(sodium.function): \(reason)")
         }
-        return .library(domain: "KeepsakeSodium.format", code: kind == .wrongKey ? 2 : 1, message: reason)
+        return .library(domain: "KeepsakeSodium.format", code: kind == .corrupt ? 1 : 2, message: reason)
     }
 }
 
 /// Subkeys of a master key (key file, keyring or Argon2id output): one wraps the data key,
 /// one computes the header's key check.
-struct MasterSubkeys {
+struct MasterSubkeys: Sendable {
     let wrapKey: SecureBytes
     let checkKey: SecureBytes
 
@@ -79,6 +85,11 @@ struct DataSubkeys: Sendable {
         precondition(dataKey.count == Format.keyBytes, "a data key is 32 bytes")
         recordKey = dataKey.subkey(id: Format.recordSubkeyID, context: Format.dataContext)
         nameKey = dataKey.subkey(id: Format.nameSubkeyID, context: Format.dataContext)
+    }
+
+    init(recordKey: SecureBytes, nameKey: SecureBytes) {
+        self.recordKey = recordKey
+        self.nameKey = nameKey
     }
 
     /// `BLAKE2b-256(key: nameKey, message: UTF-8 of the record key)`.
