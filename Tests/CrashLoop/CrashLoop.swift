@@ -48,6 +48,9 @@ enum CrashLoop {
             case .rekey:
                 let loop = RekeyLoop(records: records, migrate: migrate, scratch: scratch, runs: options.runs)
                 outcome = try loop.run(random: &random)
+            case .datakey:
+                let loop = DataKeyLoop(records: records, migrate: migrate, scratch: scratch, runs: options.runs)
+                outcome = try loop.run(random: &random)
             case .defaults, .file, .keyring:
                 let storeKind = RecordStore.Kind(rawValue: kind.rawValue)!
                 // In the keyring every run puts the records again through D-Bus: 6 at most.

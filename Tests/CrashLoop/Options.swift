@@ -1,6 +1,6 @@
 /// A store the crash loop can put under `kill -9`.
 enum StoreKind: String, CaseIterable, Sendable {
-    case defaults, file, keyring, rekey
+    case defaults, file, keyring, rekey, datakey
 }
 
 /// The command line: `[--runs K] [--records N] [--seed S] [--binary PATH] [STORE…]`.
@@ -13,7 +13,7 @@ struct Options: Sendable {
     var seed = Int64.random(in: 0...32767)
     /// The `migrate` binary; nil: a built one, else a debug build.
     var binary: String?
-    /// defaults, file and rekey (and keyring inside a private keyring) when none is named.
+    /// defaults, file, rekey and datakey (and keyring inside a private keyring) when none is named.
     var stores: [StoreKind] = []
 
     /// What the command line asks for.
@@ -55,7 +55,7 @@ struct Options: Sendable {
             }
         }
         if options.stores.isEmpty {
-            options.stores = [.defaults, .file, .rekey]
+            options.stores = [.defaults, .file, .rekey, .datakey]
             if environment["KEEPSAKE_TEST_KEYRING"] == "1" { options.stores.append(.keyring) }
         }
         return .run(options)
@@ -70,7 +70,7 @@ struct Options: Sendable {
         (scripts/crash-loop builds and runs the keepsake-crash-loop executable, Tests/CrashLoop, from
         the repository root.)
 
-        STORE is defaults, file, keyring or rekey (default: defaults, file and rekey, and keyring too
+        STORE is defaults, file, keyring, rekey or datakey (default: all but keyring, and keyring too
         when run inside scripts/with-private-keyring, i.e. KEEPSAKE_TEST_KEYRING=1). For each store, in a
         scratch directory (or a keyring service of its own) that is removed at the end:
 
@@ -101,6 +101,13 @@ struct Options: Sendable {
         --new-key-file` is killed at a random moment of its run. The store must then open with
         exactly one of the two key files, every record must read its exact bytes, and once both keys
         were tried no temporary file may be left beside the records, the header or either key file.
+
+        datakey is the file store's data key rotation, `migrate rekey --data-key --batch-size 1`,
+        killed: N records are put under one key file, then K times the store is put back as seeded
+        and the rotation killed at a random moment of its run (on even runs, within its own work,
+        counted from its first write). Every record must read its exact
+        bytes; then the rotation run again must finish with one data key in the header, every
+        record file sealed under it, every record exact, and no temporary file left.
 
         Records are read with `migrate get KEY` (the defaults suite is read directly: every value's
         exact bytes are sliced out of the suite's JSON; a file store's record file identical to the
