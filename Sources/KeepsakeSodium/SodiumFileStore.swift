@@ -281,7 +281,7 @@ public final class SodiumFileStore: RecordStore, ExclusiveUpdateStore {
         } catch {
             throw KeepsakeError(
                 error.kind == .unknownGeneration ? .wrongKey : .corruptRecord, store: uri, key: key,
-                "the record's file \(name) cannot be opened (\(error.reason)); it was left as it is",
+                "the record's file \(name) cannot be opened\(error.generationNote); it was left as it is",
                 cause: error.cause)
         }
         guard Array(opened.recordKey.utf8) == Array(key.utf8) else {
@@ -363,7 +363,7 @@ public final class SodiumFileStore: RecordStore, ExclusiveUpdateStore {
                         .failure(
                             KeepsakeError(
                                 error.kind == .unknownGeneration ? .wrongKey : .corruptRecord, store: uri,
-                                "the record file \(name) cannot be opened (\(error.reason)); it was left as it is",
+                                "the record file \(name) cannot be opened\(error.generationNote); it was left as it is",
                                 cause: error.cause))
                     ))
             }

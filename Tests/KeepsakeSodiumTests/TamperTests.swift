@@ -186,7 +186,7 @@ struct TamperTests {
             let (store, path, name, _) = try prepare(directory)
             // The same data key under another store id: only the associated data differs.
             let twin = SodiumFileStore(
-                directory: path, storeID: counting(from: 1, count: 16), dataKey: store.dataKey,
+                directory: path, storeID: counting(from: 1, count: 16), dataKey: store.keySet.generations[0].dataKey,
                 lockTimeout: .seconds(1), fileSystem: .live, random: .system)
             let forged = RecordFile.seal(
                 value: Data("forged".utf8), recordKey: "k", storeID: twin.storeID,

@@ -43,7 +43,15 @@ enum Format {
 
 /// Why stored bytes were refused. Never holds a secret or a record key.
 struct FormatFailure: Error {
-    enum Kind { case corrupt, wrongKey, unknownGeneration }
+    enum Kind {
+        case corrupt, wrongKey
+        /// A record sealed under a data key generation older than any the key set holds: a
+        /// retired key.
+        case unknownGeneration
+        /// A record naming a generation newer than the key set's primary: another process
+        /// rotated the data key, or the file is damaged.
+        case newerGeneration
+    }
 
     let kind: Kind
     let reason: String
@@ -52,6 +60,10 @@ struct FormatFailure: Error {
     static func corrupt(_ reason: String, _ sodium: Sodium.Failure? = nil) -> FormatFailure {
         FormatFailure(kind: .corrupt, reason: reason, sodium: sodium)
     }
+
+    /// For a record under a data key generation the store does not hold, ` (` the reason `)`
+    /// for an error message; else nothing (the cause holds the reason).
+    var generationNote: String { kind == .unknownGeneration || kind == .newerGeneration ? " (\(reason))" : "" }
 
     /// Always a `Cause.library`: libsodium's status when a libsodium check failed, the format's
     /// own domain for a structural check.

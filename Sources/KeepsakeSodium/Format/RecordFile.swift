@@ -122,6 +122,14 @@ enum RecordFile {
                 """)
         }
         guard let sealingKey = keys.recordKey(generation ?? 1) else {
+            if let generation, generation > keys.primary.number {
+                throw FormatFailure(
+                    kind: .newerGeneration,
+                    reason: """
+                        the record file names data key generation \(generation), newer than any the store's header \
+                        holds (the header is an older copy, or the file is damaged or was relabelled)
+                        """, sodium: nil)
+            }
             throw FormatFailure(
                 kind: .unknownGeneration,
                 reason: """
