@@ -12,7 +12,7 @@ extension Migrate {
                     abstract: "Change a file: store's master key or data key, or re-seal a sealed table under its new key.",
                     usage: """
                         \(CLI.name) rekey --store <uri> --master-key <old> --new-master-key <new>
-                          \(CLI.name) rekey --store <uri> --master-key <key> --data-key [--batch-size <n>]
+                          \(CLI.name) rekey --store <uri> --master-key <key> --data-key
                           \(CLI.name) rekey --store <sealed table uri> [--batch-size <n>]
                         """,
                     discussion: """

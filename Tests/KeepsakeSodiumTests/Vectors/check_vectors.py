@@ -55,8 +55,53 @@ HEADER_MAGIC = b"KSSTORE\x01"
 RECORD_MAGIC = b"KSRECRD\x01"
 
 
+def check_rotated(path: pathlib.Path, v: dict) -> None:
+    """Format 2 (FORMAT.md section 6.1): a header wrapping a key set, records naming their generation."""
+    x = bytes.fromhex
+    mk = x(v["masterKey"])
+    wrap_key, check_key = kdf(mk, 1, b"KSmaster"), kdf(mk, 2, b"KSmaster")
+    keys = [(k["generation"], x(k["dataKey"])) for k in v["dataKeys"]]
+    rks = {g: kdf(dk, 1, b"KSrecord") for g, dk in keys}
+    assert [rks[k["generation"]].hex() for k in v["dataKeys"]] == [k["recordKey"] for k in v["dataKeys"]], "record keys"
+    nk = kdf(keys[0][1], 2, b"KSrecord")  # generation 1's name key, for the store's life
+    assert nk.hex() == v["nameKey"], "name key"
+    store_id = x(v["storeId"])
+
+    # The header: format 1's first 64 bytes with version 2, then primary, count, reserved.
+    fields = (HEADER_MAGIC + struct.pack("<HBB", 2, 1, 0) + store_id + bytes(16)
+              + struct.pack("<QQI", 0, 0, v["keyGeneration"]) + struct.pack("<IHH", keys[-1][0], len(keys), 0))
+    assert len(fields) == 72
+    key_set = nk + b"".join(struct.pack("<I", g) + dk for g, dk in keys)
+    nonce = x(v["rotationWrapNonce"])
+    header = fields + nonce + xseal(wrap_key, nonce, key_set, fields)
+    header += h(header, check_key)
+    header += h(header)
+    assert len(header) == 208 + 36 * len(keys)
+    assert header.hex() == v["headerFile"], "format-2 header bytes"
+    wrapped_end = 96 + 32 + 36 * len(keys) + 16
+    assert xopen(wrap_key, header[72:96], header[96:wrapped_end], header[:72]) == key_set
+
+    for r in v["records"]:
+        key, g = r["recordKey"].encode(), r["generation"]
+        name_hash = h(key, nk)
+        assert name_hash.hex() == r["nameHash"] and r["fileName"] == name_hash.hex() + ".ksr", "name"
+        label = struct.pack("<H", 1) if r["formatVersion"] == 1 else struct.pack("<HI", 2, g)
+        ad = RECORD_MAGIC + label + store_id + name_hash
+        assert ad.hex() == r["associatedData"], "associated data"
+        plaintext = struct.pack("<I", len(key)) + key + r["plaintext"].encode()
+        rnonce = x(r["nonce"])
+        file = RECORD_MAGIC + label + rnonce + xseal(rks[g], rnonce, plaintext, ad)
+        assert file.hex() == r["file"], "record file bytes for " + r["recordKey"]
+        start = 8 + len(label)
+        assert xopen(rks[g], file[start:start + 24], file[start + 24:], ad) == plaintext
+    print(f"{path.name}: OK (format 2, {len(keys)} data keys, {len(v['records'])} records)")
+
+
 def check(path: pathlib.Path) -> None:
     v = json.loads(path.read_text())
+    if v["formatVersion"] == 2:
+        check_rotated(path, v)
+        return
     x = bytes.fromhex
     if v["keyKind"] == "passphrase":
         mk = Argon2id(salt=x(v["salt"]), length=32, iterations=v["opsLimit"], lanes=1,
