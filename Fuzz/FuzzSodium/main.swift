@@ -31,6 +31,7 @@ private struct Fixture {
     let masterKey: SecureBytes
     let dataKey: SecureBytes
     let subkeys: DataSubkeys
+    let keySet: KeySet
     let recordPath: String
     let recordBytes: [UInt8]
 
@@ -48,6 +49,7 @@ private struct Fixture {
             preconditionFailure("cannot set up the fuzz store: \(error)")
         }
         subkeys = DataSubkeys(dataKey: dataKey)
+        keySet = KeySet(formatOneDataKey: dataKey)
         recordPath = store.directory + "/" + subkeys.fileName(of: "alpha")
         recordBytes = readFile(recordPath)
     }
@@ -65,9 +67,12 @@ private func writeFile(_ path: String, _ bytes: [UInt8]) {
 }
 
 /// Mode 0: header bytes. With enough bytes for the fields, the checksum is recomputed, so the
-/// structural checks behind it are what the fuzzer meets.
+/// structural checks behind it are what the fuzzer meets: over the first 168 bytes for a
+/// format-1 header, over all but the last 32 for one that says format 2 (whose size follows
+/// its key count).
 private func fuzzHeader(_ payload: [UInt8]) {
-    let checked = StoreHeader.size - 32
+    let formatTwo = payload.count >= StoreHeader.size && payload[8] == 2 && payload[9] == 0
+    let checked = formatTwo ? payload.count - 32 : StoreHeader.size - 32
     let bytes =
         payload.count >= checked
         ? Array(payload[0..<checked]) + blake2b256(Array(payload[0..<checked])) : payload
@@ -106,7 +111,7 @@ private func fuzzRecordFile(_ payload: [UInt8]) {
     let nameHash = fixture.subkeys.nameHash(of: "alpha")
     if let opened = try? RecordFile.open(
         payload, nameHash: nameHash, storeID: fixture.parsedHeader.storeID,
-        keys: fixture.subkeys)
+        keys: fixture.keySet)
     {
         precondition(
             opened.recordKey == "alpha" && opened.value == fixture.value,
@@ -138,7 +143,7 @@ private func fuzzPlaintext(_ payload: [UInt8]) {
     do {
         let opened = try RecordFile.open(
             file.bytes, nameHash: nameHash, storeID: fixture.parsedHeader.storeID,
-            keys: fixture.subkeys)
+            keys: fixture.keySet)
         let keyBytes = Array(opened.recordKey.utf8)
         precondition(opened.recordKey == claimed && !keyBytes.isEmpty, "a record opened under another key")
         precondition(
@@ -158,8 +163,10 @@ private func fuzzStoredRecord(_ payload: [UInt8]) {
         let value = try fixture.store.data(forKey: "alpha")
         precondition(genuine && value == fixture.value, "an altered record file was read")
     } catch {
+        // A format-2 label naming a generation older than the store's (0) is a retired key.
+        let retired = payload.count >= 14 && payload[8..<14] == [2, 0, 0, 0, 0, 0]
         precondition(
-            !genuine && error.code == .corruptRecord && error.key == "alpha",
+            !genuine && error.code == (retired ? .wrongKey : .corruptRecord) && error.key == "alpha",
             "an altered record file gave \(error.code) for \(error.key ?? "no key")")
     }
     do {
@@ -169,7 +176,10 @@ private func fuzzStoredRecord(_ payload: [UInt8]) {
         precondition(records.count == 1 && records[0].key == listed, "the store lists \(records.map(\.key))")
         switch records[0].result {
         case let .success(value): precondition(genuine && value == fixture.value, "an altered record file was listed")
-        case let .failure(error): precondition(!genuine && error.code == .corruptRecord, "listing gave \(error.code)")
+        case let .failure(error):
+            let retired = payload.count >= 14 && payload[8..<14] == [2, 0, 0, 0, 0, 0]
+            precondition(
+                !genuine && error.code == (retired ? .wrongKey : .corruptRecord), "listing gave \(error.code)")
         }
     } catch {
         preconditionFailure("one damaged record failed the whole listing: \(error)")
