@@ -57,7 +57,8 @@ extension SodiumFileStore: ResealableStore {
             throw KeepsakeError(.invalidArgument, store: uri, "the store's data key generations are used up")
         }
         let rotated = keys.adding(random.secret(Format.keyBytes))
-        try writeHeader(header.rewrapping(rotated, master: master, wrapNonce: random.bytes(Sodium.aeadNonceBytes)),
+        try writeHeader(
+            header.rewrapping(rotated, master: master, wrapNonce: random.bytes(Sodium.aeadNonceBytes)),
             keys: rotated, failure: "cannot write the header with the new data key; nothing changed")
         Log.sodium.info(
             "data key rotation begun", metadata: ["store": "\(uri)", "generation": "\(rotated.primary.number)"])
@@ -146,7 +147,8 @@ extension SodiumFileStore: ResealableStore {
         let (header, master, keys) = try verifiedHeader()
         guard keys.generations.count > 1, try census(keys: keys).outstanding == 0 else { return [] }
         let kept = keys.primaryOnly()
-        try writeHeader(header.rewrapping(kept, master: master, wrapNonce: random.bytes(Sodium.aeadNonceBytes)),
+        try writeHeader(
+            header.rewrapping(kept, master: master, wrapNonce: random.bytes(Sodium.aeadNonceBytes)),
             keys: kept, failure: "cannot write the header without the old data keys; they are kept for now")
         let retired = keys.generations.dropLast().map { Self.keyID($0.number) }
         Log.sodium.info("old data keys retired", metadata: ["store": "\(uri)", "retired": "\(retired)"])
@@ -191,7 +193,8 @@ extension SodiumFileStore: ResealableStore {
             entries: counts.map { generation, count in
                 guard let generation else { return KeyCensus.Entry(keyID: "damaged", count: count, role: .unknown) }
                 let role: KeyCensus.Role =
-                    generation == keys.primary.number ? .primary : keys.recordKey(generation) == nil ? .unknown : .previous
+                    generation == keys.primary.number
+                    ? .primary : keys.recordKey(generation) == nil ? .unknown : .previous
                 return KeyCensus.Entry(keyID: Self.keyID(generation), count: count, role: role)
             })
     }

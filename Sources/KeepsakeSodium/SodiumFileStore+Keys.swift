@@ -112,7 +112,7 @@ extension SodiumFileStore {
     ) throws(KeepsakeError) -> KeySet {
         do throws(FormatFailure) {
             return try header.unwrapKeys(with: master)
-        } catch where error.kind == .wrongKey {
+        } catch  where error.kind == .wrongKey {
             throw KeepsakeError(
                 .wrongKey, store: uri,
                 """
@@ -132,7 +132,7 @@ extension SodiumFileStore {
     func openRecord(_ bytes: [UInt8], nameHash: [UInt8]) throws(FormatFailure) -> (recordKey: String, value: Data) {
         do throws(FormatFailure) {
             return try RecordFile.open(bytes, nameHash: nameHash, storeID: storeID, keys: keySet)
-        } catch where error.kind == .unknownGeneration || error.kind == .newerGeneration {
+        } catch  where error.kind == .unknownGeneration || error.kind == .newerGeneration {
             let keys: KeySet
             do throws(KeepsakeError) {
                 keys = try currentKeys()

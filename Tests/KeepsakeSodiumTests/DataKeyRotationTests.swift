@@ -54,7 +54,8 @@ struct DataKeyRotationTests {
             #expect(try readBytes(path + "/keepsake.header").count == 208 + 2 * 36)
 
             // The other instance's next write reads the new header under the lock.
-            #expect(try other.commit([StoreWrite(key: "new", value: Data("n".utf8), expectation: .anything)]) == [.applied])
+            #expect(
+                try other.commit([StoreWrite(key: "new", value: Data("n".utf8), expectation: .anything)]) == [.applied])
             #expect(try label(path + "/" + other.subkeys.fileName(of: "new")) == (2, 2))
             let census = try rotator.keyCensus()
             #expect(
@@ -107,7 +108,9 @@ struct DataKeyRotationTests {
         }
     }
 
-    @Test("A master key change in the middle of a rotation keeps both data keys; the rotation ends under the new master key")
+    @Test(
+        "A master key change in the middle of a rotation keeps both data keys; the rotation ends under the new master key"
+    )
     func masterKeyChangeMidway() throws {
         try withTemporaryDirectory { directory in
             let store = try makeKeyFileStore(in: directory)
@@ -117,7 +120,8 @@ struct DataKeyRotationTests {
             #expect(try readBytes(directory + "/store/keepsake.header").count == 208 + 2 * 36)
             let report = try store.reseal(batchSize: 5, progress: nil)
             #expect(report.resealed == 12 && report.isComplete && report.retired == ["generation 1"])
-            let reopened = try SodiumFileStore(directory: directory + "/store", key: .keyFile(path: directory + "/new.key"))
+            let reopened = try SodiumFileStore(
+                directory: directory + "/store", key: .keyFile(path: directory + "/new.key"))
             for index in 0..<12 { #expect(try reopened.data(forKey: "r\(index)") == value(index)) }
             #expect(code { _ = try reopen(directory) }?.0 == .wrongKey)
         }
@@ -133,7 +137,9 @@ struct DataKeyRotationTests {
             #expect(try store.reseal(batchSize: 2, progress: nil).isComplete)
             let reopened = try SodiumFileStore(directory: directory + "/store", key: passphrase("correct horse"))
             for index in 0..<3 { #expect(try reopened.data(forKey: "r\(index)") == value(index)) }
-            #expect(code { _ = try SodiumFileStore(directory: directory + "/store", key: passphrase("wrong")) }?.0 == .wrongKey)
+            #expect(
+                code { _ = try SodiumFileStore(directory: directory + "/store", key: passphrase("wrong")) }?.0
+                    == .wrongKey)
         }
     }
 

@@ -9,7 +9,8 @@ extension Migrate {
         static var configuration: CommandConfiguration {
             cachedConfiguration {
                 CommandConfiguration(
-                    abstract: "Change a file: store's master key or data key, or re-seal a sealed table under its new key.",
+                    abstract:
+                        "Change a file: store's master key or data key, or re-seal a sealed table under its new key.",
                     usage: """
                         \(CLI.name) rekey --store <uri> --master-key <old> --new-master-key <new>
                           \(CLI.name) rekey --store <uri> --master-key <key> --data-key

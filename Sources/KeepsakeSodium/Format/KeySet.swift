@@ -69,7 +69,9 @@ struct KeySet: Sendable {
     func plaintext() -> SecureBytes {
         let size = Format.keyBytes + generations.count * (4 + Format.keyBytes)
         return SecureBytes(count: size) { (buffer: UnsafeMutableRawBufferPointer) in
-            nameKey.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Format.keyBytes]).copyMemory(from: $0) }
+            nameKey.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Format.keyBytes]).copyMemory(from: $0)
+            }
             var offset = Format.keyBytes
             for generation in generations {
                 var number = generation.number.littleEndian

@@ -57,7 +57,8 @@ enum RecordFile {
         precondition(nonce.count == Sodium.aeadNonceBytes)
         let keyBytes = Array(recordKey.utf8)
         let plainCount = 4 + keyBytes.count + value.count
-        let associated = associatedData(storeID: storeID, nameHash: keys.nameHash(of: recordKey), generation: generation)
+        let associated = associatedData(
+            storeID: storeID, nameHash: keys.nameHash(of: recordKey), generation: generation)
         let prefixSize = prefixSize(generation: generation)
         let nonceStart = prefixSize - Sodium.aeadNonceBytes
         var file = Data(count: prefixSize + plainCount + Sodium.aeadTagBytes)
@@ -111,7 +112,8 @@ enum RecordFile {
             generation = nil
         case Format.rotatingVersion:
             guard bytes.count >= minimumSize + 4 else {
-                throw .corrupt("the record file is \(bytes.count) bytes long, shorter than any record (\(minimumSize + 4))")
+                throw .corrupt(
+                    "the record file is \(bytes.count) bytes long, shorter than any record (\(minimumSize + 4))")
             }
             generation = reader.integer(UInt32.self)!
         default:

@@ -59,7 +59,8 @@ struct StoreHeader: Equatable {
             writer.append(keyCount)
             writer.append(UInt16(0))
         }
-        precondition(writer.bytes.count == (formatVersion == Format.version ? Self.fieldsSize : Self.rotatingFieldsSize))
+        precondition(
+            writer.bytes.count == (formatVersion == Format.version ? Self.fieldsSize : Self.rotatingFieldsSize))
         return writer.bytes
     }
 
