@@ -81,7 +81,7 @@ extension SodiumFileStore: ResealableStore {
     /// - Throws: `KeepsakeError` when a file cannot be read or written (what earlier batches did
     ///   stays done; running again resumes), `lockTimeout`.
     /// - Important: A record file that no key of the store opens is not touched: it is counted
-    ///   in ``ResealReport/unreadable`` under its file name, and the old keys are not retired.
+    ///   in `ResealReport.unreadable` under its file name, and the old keys are not retired.
     public func reseal(
         batchSize: Int, progress: (@Sendable (ResealProgress) -> Void)?
     ) throws(KeepsakeError) -> ResealReport {
