@@ -143,79 +143,114 @@ struct DataKeyRotationTests {
         }
     }
 
-    @Test("Three writer instances and a reader while a fourth rotates: no write lost, no read fails")
-    func concurrentWritersAndReader() throws {
-        try withTemporaryDirectory { directory in
-            let seeder = try makeKeyFileStore(in: directory)
-            try seed(seeder, count: 300)
-            let writers = try (0..<3).map { _ in try reopen(directory) }
-            let reader = try reopen(directory)
-            let rotator = try reopen(directory)
-            let stop = Atomic<Bool>(false)
-            let failures = Mutex([String]())
-            let reads = Atomic<Int>(0)
-            let updates = 40
-            var threads: [Thread] = []
-            let done = DispatchGroup()
-            func start(_ body: @escaping @Sendable () -> Void) {
-                done.enter()
-                let thread = Thread {
-                    body()
-                    done.leave()
-                }
-                threads.append(thread)
-                thread.start()
-            }
-            for (index, writer) in writers.enumerated() {
-                start {
-                    // Each writer counts its own record up, one exclusive update at a time.
-                    for _ in 0..<updates {
-                        do {
-                            try writer.exclusiveUpdate(forKey: "count-\(index)") { current in
-                                let count = current.flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 0
-                                return Data(String(count + 1).utf8)
-                            }
-                        } catch {
-                            failures.withLock { $0.append("writer \(index): \(error)") }
-                        }
-                    }
-                }
-            }
-            start {
-                var index = 0
-                while !stop.load(ordering: .relaxed) {
-                    do {
-                        let read = try reader.data(forKey: "r\(index % 300)")
-                        if read != value(index % 300) { failures.withLock { $0.append("r\(index % 300) read wrong") } }
-                        reads.add(1, ordering: .relaxed)
-                    } catch {
-                        failures.withLock { $0.append("reader: \(error)") }
-                    }
-                    index += 1
-                }
-            }
-            try rotator.beginDataKeyRotation()
-            let report = try rotator.reseal(batchSize: 10, progress: nil)
-            // Let the writers finish, then stop the reader.
-            while writers.indices.contains(where: { index in
-                (try? seeder.data(forKey: "count-\(index)")) != Data(String(updates).utf8)
-            }) && failures.withLock({ $0.isEmpty }) {
-                usleep(10_000)
-            }
-            stop.store(true, ordering: .relaxed)
-            done.wait()
-            #expect(failures.withLock { $0 } == [])
-            #expect(reads.load(ordering: .relaxed) > 0)
-            #expect(report.unreadable == 0)
-            let final = try reopen(directory)
-            for index in 0..<3 { #expect(try final.data(forKey: "count-\(index)") == Data(String(updates).utf8)) }
-            for index in 0..<300 { #expect(try final.data(forKey: "r\(index)") == value(index)) }
-            // Whatever a writer wrote after the rotation began is under generation 2; a rerun
-            // retires generation 1 if the first pass could not.
-            let rerun = try final.reseal(batchSize: 50, progress: nil)
-            #expect(rerun.isComplete)
-            #expect(rerun.census.entries == [KeyCensus.Entry(keyID: "generation 2", count: 303, role: .primary)])
+    /// What the concurrent run saw, checked once it is over.
+    private struct Run: Sendable {
+        var failures: [String] = []
+        var reads = 0
+        var report: ResealReport?
+        var counts: [Data?] = []
+        /// Updates each writer made; each writer goes on until the rotation is over.
+        var made = [0, 0, 0]
+        var seededExact = false
+        var rerun: ResealReport?
+    }
+
+    /// Runs `body` on a thread of its own and awaits it: the test's waits block that thread,
+    /// never one of the few threads Swift concurrency shares among the tests that run meanwhile.
+    private func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
         }
+    }
+
+    @Test("Three writer instances and a reader while a fourth rotates: no write lost, no read fails")
+    func concurrentWritersAndReader() async throws {
+        let records = 200
+        let updates = 25
+        let run = try await onThread {
+            try withTemporaryDirectory { directory in
+                let seeder = try makeKeyFileStore(in: directory)
+                let writes = (0..<records).map {
+                    StoreWrite(key: "r\($0)", value: value($0), expectation: .anything)
+                }
+                _ = try seeder.commit(writes)
+                let writers = try (0..<3).map { _ in try reopen(directory) }
+                let reader = try reopen(directory)
+                let rotator = try reopen(directory)
+                let stop = Atomic<Bool>(false)
+                let rotated = Atomic<Bool>(false)
+                let state = Mutex(Run())
+                let writing = DispatchGroup()
+                let reading = DispatchGroup()
+                for (index, writer) in writers.enumerated() {
+                    writing.enter()
+                    Thread {
+                        defer { writing.leave() }
+                        // Each writer counts its own record up, one exclusive update at a time, at
+                        // least `updates` times and until the rotation is over.
+                        var made = 0
+                        defer { state.withLock { $0.made[index] = made } }
+                        while made < updates || !rotated.load(ordering: .relaxed) {
+                            do {
+                                try writer.exclusiveUpdate(forKey: "count-\(index)") { current in
+                                    let count = current.flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 0
+                                    return Data(String(count + 1).utf8)
+                                }
+                                made += 1
+                                usleep(2_000)  // an app's pace, not a tight loop: the lock is not fair
+                            } catch {
+                                state.withLock { $0.failures.append("writer \(index): \(error)") }
+                                return
+                            }
+                        }
+                    }.start()
+                }
+                reading.enter()
+                Thread {
+                    defer { reading.leave() }
+                    var index = 0
+                    while !stop.load(ordering: .relaxed) {
+                        let key = index % records
+                        do {
+                            if try reader.data(forKey: "r\(key)") != value(key) {
+                                state.withLock { $0.failures.append("r\(key) read wrong") }
+                            }
+                            state.withLock { $0.reads += 1 }
+                        } catch {
+                            state.withLock { $0.failures.append("reader: \(error)") }
+                        }
+                        index += 1
+                        usleep(200)
+                    }
+                }.start()
+                let report = Result { try rotator.beginDataKeyRotation() }.flatMap { _ in
+                    Result { try rotator.reseal(batchSize: 10, progress: nil) }
+                }
+                rotated.store(true, ordering: .relaxed)
+                writing.wait()
+                stop.store(true, ordering: .relaxed)
+                reading.wait()
+                var run = state.withLock { $0 }
+                run.report = try report.get()
+                let final = try reopen(directory)
+                run.counts = try (0..<3).map { try final.data(forKey: "count-\($0)") }
+                run.seededExact = try (0..<records).allSatisfy { try final.data(forKey: "r\($0)") == value($0) }
+                // A writer's update made after the listing is under generation 2 already; a
+                // rerun retires generation 1 if the first pass met none left but could not.
+                run.rerun = try final.reseal(batchSize: 50, progress: nil)
+                return run
+            }
+        }
+        #expect(run.failures == [])
+        #expect(run.reads > 0)
+        #expect(run.report?.unreadable == 0)
+        #expect(run.made.allSatisfy { $0 >= updates })
+        #expect(run.counts == run.made.map { Data(String($0).utf8) })
+        #expect(run.seededExact)
+        #expect(run.rerun?.isComplete == true)
+        #expect(
+            run.rerun?.census.entries == [KeyCensus.Entry(keyID: "generation 2", count: records + 3, role: .primary)])
+        #expect(run.report?.resealed ?? 0 >= records)
     }
 
     @Test("A format-2 header that names no key, too many, or more bytes than its keys take is refused")
