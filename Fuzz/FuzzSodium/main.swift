@@ -154,6 +154,14 @@ private func fuzzPlaintext(_ payload: [UInt8]) {
     }
 }
 
+/// Whether `bytes` pass a record file's structural checks and carry a format-2 label naming
+/// generation 0, older than the store's only one: what a store reports as a retired key
+/// (`wrongKey`), not as damage.
+private func namesRetiredKey(_ bytes: [UInt8]) -> Bool {
+    bytes.count >= RecordFile.minimumSize + 4 && Array(bytes[0..<8]) == Format.recordMagic
+        && bytes[8..<14] == [2, 0, 0, 0, 0, 0]
+}
+
 /// Mode 3: the bytes as the record file of "alpha", read through the store.
 private func fuzzStoredRecord(_ payload: [UInt8]) {
     writeFile(fixture.recordPath, payload)
@@ -163,10 +171,8 @@ private func fuzzStoredRecord(_ payload: [UInt8]) {
         let value = try fixture.store.data(forKey: "alpha")
         precondition(genuine && value == fixture.value, "an altered record file was read")
     } catch {
-        // A format-2 label naming a generation older than the store's (0) is a retired key.
-        let retired = payload.count >= 14 && payload[8..<14] == [2, 0, 0, 0, 0, 0]
         precondition(
-            !genuine && error.code == (retired ? .wrongKey : .corruptRecord) && error.key == "alpha",
+            !genuine && error.code == (namesRetiredKey(payload) ? .wrongKey : .corruptRecord) && error.key == "alpha",
             "an altered record file gave \(error.code) for \(error.key ?? "no key")")
     }
     do {
@@ -177,9 +183,9 @@ private func fuzzStoredRecord(_ payload: [UInt8]) {
         switch records[0].result {
         case let .success(value): precondition(genuine && value == fixture.value, "an altered record file was listed")
         case let .failure(error):
-            let retired = payload.count >= 14 && payload[8..<14] == [2, 0, 0, 0, 0, 0]
             precondition(
-                !genuine && error.code == (retired ? .wrongKey : .corruptRecord), "listing gave \(error.code)")
+                !genuine && error.code == (namesRetiredKey(payload) ? .wrongKey : .corruptRecord),
+                "listing gave \(error.code)")
         }
     } catch {
         preconditionFailure("one damaged record failed the whole listing: \(error)")
