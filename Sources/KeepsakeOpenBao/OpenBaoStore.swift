@@ -362,7 +362,7 @@ public final class OpenBaoStore: RecordStore {
                 return .failed(
                     KeepsakeError(
                         error.code, store: uri, key: write.key, "\(error.message); the write may have been applied",
-                        underlying: error))
+                        underlying: error, mayHaveBeenApplied: true))
             }
             switch reply.status {
             case 200, 204:
@@ -370,7 +370,7 @@ public final class OpenBaoStore: RecordStore {
                     ((reply.object?["data"] as? [String: Any])?["version"] as? NSNumber)?.intValue ?? current.version
                     + 1
                 remember(Entry(record: write.value, version: version), forKey: write.key)
-                if body == nil { try softDelete(key: write.key, version: version, deadline: deadline) }
+                if body == nil { softDelete(key: write.key, version: version, deadline: deadline) }
                 return .applied
             case 400 where reply.errors.contains("check-and-set parameter did not match the current version"):
                 if reply.retried,
@@ -384,7 +384,7 @@ public final class OpenBaoStore: RecordStore {
                     // reported as what it is: perhaps applied, never "applied" when it was not.
                     remember(nil, forKey: write.key)
                     guard body != nil else {
-                        try softDelete(key: write.key, version: current.version + 1, deadline: deadline)
+                        softDelete(key: write.key, version: current.version + 1, deadline: deadline)
                         return .applied
                     }
                     return .failed(
@@ -393,7 +393,7 @@ public final class OpenBaoStore: RecordStore {
                             """
                             the connection was lost after the write was sent, and version \(current.version + 1) \
                             holds its bytes: this write or another writer's with the same bytes — it may have been applied
-                            """))
+                            """, mayHaveBeenApplied: true))
                 }
                 // Another writer came between the read and the write (or the version came from an
                 // older read): read again; an unguarded write then writes over it, a guarded one
@@ -420,15 +420,21 @@ public final class OpenBaoStore: RecordStore {
     /// Soft-deletes `version` of `key` (the empty version a removal wrote), so that tools show
     /// the entry as deleted. That version already reads as absent: when this fails the removal
     /// stands, and the failure is logged.
-    private func softDelete(key: String, version: Int, deadline: ContinuousClock.Instant) throws(KeepsakeError) {
-        let reply = try client.send(
-            .POST, path("delete", key: key), body: Data(#"{"versions":[\#(version)]}"#.utf8), key: key,
-            doing: "soft-delete the removed record", deadline: deadline)
-        if reply.status != 200, reply.status != 204 {
-            logger.warning(
-                "the removed record's empty version was not soft-deleted; it reads as absent all the same",
-                metadata: ["store": "\(uri)", "key": "\(key)", "status": "\(reply.status)"])
+    private func softDelete(key: String, version: Int, deadline: ContinuousClock.Instant) {
+        let problem: String
+        do {
+            let reply = try client.send(
+                .POST, path("delete", key: key), body: Data(#"{"versions":[\#(version)]}"#.utf8), key: key,
+                doing: "soft-delete the removed record", deadline: deadline)
+            if reply.status == 200 || reply.status == 204 { return }
+            problem = "HTTP \(reply.status): \(reply.errors)"
+        } catch {
+            // Not thrown: the removal was applied, and a caller told otherwise would try it again.
+            problem = error.message
         }
+        logger.warning(
+            "the removed record's empty version was not soft-deleted; it reads as absent all the same",
+            metadata: ["store": "\(uri)", "key": "\(key)", "problem": "\(problem)"])
     }
 
     // MARK: The server

@@ -133,6 +133,11 @@ extension PostgresServerTests {
             case let .failure(error):
                 #expect([.unavailable, .timeout].contains(error.code), "\(error)")
                 #expect(rows == 0 || rows == count, "a batch was applied in part: \(rows) rows of \(count)")
+                // A failure that does not say the batch may have been applied left nothing.
+                #expect(
+                    error.mayHaveBeenApplied || rows == 0,
+                    "the batch was applied, the error does not say it may have been: \(error)")
+                #expect(error.mayHaveBeenApplied == error.message.contains("may have been applied"), "\(error)")
             }
             // The pool reconnects: the store opened before the restart reads and writes again.
             #expect(try store.data(forKey: "before") == Data("before".utf8))

@@ -223,6 +223,7 @@ struct MigrateCLITests {
         #expect(error["exitCode"] as? Int == 65)
         #expect(error["key"] as? String == "person")
         #expect(error["store"] as? String == suite.store)
+        #expect(error["mayHaveBeenApplied"] as? Bool == false)  // a read: nothing was sent
         #expect(records[1]["state"] as? String == "newer")
     }
 

@@ -127,12 +127,27 @@ public struct KeepsakeError: Error, Sendable, Equatable, CustomStringConvertible
     /// step, a `DecodingError`, an `Encodable` conformance's error. Match it with
     /// ``underlying(as:)``.
     public var underlying: (any Error)?
+    /// Whether the write this error is about may have been applied all the same: a server
+    /// store sent it, then lost the answer with the connection (the code is then
+    /// ``Code/unavailable`` or ``Code/timeout``). Every other failed write left the store as it
+    /// was. Read the key again before trying such a write again: an increment tried again
+    /// blindly may count twice.
+    ///
+    /// ```swift
+    /// do {
+    ///     try vault.save(settings, for: .settings)
+    /// } catch where error.mayHaveBeenApplied {
+    ///     let stored = try vault.load(.settings)?.value  // this save's value, or the one before
+    /// }
+    /// ```
+    public var mayHaveBeenApplied: Bool
 
     /// An error with `code` and a `message` for a person, naming the `store` and the `key` it is
-    /// about where there are ones, with its `cause` and the `underlying` error that was thrown.
+    /// about where there are ones, with its `cause` and the `underlying` error that was thrown;
+    /// `mayHaveBeenApplied` for a write whose answer was lost after it was sent.
     public init(
         _ code: Code, store: String? = nil, key: String? = nil, _ message: String, cause: Cause? = nil,
-        underlying: (any Error)? = nil
+        underlying: (any Error)? = nil, mayHaveBeenApplied: Bool = false
     ) {
         self.code = code
         self.store = store
@@ -140,6 +155,7 @@ public struct KeepsakeError: Error, Sendable, Equatable, CustomStringConvertible
         self.message = message
         self.cause = cause
         self.underlying = underlying
+        self.mayHaveBeenApplied = mayHaveBeenApplied
     }
 
     /// The underlying error as the app's own type, when it is one: how an app catches the
@@ -158,12 +174,12 @@ public struct KeepsakeError: Error, Sendable, Equatable, CustomStringConvertible
         return nil
     }
 
-    /// Errors are equal when their code, store, key, message and cause are; the underlying
-    /// errors are compared by their descriptions.
+    /// Errors are equal when their code, store, key, message, cause and
+    /// ``mayHaveBeenApplied`` are; the underlying errors are compared by their descriptions.
     public static func == (lhs: KeepsakeError, rhs: KeepsakeError) -> Bool {
         lhs.code == rhs.code && lhs.store == rhs.store && lhs.key.map(ExactString.init) == rhs.key.map(ExactString.init)
             && lhs.message == rhs.message
-            && lhs.cause == rhs.cause
+            && lhs.cause == rhs.cause && lhs.mayHaveBeenApplied == rhs.mayHaveBeenApplied
             && lhs.underlying.map { String(describing: $0) } == rhs.underlying.map { String(describing: $0) }
     }
 

@@ -72,10 +72,12 @@ public protocol RecordStore: Sendable {
     /// Applies `writes` in order. A write whose ``StoreWrite/Expectation`` does not hold is
     /// skipped and reported as ``StoreWriteResult/conflict``; the others are applied.
     ///
-    /// - Important: If this throws, no write was applied. A backend that cannot apply a batch
-    ///   as one unit reports a failing write as ``StoreWriteResult/failed(_:)`` instead, after
-    ///   the writes before it were applied; each single write is atomic (old or new bytes,
-    ///   never none).
+    /// - Important: If this throws, no write was applied — unless the error's
+    ///   ``KeepsakeError/mayHaveBeenApplied`` is set: a server store sent the batch and lost
+    ///   the answer, and the batch was applied whole or not at all. A backend that cannot apply
+    ///   a batch as one unit reports a failing write as ``StoreWriteResult/failed(_:)`` instead,
+    ///   after the writes before it were applied (with the same flag when that write's answer
+    ///   was lost); each single write is atomic (old or new bytes, never none).
     func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult]
 }
 
@@ -105,14 +107,17 @@ extension RecordStore {
 
     /// Stores `data` under `key`, replacing what was there.
     ///
-    /// - Important: If this throws, the store is as it was.
+    /// - Important: If this throws, the store is as it was, unless the error's
+    ///   ``KeepsakeError/mayHaveBeenApplied`` is set (a server store lost the answer): then
+    ///   the key holds `data` or what it held before.
     public func setData(_ data: Data, forKey key: String) throws(KeepsakeError) {
         try commitOne(StoreWrite(key: key, value: data))
     }
 
     /// Removes the value under `key`, if any.
     ///
-    /// - Important: If this throws, the store is as it was.
+    /// - Important: If this throws, the store is as it was, unless the error's
+    ///   ``KeepsakeError/mayHaveBeenApplied`` is set: then the key may have been removed.
     public func removeData(forKey key: String) throws(KeepsakeError) {
         try commitOne(StoreWrite(key: key, value: nil))
     }
@@ -215,7 +220,8 @@ public enum StoreWriteResult: Sendable, Equatable {
     case applied
     /// The key did not hold what the write expected; nothing was written for it.
     case conflict
-    /// The write failed; the key holds what it held before. (Boxed: a batch of a million
+    /// The write failed; the key holds what it held before, or — when the error's
+    /// ``KeepsakeError/mayHaveBeenApplied`` is set — perhaps this write's bytes. (Boxed: a batch of a million
     /// results takes 8 bytes each, not the size of an error.)
     indirect case failed(KeepsakeError)
 }

@@ -5,7 +5,7 @@ import Keepsake
 
 /// How a command that failed says so: on standard error for a person, every line starting
 /// `error:` (and `hint:` where there is something to do), and — with `--json` — also as one
-/// object on standard output, `{"error": {code, exitCode, message, store, key, cause, hint}}`.
+/// object on standard output, `{"error": {code, exitCode, message, store, key, cause, hint, mayHaveBeenApplied}}`.
 enum Failure {
     /// The `code` of a usage error (exit 64) in `--json` output.
     static let usageCode = "usage"
@@ -88,7 +88,7 @@ enum Failure {
                 "error": [
                     "code": .string(usageCode), "exitCode": .int(Int(ExitCode.validationFailure.rawValue)),
                     "message": .string(message), "store": JSONValue(CLIConfiguration.current.storeArgument),
-                    "key": nil, "cause": nil, "hint": .string("see '\(help)'")
+                    "key": nil, "cause": nil, "hint": .string("see '\(help)'"), "mayHaveBeenApplied": false
                 ]
             ] as JSONValue)
     }
@@ -103,7 +103,7 @@ enum Failure {
                     "error": [
                         "code": .string(internalCode), "exitCode": 1, "message": .string(message),
                         "store": JSONValue(CLIConfiguration.current.storeArgument), "key": nil, "cause": nil,
-                        "hint": nil
+                        "hint": nil, "mayHaveBeenApplied": false
                     ]
                 ] as JSONValue)
         }

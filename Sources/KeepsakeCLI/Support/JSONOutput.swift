@@ -159,7 +159,7 @@ enum JSONOutput {
 extension KeepsakeError {
     /// The error object of every `--json` failure and of a record's `error`: `code`,
     /// `exitCode`, `message`, `store`, `key`, `cause` and `hint`, each present (`null` when
-    /// there is none).
+    /// there is none), and `mayHaveBeenApplied`.
     var json: JSONValue {
         [
             "code": .string(code.rawValue),
@@ -168,7 +168,8 @@ extension KeepsakeError {
             "store": JSONValue(store),
             "key": JSONValue(key),
             "cause": JSONValue(cause?.description),
-            "hint": JSONValue(hint(for: self))
+            "hint": JSONValue(hint(for: self)),
+            "mayHaveBeenApplied": .bool(mayHaveBeenApplied)
         ]
     }
 }

@@ -160,7 +160,7 @@ struct Attempts<T: Sendable> {
                     """
                     could not \(what) within \(PostgresStore.seconds(store.configuration.timeout)) s (timeout=); \
                     \(written ? "COMMIT was sent and not answered: the write may have been applied" : "nothing was changed")
-                    """))
+                    """, mayHaveBeenApplied: written))
         }
         guard retrying, given == nil, PostgresStore.isRetryable(failure), ContinuousClock.now + pause < deadline else {
             return fail(failure)

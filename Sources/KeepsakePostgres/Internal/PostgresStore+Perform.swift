@@ -170,14 +170,17 @@ extension PostgresStore {
                 .unavailable, store: uri, key: key,
                 error.commitSent
                     ? "could not \(what): the connection was lost after COMMIT was sent: the write may have been applied"
-                    : "could not \(what): the connection to the server was lost; nothing was changed")
+                    : "could not \(what): the connection to the server was lost; nothing was changed",
+                mayHaveBeenApplied: error.commitSent)
         }
         if let error = error as? UnexpectedAnswer {
             return KeepsakeError(
                 .corruptStore, store: uri, key: key,
                 "could not \(what): the server's answer makes no sense (\(error.what))")
         }
-        if let error = error as? UnknownFate { return KeepsakeError(.unavailable, store: uri, key: key, error.message) }
+        if let error = error as? UnknownFate {
+            return KeepsakeError(.unavailable, store: uri, key: key, error.message, mayHaveBeenApplied: true)
+        }
         if error is ConnectionPool.Closed {
             return KeepsakeError(
                 .unavailable, store: uri, key: key, "could not \(what): the store was shut down; nothing was changed")
@@ -198,6 +201,7 @@ extension PostgresStore {
             var mapped = mapError(error.underlying, what: what, key: key)
             mapped.code = .unavailable
             mapped.message += "; the connection was lost after COMMIT was sent: the write may have been applied"
+            mapped.mayHaveBeenApplied = true
             return mapped
         }
         if error is CancellationError {
