@@ -125,13 +125,16 @@ public final class PostgresStore: RecordStore {
         self.configuration = configuration
         let uri = configuration.uri
         self.uri = uri  // made once: a call names its store in every error and log
-        func load(_ source: MasterKeySource) throws(KeepsakeError) -> SecureBytes {
+        /// The source's keys, the one that writes first (a key file may name several).
+        func load(_ source: MasterKeySource) throws(KeepsakeError) -> [SecureBytes] {
             switch source {
             case let .keyFile(path):
-                return try KeyFile(path: path).masterKey(createIfAbsent: false)
+                return try KeyFile(path: path).masterKeys()
             case let .provider(provider):
-                return try provider.masterKey(
-                    createIfAbsent: false, storeID: Sealer.storeID(forIdentity: configuration.identity))
+                return [
+                    try provider.masterKey(
+                        createIfAbsent: false, storeID: Sealer.storeID(forIdentity: configuration.identity))
+                ]
             case .passphrase:
                 throw KeepsakeError(
                     .invalidArgument, store: uri,
@@ -142,11 +145,17 @@ public final class PostgresStore: RecordStore {
             }
         }
         if masterKey != nil || !configuration.previousSealingKeys.isEmpty {
+            var primary: SecureBytes?
             var previous: [SecureBytes] = []
-            for source in configuration.previousSealingKeys { previous.append(try load(source)) }
+            if let masterKey {
+                let keys = try load(masterKey)
+                primary = keys.first
+                previous = Array(keys.dropFirst())
+            }
+            for source in configuration.previousSealingKeys { previous += try load(source) }
             sealer = try Sealer(
-                primary: try masterKey.map { source throws(KeepsakeError) in try load(source) }, previous: previous,
-                readsPlain: configuration.readsPlainValues, table: configuration.table, store: uri)
+                primary: primary, previous: previous, readsPlain: configuration.readsPlainValues,
+                table: configuration.table, store: uri)
         } else {
             sealer = nil
         }

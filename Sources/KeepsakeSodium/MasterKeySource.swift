@@ -21,7 +21,7 @@ import Glibc
 /// A key kept elsewhere (the keyring, a hardware token) is a ``MasterKeyProvider``: add one
 /// with ``provider(_:)``; the store needs no change.
 public enum MasterKeySource: Sendable, CustomStringConvertible {
-    /// A key file holding exactly 32 random bytes. ``SodiumFileStore/create(directory:key:passphraseLimits:lockTimeout:)``
+    /// A key file holding 32 random bytes (or a key set: see ``KeyFile/masterKeys()``). ``SodiumFileStore/create(directory:key:passphraseLimits:lockTimeout:)``
     /// and ``SodiumFileStore/changeMasterKey(to:passphraseLimits:)`` create it (mode 0600, 32
     /// random bytes) when nothing is at `path`; opening a store requires it to exist.
     case keyFile(path: String)
@@ -79,7 +79,8 @@ extension MasterKeyProvider {
     }
 }
 
-/// A key file: exactly 32 random bytes, mode 0600.
+/// A key file: 32 random bytes, mode 0600 — or a key set of several such keys while a key is
+/// being replaced (``masterKeys()``).
 public struct KeyFile: MasterKeyProvider {
     /// Where the key file is.
     public let path: String
@@ -96,7 +97,7 @@ public struct KeyFile: MasterKeyProvider {
     /// `key file /path`.
     public var description: String { "key file \(path)" }
 
-    /// Reads the key; when `createIfAbsent` and nothing is at `path`, first creates the file
+    /// Reads the key (the first of a key set); when `createIfAbsent` and nothing is at `path`, first creates the file
     /// with mode 0600 holding 32 new random bytes (written, fsync'd, then linked into place, so
     /// an existing file is never replaced and a crash never leaves a partial key file).
     ///
@@ -113,7 +114,8 @@ public struct KeyFile: MasterKeyProvider {
     ///   created); `KeepsakeError.Code.io` or `KeepsakeError.Code.permissionDenied` (with the
     ///   `errno`) when the file cannot be read or created; `KeepsakeError.Code.permissionDenied`
     ///   (cause: the mode) when group or others have access to it;
-    ///   `KeepsakeError.Code.invalidArgument` when it does not hold exactly 32 bytes, or is not
+    ///   `KeepsakeError.Code.invalidArgument` when it does not hold a whole number of 32-byte
+    ///   keys (1 to ``maximumKeys``), or is not
     ///   a regular file (a FIFO, a device).
     /// - Important: If this throws, no key file was left behind by it.
     public func masterKey(createIfAbsent: Bool) throws(KeepsakeError) -> SecureBytes {
@@ -133,8 +135,32 @@ public struct KeyFile: MasterKeyProvider {
                 throw KeepsakeError(error.code, "cannot create \(description)", cause: error.cause)
             }
         }
+        return try read()[0]
+    }
+
+    /// Every key of the key file, the one that writes first: a key file holds one key of 32
+    /// random bytes, or a key set — several such keys one after the other, at most
+    /// ``maximumKeys`` — while a key is being replaced:
+    ///
+    /// ```sh
+    /// cat new.key store.key > store.keys  # new.key writes; store.key still opens
+    /// ```
+    ///
+    /// An encrypted file store opens with whichever key of the set its header was wrapped with,
+    /// and goes on when another process changes its master key to another key of the set; a
+    /// sealed PostgreSQL table writes with the first key and opens values any key sealed.
+    /// ``masterKey(createIfAbsent:)`` is the first key.
+    ///
+    /// - Throws: As ``masterKey(createIfAbsent:)`` does when the file is not to be created;
+    ///   `KeepsakeError.Code.invalidArgument` when its length is not a whole number of keys,
+    ///   1 to ``maximumKeys``.
+    public func masterKeys() throws(KeepsakeError) -> [SecureBytes] {
+        keyFileSystem.removeLeftovers(in: directory)
         return try read()
     }
+
+    /// The most keys a key file holds.
+    public static let maximumKeys = 16
 
     /// The key file's directory, taken from `path` byte by byte (``FilePath``): Foundation's
     /// path methods trap on a one-character relative path such as `k`.
@@ -148,9 +174,10 @@ public struct KeyFile: MasterKeyProvider {
         return files
     }
 
-    /// Reads exactly 32 bytes into secure memory (one byte more is asked for, to detect a
-    /// longer file). Anything but a regular file (a FIFO, a device) is refused before a read.
-    private func read() throws(KeepsakeError) -> SecureBytes {
+    /// Reads the file's keys, 32 bytes each, into secure memory (one byte more than the most
+    /// keys is asked for, to detect a longer file). Anything but a regular file (a FIFO, a
+    /// device) is refused before a read.
+    private func read() throws(KeepsakeError) -> [SecureBytes] {
         let fd: Int32
         let mode: mode_t
         do throws(SystemFailure) {
@@ -174,7 +201,7 @@ public struct KeyFile: MasterKeyProvider {
                 """, cause: .other("key file mode \(String(mode, radix: 8)), expected 600 or stricter"))
         }
         var filled = 0
-        let buffer = try SecureBytes(count: Format.keyBytes + 1) { (buffer) throws(KeepsakeError) in
+        let buffer = try SecureBytes(count: Format.keyBytes * Self.maximumKeys + 1) { (buffer) throws(KeepsakeError) in
             while filled < buffer.count {
                 let count = Glibc.read(fd, buffer.baseAddress! + filled, buffer.count - filled)
                 if count < 0 {
@@ -185,15 +212,16 @@ public struct KeyFile: MasterKeyProvider {
                 filled += count
             }
         }
-        guard filled == Format.keyBytes else {
+        guard filled > 0, filled % Format.keyBytes == 0, filled < buffer.count else {
             throw KeepsakeError(
                 .invalidArgument,
                 """
-                \(description) holds \(filled == buffer.count ? "more than \(Format.keyBytes)" : "\(filled)") bytes; \
-                a key file holds exactly \(Format.keyBytes) random bytes
+                \(description) holds \(filled == buffer.count ? "more than \(buffer.count - 1)" : "\(filled)") bytes; \
+                a key file holds exactly \(Format.keyBytes) random bytes (or a key set: 2 to \(Self.maximumKeys) \
+                such keys one after the other)
                 """)
         }
-        return buffer.extracting(0..<Format.keyBytes)
+        return stride(from: 0, to: filled, by: Format.keyBytes).map { buffer.extracting($0..<$0 + Format.keyBytes) }
     }
 }
 
@@ -278,6 +306,13 @@ extension MasterKeySource {
                 kind: .passphrase, salt: salt, opsLimit: limits.opsLimit,
                 memLimit: limits.memLimit, key: key)
         }
+    }
+
+    /// The master keys that may open an existing header: every key of a key file's key set,
+    /// the one key of any other source.
+    func existingKeys(for header: StoreHeader) throws(KeepsakeError) -> [SecureBytes] {
+        if case let .keyFile(path) = self, header.keyKind == .raw { return try KeyFile(path: path).masterKeys() }
+        return [try existingKey(for: header)]
     }
 
     /// The master key for an existing header, or `KeepsakeError.Code.wrongKey` when this

@@ -159,15 +159,11 @@ extension SodiumFileStore: ResealableStore {
     /// identity): a header is rewritten only by a store that opens it. Call with the lock held.
     private func verifiedHeader() throws(KeepsakeError) -> (StoreHeader, MasterSubkeys, KeySet) {
         let (header, identity) = try Self.readHeaderWithIdentity(directory: directory, uri: uri)
-        guard header.storeID == storeID, let master = keyState.withLock({ $0.master }) else {
+        guard header.storeID == storeID else {
             throw KeepsakeError(
                 .corruptStore, store: uri, "the header on disk is not the one this store was opened from")
         }
-        let keys = try Self.unwrap(header, master: master, source: "master key this store was opened with", uri: uri)
-        keyState.withLock {
-            $0.keys = keys
-            $0.header = identity
-        }
+        let (keys, master) = try unwrapWithHeldKeys(header, identity: identity)
         return (header, master, keys)
     }
 

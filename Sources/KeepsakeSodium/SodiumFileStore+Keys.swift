@@ -14,6 +14,10 @@ struct KeyState: Sendable {
     var header: FileIdentity?
     /// `nil` for a store made from a bare data key (tests): it cannot unwrap a new header.
     var master: MasterSubkeys?
+    /// The other keys of the key set the store was opened with (a key file naming several),
+    /// tried when ``master`` no longer opens the header: another process changed the master
+    /// key to one of them.
+    var otherMasters: [MasterSubkeys] = []
 }
 
 extension SodiumFileStore {
@@ -48,22 +52,63 @@ extension SodiumFileStore {
                 "the header on disk belongs to another store than the one opened; it was left as it is",
                 cause: .library(domain: "KeepsakeSodium.format", code: 1, message: "store id mismatch"))
         }
-        let (held, master) = keyState.withLock { ($0.keys, $0.master) }
+        let held = keyState.withLock { $0.keys }
         if header.formatVersion == held.formatVersion, header.primaryGeneration == held.primary.number {
             keyState.withLock { $0.header = identity }
             return held
         }
+        return try unwrapWithHeldKeys(header, identity: identity).keys
+    }
+
+    /// The data keys of `header`, unwrapped with the master key this store was opened with or,
+    /// when the master key was changed since, another key of its key set; the keys and that
+    /// master key become the store's.
+    func unwrapWithHeldKeys(
+        _ header: StoreHeader, identity: FileIdentity
+    ) throws(KeepsakeError) -> (keys: KeySet, master: MasterSubkeys) {
+        let (master, others) = keyState.withLock { ($0.master, $0.otherMasters) }
         guard let master else {
             throw KeepsakeError(
                 .wrongKey, store: uri,
                 "the store's header names data keys this store was not given; open the store again")
         }
-        let keys = try Self.unwrap(header, master: master, source: "master key this store was opened with", uri: uri)
+        let opened = try Self.unwrap(
+            header, masters: [master] + others,
+            source: others.isEmpty ? "master key this store was opened with" : "key set this store was opened with",
+            uri: uri)
         keyState.withLock {
-            $0.keys = keys
+            $0.keys = opened.keys
             $0.header = identity
+            $0.master = opened.master
+            $0.otherMasters = opened.others
         }
-        return keys
+        return (opened.keys, opened.master)
+    }
+
+    /// The header's data keys under the first of `masters` that opens it (in order), that key,
+    /// and the others; `wrongKey` naming `source` when none does.
+    static func unwrap(
+        _ header: StoreHeader, masters: [MasterSubkeys], source: String, uri: String
+    ) throws(KeepsakeError) -> (keys: KeySet, master: MasterSubkeys, others: [MasterSubkeys]) {
+        var refusal: KeepsakeError?
+        for (index, master) in masters.enumerated() {
+            do throws(KeepsakeError) {
+                let keys = try unwrap(header, master: master, source: source, uri: uri)
+                var others = masters
+                others.remove(at: index)
+                return (keys, master, others)
+            } catch  where error.code == .wrongKey {
+                refusal = refusal ?? error
+            }
+        }
+        guard var refusal else {
+            throw KeepsakeError(.wrongKey, store: uri, "the \(source) holds no key; nothing was read or written")
+        }
+        if masters.count > 1 {
+            refusal.message = refusal.message.replacingOccurrences(
+                of: "the \(source) does not open", with: "none of the \(masters.count) keys of the \(source) opens")
+        }
+        throw refusal
     }
 
     /// The header file and the identity of the version read.

@@ -112,18 +112,17 @@ public final class SodiumFileStore: RecordStore, ExclusiveUpdateStore {
         let directory = Self.absolute(directory)
         let uri = Self.uri(directory)
         let (header, identity) = try Self.readHeaderWithIdentity(directory: directory, uri: uri)
-        let keys: KeySet
-        let master: MasterSubkeys
+        let opened: (keys: KeySet, master: MasterSubkeys, others: [MasterSubkeys])
         do throws(KeepsakeError) {
-            master = MasterSubkeys(masterKey: try key.existingKey(for: header))
-            keys = try Self.unwrap(header, master: master, source: key.description, uri: uri)
+            let masters = try key.existingKeys(for: header).map(MasterSubkeys.init(masterKey:))
+            opened = try Self.unwrap(header, masters: masters, source: key.description, uri: uri)
         } catch {
             throw Self.locate(error, uri)
         }
         self.init(
             directory: directory, storeID: header.storeID,
-            keyState: KeyState(keys: keys, header: identity, master: master), lockTimeout: lockTimeout,
-            fileSystem: fileSystem, random: random)
+            keyState: KeyState(keys: opened.keys, header: identity, master: opened.master, otherMasters: opened.others),
+            lockTimeout: lockTimeout, fileSystem: fileSystem, random: random)
         cleanLeftoversIfUnlocked()
     }
 

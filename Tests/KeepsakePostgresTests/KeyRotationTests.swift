@@ -122,6 +122,32 @@ extension PostgresServerTests {
             #expect(again.resealed == 0 && again.retired.isEmpty && again.isComplete)
         }
 
+        @Test("one key file naming the new key and the old (a key set) is the same as sealkey_previous_file")
+        func keySetFile() throws {
+            let keys = try Keys()
+            defer { keys.remove() }
+            let table = newTable("set")
+            let base = storeURI(table: table)
+            let old = try open(base + "&sealkey_file=" + keys.a)
+            try old.setData(person("before"), forKey: "p-1")
+            let set = keys.directory + "/set.keys"
+            let bytes =
+                try Data(contentsOf: URL(fileURLWithPath: keys.b)) + Data(contentsOf: URL(fileURLWithPath: keys.a))
+            #expect(
+                FileManager.default.createFile(atPath: set, contents: bytes, attributes: [.posixPermissions: 0o600]))
+            let rotated = try open(base + "&sealkey_file=" + set)
+            let separate = try open(base + "&sealkey_file=" + keys.b + "&sealkey_previous_file=" + keys.a)
+            #expect(rotated.writtenKeyID == separate.writtenKeyID, "the first key of the set writes")
+            #expect(rotated.writtenKeyID != old.writtenKeyID)
+            #expect(try rotated.data(forKey: "p-1") == person("before"), "the second key opens what it sealed")
+            try rotated.setData(person("after"), forKey: "p-2")
+            #expect(try rowsNotUnder(rotated.writtenKeyID, table: table) == 1, "p-2 is under the new key")
+            #expect(try separate.data(forKey: "p-2") == person("after"))
+            let report = try rotated.reseal(batchSize: 64, progress: nil)
+            #expect(report.resealed == 1 && report.retired == [old.writtenKeyID] && report.isComplete)
+            #expect(try rowsNotUnder(rotated.writtenKeyID, table: table) == 0)
+        }
+
         @Test("seal a plain table in place while a plain writer and a sealing writer both write; then unseal it")
         func sealAndUnseal() throws {
             let keys = try Keys()

@@ -60,7 +60,8 @@ struct MasterKeyTests {
             #expect(missing.code == .notFound)
             #expect(missing.errno == ENOENT)
             #expect(missing.message.contains(directory + "/none.key"))
-            for length in [0, 31, 33, 64] {
+            // Not a whole number of 32-byte keys, or more than 16 of them.
+            for length in [0, 31, 33, 65, 17 * 32] {
                 try writeKeyFile(counting(from: 0, count: length), to: directory + "/bad.key")
                 let error = try #require(throws: KeepsakeError.self) {
                     _ = try SodiumFileStore(
