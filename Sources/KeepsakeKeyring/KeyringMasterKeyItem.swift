@@ -13,6 +13,12 @@ import Keepsake
 /// lowercase hex digits (the keyring holds text). Lookups match all three attributes, so no
 /// other item — a record of a `keyring:` store included — is ever taken for a key.
 ///
+/// The item keeps its history: ``replaceKey(with:)`` (a rekey) puts a new key first and keeps
+/// the earlier ones after it, each 64 hex digits, separated by single spaces — at most
+/// ``maximumKeys``, the oldest dropped. The first key is the store's; the others open a header
+/// that was not rewritten yet (a rekey interrupted after the item was changed) and copies of
+/// older headers.
+///
 /// Use it through `KeyringMasterKey` (KeepsakeStores), the `MasterKeyProvider` that
 /// `SodiumFileStore` asks for the key; this type only reads and creates the item.
 ///
@@ -26,6 +32,8 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
     public static let purpose = "file-store-master-key"
     /// The length of a master key, in bytes.
     public static let keyBytes = 32
+    /// The most keys the item keeps: the current key and its predecessors.
+    public static let maximumKeys = 16
 
     /// The store id the key opens, in lowercase hex.
     public let storeID: String
@@ -67,12 +75,76 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
     /// a wrong key is then refused by the store's own key check, never used to open it.
     ///
     /// - Throws: `KeepsakeError` naming this item: `.locked`, `.unavailable`, `.timeout`, `.io`;
-    ///   `KeepsakeError.Code.invalidArgument` when the item's secret is not 64 hex digits.
+    ///   `KeepsakeError.Code.invalidArgument` when the item's secret is not keys of 64 hex digits.
     /// - Important: Nothing is written and nothing prompts, whether this returns or throws.
     public func read() throws(KeepsakeError) -> [UInt8]? {
+        try readAll()?.first
+    }
+
+    /// Every key the item holds, the current one first, then its predecessors (newest first);
+    /// `nil` when the keyring positively holds no item for this store.
+    ///
+    /// - Throws: What ``read()`` throws.
+    /// - Important: Nothing is written and nothing prompts, whether this returns or throws.
+    public func readAll() throws(KeepsakeError) -> [[UInt8]]? {
         var found = try converse { call throws(LibsecretFailure) in try find(in: call) }
         defer { Self.wipe(&found) }
         return try found.map { found throws(KeepsakeError) in try decode(found) }
+    }
+
+    /// Makes `key` the store's key, keeping the keys the item held after it (at most
+    /// ``maximumKeys`` in all, the oldest dropped); creates the item when there is none. The
+    /// keys are read back before this returns.
+    ///
+    /// - Parameter key: 32 bytes.
+    /// - Returns: The keys the item now holds, `key` first.
+    /// - Throws: As ``storeIfAbsent(_:)``; `.invalidArgument` when the item holds something
+    ///   other than keys (it is left as it is).
+    /// - Important: If this throws, the item holds its earlier keys, or `key` before them (after
+    ///   a `.timeout`): the earlier keys are never lost.
+    public func replaceKey(with key: [UInt8]) throws(KeepsakeError) -> [[UInt8]] {
+        guard key.count == Self.keyBytes else {
+            throw KeepsakeError(.invalidArgument, "a master key is \(Self.keyBytes) bytes, not \(key.count)")
+        }
+        let deadline = ContinuousClock.now + timeout
+        var found = try KeyringWriteLock.holding(
+            service: "\u{0}master-key:" + storeID, until: deadline, store: description, key: nil
+        ) { () throws(KeepsakeError) -> Found? in
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero else {
+                throw KeepsakeError(
+                    .lockTimeout,
+                    "\(description): the keyring write lock was taken only at the call's deadline; nothing was written")
+            }
+            var existing = try converse(within: remaining) { call throws(LibsecretFailure) in try find(in: call) }
+            defer { Self.wipe(&existing) }
+            guard let path = existing?.path else { return try storeIfAbsent(key, within: remaining) }
+            var keys = try decode(existing ?? Found(secret: Data(), path: path))
+            defer {
+                for index in keys.indices { keys[index].withUnsafeMutableBufferPointer { $0.update(repeating: 0) } }
+            }
+            // A retry whose first run was applied finds the key first already: nothing to add.
+            if keys.first == key { return existing }
+            var text = Data(([key] + keys.prefix(Self.maximumKeys - 1)).map(Self.hex).joined(separator: " ").utf8)
+            defer { text.resetBytes(in: 0..<text.count) }
+            return try converse(within: ContinuousClock.now.duration(to: deadline)) {
+                call throws(LibsecretFailure) -> Found? in
+                try call.setSecret(
+                    text,
+                    on: LibsecretItem(path: path, username: nil, isLocked: false, modified: 0, created: 0, secret: nil))
+                return try find(in: call)
+            }
+        }
+        defer { Self.wipe(&found) }
+        guard let stored = found else {
+            throw KeepsakeError(.verificationFailed, "\(description): the item was written but cannot be found again")
+        }
+        let keys = try decode(stored)
+        guard keys.first == key else {
+            throw KeepsakeError(
+                .verificationFailed, "\(description): the item does not read back with the new key first")
+        }
+        return keys
     }
 
     /// Stores `key` as this store's master key item, unless the keyring already holds one: then
@@ -110,7 +182,7 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
         guard let stored = found else {
             throw KeepsakeError(.verificationFailed, "\(description): the item was created but cannot be found again")
         }
-        return try decode(stored)
+        return try decode(stored)[0]
     }
 
     private func storeIfAbsent(_ key: [UInt8], within remaining: Duration) throws(KeepsakeError) -> Found? {
@@ -187,17 +259,24 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
         found?.secret.resetBytes(in: 0..<count)
     }
 
-    /// The key in an item's secret text.
-    private func decode(_ found: Found) throws(KeepsakeError) -> [UInt8] {
-        guard let key = Self.unhex(found.secret) else {
+    /// The keys in an item's secret text: 1 to ``maximumKeys`` of 64 hex digits, separated by
+    /// single spaces.
+    private func decode(_ found: Found) throws(KeepsakeError) -> [[UInt8]] {
+        let parts = found.secret.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        var keys: [[UInt8]] = []
+        for part in parts.prefix(Self.maximumKeys + 1) {
+            guard let key = Self.unhex(Data(part)) else { break }
+            keys.append(key)
+        }
+        guard !keys.isEmpty, keys.count == parts.count, keys.count <= Self.maximumKeys else {
             throw KeepsakeError(
                 .invalidArgument,
                 """
                 \(description): the keyring item \(found.path) does not hold a master key \
-                (\(Self.keyBytes * 2) hex digits); it was left as it is
+                (\(Self.keyBytes * 2) hex digits, or up to \(Self.maximumKeys) of them separated by spaces); it was left as it is
                 """)
         }
-        return key
+        return keys
     }
 
     private func converse<T>(

@@ -67,9 +67,42 @@ public protocol MasterKeyProvider: Sendable, CustomStringConvertible {
     ///     store, the id its header will hold).
     /// - Throws: `KeepsakeError` naming the source when the key cannot be had.
     func masterKey(createIfAbsent: Bool, storeID: String) throws(KeepsakeError) -> SecureBytes
+
+    /// Every key that may open the store `storeID`, the current one first: a provider that
+    /// keeps a key's predecessors (the keyring item) returns them after it, and
+    /// ``SodiumFileStore`` opens with the first that passes the header's key check.
+    ///
+    /// The default implementation returns ``masterKey(createIfAbsent:storeID:)`` alone.
+    ///
+    /// - Throws: As ``masterKey(createIfAbsent:storeID:)`` when opening.
+    func masterKeys(storeID: String) throws(KeepsakeError) -> [SecureBytes]
+
+    /// The key a rekey of the store `storeID` wraps its header with: a provider that keeps a
+    /// history makes a new key and keeps the earlier ones, so that a rekey interrupted before
+    /// the header is rewritten still opens.
+    ///
+    /// The default implementation returns ``masterKey(createIfAbsent:storeID:)`` with
+    /// `createIfAbsent`.
+    ///
+    /// - Throws: As ``masterKey(createIfAbsent:storeID:)`` when creating.
+    func newMasterKey(storeID: String) throws(KeepsakeError) -> SecureBytes
 }
 
 extension MasterKeyProvider {
+    /// ``masterKey(createIfAbsent:storeID:)`` alone.
+    ///
+    /// - Throws: What ``masterKey(createIfAbsent:storeID:)`` throws.
+    public func masterKeys(storeID: String) throws(KeepsakeError) -> [SecureBytes] {
+        [try masterKey(createIfAbsent: false, storeID: storeID)]
+    }
+
+    /// ``masterKey(createIfAbsent:storeID:)`` with `createIfAbsent`.
+    ///
+    /// - Throws: What ``masterKey(createIfAbsent:storeID:)`` throws.
+    public func newMasterKey(storeID: String) throws(KeepsakeError) -> SecureBytes {
+        try masterKey(createIfAbsent: true, storeID: storeID)
+    }
+
     /// The key from ``masterKey(createIfAbsent:)``, for a provider that keeps one key whatever
     /// the store (a key file).
     ///
@@ -283,9 +316,9 @@ struct MasterKeyMaterial {
 
 extension MasterKeySource {
     /// The master key for a new header (create, rekey): a key file is created if absent, a
-    /// passphrase gets a new random salt.
+    /// passphrase gets a new random salt, a provider is asked for a new key when `rekey`.
     func newMaterial(
-        limits: PassphraseLimits, random: RandomSource, fileSystem: FileSystem, storeID: [UInt8]
+        limits: PassphraseLimits, random: RandomSource, fileSystem: FileSystem, storeID: [UInt8], rekey: Bool = false
     ) throws(KeepsakeError) -> MasterKeyMaterial {
         let zeroSalt = [UInt8](repeating: 0, count: Sodium.pwhashSaltBytes)
         switch self {
@@ -293,7 +326,10 @@ extension MasterKeySource {
             let key = try KeyFile(path: path, fileSystem: fileSystem).masterKey(createIfAbsent: true)
             return MasterKeyMaterial(kind: .raw, salt: zeroSalt, opsLimit: 0, memLimit: 0, key: key)
         case let .provider(provider):
-            let key = try provider.masterKey(createIfAbsent: true, storeID: Hex.encode(storeID))
+            let key =
+                rekey
+                ? try provider.newMasterKey(storeID: Hex.encode(storeID))
+                : try provider.masterKey(createIfAbsent: true, storeID: Hex.encode(storeID))
             try checkLength(key)
             return MasterKeyMaterial(kind: .raw, salt: zeroSalt, opsLimit: 0, memLimit: 0, key: key)
         case let .passphrase(passphrase, _):
@@ -308,11 +344,19 @@ extension MasterKeySource {
         }
     }
 
-    /// The master keys that may open an existing header: every key of a key file's key set,
-    /// the one key of any other source.
+    /// The master keys that may open an existing header: every key of a key file's key set or
+    /// of a provider's history, the one key of a passphrase.
     func existingKeys(for header: StoreHeader) throws(KeepsakeError) -> [SecureBytes] {
-        if case let .keyFile(path) = self, header.keyKind == .raw { return try KeyFile(path: path).masterKeys() }
-        return [try existingKey(for: header)]
+        switch (self, header.keyKind) {
+        case let (.keyFile(path), .raw):
+            return try KeyFile(path: path).masterKeys()
+        case let (.provider(provider), .raw):
+            let keys = try provider.masterKeys(storeID: Hex.encode(header.storeID))
+            for key in keys { try checkLength(key) }
+            return keys
+        default:
+            return [try existingKey(for: header)]
+        }
     }
 
     /// The master key for an existing header, or `KeepsakeError.Code.wrongKey` when this

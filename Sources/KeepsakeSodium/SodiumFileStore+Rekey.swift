@@ -41,7 +41,7 @@ extension SodiumFileStore {
         do throws(KeepsakeError) {
             material = try newKey.newMaterial(
                 limits: passphraseLimits, random: random, fileSystem: fileSystem,
-                storeID: storeID)
+                storeID: storeID, rekey: true)
         } catch {
             throw Self.locate(error, uri)
         }

@@ -11,12 +11,16 @@ import KeepsakeSodium
 /// let store = try SodiumFileStore.create(directory: dir, key: .keyring())
 /// // Afterwards, on this user's desktop:
 /// let reopened = try SodiumFileStore(directory: dir, key: .keyring())
+/// // Rotating the key: a new one in the item, the old kept after it.
+/// try reopened.changeMasterKey(to: .keyring())
 /// // Moving to a headless server: rekey to a key file (the keyring item is left as it is).
 /// try reopened.changeMasterKey(to: .keyFile(path: "/etc/myapp/records.key"))
 /// ```
 ///
-/// The key is made only when a store is created or rekeyed to the keyring, and only when the
-/// keyring positively holds none for that store id. Opening never makes one: a missing item is
+/// A key is made only when a store is created (and the keyring positively holds none for that
+/// store id) or rekeyed to the keyring: a rekey puts a new key first in the item and keeps the
+/// earlier ones after it, so that a rekey interrupted before the header was rewritten, and a
+/// copy of an older header, still open. Opening never makes one: a missing item is
 /// `KeepsakeError.Code.notFound`, and a locked, unavailable or hung keyring is the keyring's
 /// own error (`.locked`, `.unavailable`, `.timeout`) — never a new key. A key that does not open
 /// the store is refused by the header's key check (`.wrongKey`) before any record is read.
@@ -69,6 +73,33 @@ public struct KeyringMasterKey: MasterKeyProvider {
         }
         defer { key.withUnsafeMutableBufferPointer { $0.update(repeating: 0) } }
         return SecureBytes(copying: key)
+    }
+
+    /// The keys the store's item holds, the current one first, then the ones earlier rekeys
+    /// replaced (newest first).
+    ///
+    /// - Throws: As ``masterKey(createIfAbsent:storeID:)`` when opening.
+    public func masterKeys(storeID: String) throws(KeepsakeError) -> [SecureBytes] {
+        guard var keys = try KeyringMasterKeyItem(storeID: storeID, timeout: timeout).readAll() else {
+            return [try masterKey(createIfAbsent: false, storeID: storeID)]  // the notFound error
+        }
+        defer { for index in keys.indices { keys[index].withUnsafeMutableBufferPointer { $0.update(repeating: 0) } } }
+        return keys.map { SecureBytes(copying: $0) }
+    }
+
+    /// A new random key, put first in the store's item with the earlier keys kept after it
+    /// (``KeyringMasterKeyItem/replaceKey(with:)``): a rekey to the keyring always makes a new
+    /// key, and one interrupted before the header is rewritten still opens with the old.
+    ///
+    /// - Throws: `.locked`, `.unavailable`, `.timeout`, `.lockTimeout`, `.io` from the keyring;
+    ///   `.invalidArgument` when the item holds something other than keys.
+    public func newMasterKey(storeID: String) throws(KeepsakeError) -> SecureBytes {
+        let fresh = SecureBytes.random(count: KeyringMasterKeyItem.keyBytes)
+        var bytes = fresh.withUnsafeBytes { [UInt8]($0) }
+        defer { bytes.withUnsafeMutableBufferPointer { $0.update(repeating: 0) } }
+        var held = try KeyringMasterKeyItem(storeID: storeID, timeout: timeout).replaceKey(with: bytes)
+        for index in held.indices { held[index].withUnsafeMutableBufferPointer { $0.update(repeating: 0) } }
+        return fresh
     }
 }
 

@@ -66,12 +66,56 @@ extension KeyringTests {
             let byFile = try SodiumFileStore(directory: directory + "/s", key: .keyFile(path: directory + "/k.key"))
             #expect(try byFile.data(forKey: "token") == Data("kept".utf8))
 
-            // Back to the keyring: the existing item is used again, not replaced.
+            // Back to the keyring: a new key goes first in the item, the earlier one kept after it.
             try byFile.changeMasterKey(to: .keyring())
-            #expect(try lookupKeyItem(store.identifier) == secret)
+            let rotated = try #require(try lookupKeyItem(store.identifier))
+            let parts = rotated.split(separator: " ").map(String.init)
+            #expect(parts.count == 2 && parts[1] == secret && parts[0] != secret, "\(rotated.count) characters")
             #expect(
                 try SodiumFileStore(directory: directory + "/s", key: .keyring()).data(forKey: "token")
                     == Data("kept".utf8))
+        }
+
+        @Test(
+            "a rekey from the keyring to the keyring makes a new key and keeps the old: an older header still opens, a 17th key drops the oldest"
+        )
+        func keyHistory() throws {
+            let directory = try newDirectory()
+            let store = try SodiumFileStore.create(directory: directory + "/s", key: .keyring())
+            try store.setData(Data("kept".utf8), forKey: "token")
+            let first = try #require(try lookupKeyItem(store.identifier))
+            let oldHeader = try Data(contentsOf: URL(fileURLWithPath: directory + "/s/keepsake.header"))
+
+            try store.changeMasterKey(to: .keyring())
+            let item = try KeyringMasterKeyItem(storeID: store.identifier)
+            let keys = try #require(try item.readAll())
+            #expect(keys.count == 2)
+            #expect(try lookupKeyItem(store.identifier)?.hasSuffix(" " + first) == true)
+            #expect(try store.keyGeneration() == 2)
+            // The new key alone opens the new header: the header was rewrapped, not left as it was.
+            let newHeader = try Data(contentsOf: URL(fileURLWithPath: directory + "/s/keepsake.header"))
+            #expect(newHeader != oldHeader)
+            #expect(
+                try SodiumFileStore(directory: directory + "/s", key: .keyring()).data(forKey: "token")
+                    == Data("kept".utf8))
+            // A rekey killed after the item changed and before the header did: the old header
+            // still opens, with the second key of the item.
+            try oldHeader.write(to: URL(fileURLWithPath: directory + "/s/keepsake.header"))
+            #expect(
+                try SodiumFileStore(directory: directory + "/s", key: .keyring()).data(forKey: "token")
+                    == Data("kept".utf8))
+
+            // The item keeps 16 keys: the first is dropped after 15 more rekeys.
+            let reopened = try SodiumFileStore(directory: directory + "/s", key: .keyring())
+            for _ in 0..<15 { try reopened.changeMasterKey(to: .keyring()) }
+            let history = try #require(try item.readAll())
+            #expect(history.count == KeyringMasterKeyItem.maximumKeys)
+            #expect(try lookupKeyItem(store.identifier)?.contains(first) == false)
+            try oldHeader.write(to: URL(fileURLWithPath: directory + "/s/keepsake.header"))
+            #expect(
+                thrown("opening the first header once its key was dropped") { () throws(KeepsakeError) in
+                    _ = try SodiumFileStore(directory: directory + "/s", key: .keyring())
+                }?.code == .wrongKey)
         }
 
         @Test("a missing item is notFound and a locked keyring is locked: no key is made, the store is not opened")

@@ -46,7 +46,8 @@ struct KeySetFileTests {
             let error = try #require(throws: KeepsakeError.self) { _ = try open(directory, "strangers.keys") }
             #expect(error.code == .wrongKey)
             #expect(error.store == store.uri)
-            #expect(error.message.contains("none of the 2 keys of the key file \(directory)/strangers.keys"), "\(error)")
+            #expect(
+                error.message.contains("none of the 2 keys of the key file \(directory)/strangers.keys"), "\(error)")
         }
     }
 

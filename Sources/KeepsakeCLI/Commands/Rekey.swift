@@ -35,7 +35,7 @@ extension Migrate {
                           \(CLI.name) rekey --store file:DIR --master-key file:KEY --data-key
                           \(CLI.name) rekey \\
                             --store "$DB&sealkey_file=new.key&sealkey_previous_file=old.key"
-                        Rekeying away from the keyring leaves the keyring's item as it is. $DB is a sealed table's postgresql:// URI, with its ?table=.
+                        Rekeying to the keyring (from it too) makes a new key and keeps the item's earlier keys after it: a rekey interrupted before the header was rewritten, or a copy of an older header, still opens. Rekeying away from the keyring leaves the keyring's item as it is. $DB is a sealed table's postgresql:// URI, with its ?table=.
                         """)
             }
         }
