@@ -182,7 +182,7 @@ let package = Package(
         .executableTarget(
             name: "custom-migrate",
             dependencies: [
-                "KeepsakeCLI", "Keepsake", "KeepsakeDefaults", "Migrations",
+                "KeepsakeCLI", "Keepsake", "KeepsakeDefaults", "KeepsakeSodium", "Migrations",
                 .product(name: "Logging", package: "swift-log")
             ],
             path: "Tests/CustomMigrate"),

@@ -55,6 +55,8 @@ public enum MigrateCommand {
     ///     would. Only steps that ask for a device identity use it.
     ///   - backends: Store kinds of the app's own, beside the standard `defaults:`, `file:`,
     ///     `keyring:` (`KeepsakeStores`): every command then takes their URIs too.
+    ///   - keySources: Master key sources of the app's own (``KeySourceKind``), beside the
+    ///     standard ones: every key option then takes `SCHEME:VALUE` for them too.
     ///   - arguments: The arguments to parse, without the command name; `nil` for the process's
     ///     own (`CommandLine.arguments.dropFirst()`).
     ///   - bootstrapsLogging: Whether to bootstrap `LoggingSystem` (see above).
@@ -64,26 +66,26 @@ public enum MigrateCommand {
     ///   store is opened.
     public static func main(
         chains: [AnyModelChain], commandName: String = "migrate", version: String? = nil,
-        appID: String = "org.keepsake.migrate", backends: [any StoreBackend] = [], arguments: [String]? = nil,
-        bootstrapsLogging: Bool = true
+        appID: String = "org.keepsake.migrate", backends: [any StoreBackend] = [],
+        keySources: [KeySourceKind] = [], arguments: [String]? = nil, bootstrapsLogging: Bool = true
     ) -> Never {
         main(
             chains: chains, commandName: commandName, version: version, appID: appID, backends: backends,
-            arguments: arguments, bootstrapsLogging: bootstrapsLogging, copyCheckpoint: nil)
+            keySources: keySources, arguments: arguments, bootstrapsLogging: bootstrapsLogging, copyCheckpoint: nil)
     }
 
-    /// ``main(chains:commandName:version:appID:backends:arguments:bootstrapsLogging:)``, with the
+    /// ``main(chains:commandName:version:appID:backends:keySources:arguments:bootstrapsLogging:)``, with the
     /// test executable's `copy` checkpoint (see ``TestHooks``).
     static func main(
         chains: [AnyModelChain], commandName: String, version: String?, appID: String,
-        backends: [any StoreBackend], arguments: [String]?, bootstrapsLogging: Bool,
-        copyCheckpoint: (@Sendable (StoreTransfer.Step) -> Void)?
+        backends: [any StoreBackend], keySources: [KeySourceKind] = [], arguments: [String]?,
+        bootstrapsLogging: Bool, copyCheckpoint: (@Sendable (StoreTransfer.Step) -> Void)?
     ) -> Never {
         let configuration: CLIConfiguration
         do throws(KeepsakeError) {
             configuration = try CLIConfiguration(
                 chains: chains, commandName: commandName, version: version,
-                appID: appID, backends: backends, copyCheckpoint: copyCheckpoint)
+                appID: appID, backends: backends, keySources: keySources, copyCheckpoint: copyCheckpoint)
         } catch {
             printError("error: \(error.message)")
             exit(ExitCode.failure.rawValue)

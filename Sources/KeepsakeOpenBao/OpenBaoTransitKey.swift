@@ -57,6 +57,40 @@ public struct OpenBaoTransitKey: MasterKeyProvider {
             configuration: OpenBaoConfiguration(parsing: uri, environment: environment), wrappedKeyFile: wrappedKeyFile)
     }
 
+    /// A key source on one URI that also names the wrapped key's file:
+    /// `openbao://HOST:PORT/MOUNT/KEYNAME?wrapped_key_file=PATH&…` — the form
+    /// `migrate --master-key transit:URI` takes.
+    ///
+    /// - Throws: `KeepsakeError.Code.invalidArgument` for a URI that does not parse, names no
+    ///   key, or has no `wrapped_key_file=` (or has it twice).
+    public init(
+        parsing uri: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(KeepsakeError) {
+        let parameter = "wrapped_key_file="
+        let (base, query) =
+            uri.firstIndex(of: "?").map { (String(uri[..<$0]), String(uri[uri.index(after: $0)...])) } ?? (uri, "")
+        var kept: [Substring] = []
+        var files: [String] = []
+        for pair in query.split(separator: "&") {
+            if pair.hasPrefix(parameter) {
+                let value = String(pair.dropFirst(parameter.count))
+                files.append(value.removingPercentEncoding ?? value)
+            } else {
+                kept.append(pair)
+            }
+        }
+        guard files.count == 1, let file = files.first, !file.isEmpty else {
+            throw KeepsakeError(
+                .invalidArgument,
+                files.isEmpty
+                    ? "a Transit key source names the file of its wrapped data key: add wrapped_key_file=PATH to \(base)"
+                    : "a Transit key source takes one wrapped_key_file=PATH")
+        }
+        try self.init(
+            parsing: kept.isEmpty ? base : base + "?" + kept.joined(separator: "&"), wrappedKeyFile: file,
+            environment: environment)
+    }
+
     /// The key's name.
     public var keyName: String { configuration.prefix }
 

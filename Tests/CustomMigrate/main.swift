@@ -1,6 +1,7 @@
 import Foundation
 import Keepsake
 import KeepsakeCLI
+import KeepsakeSodium
 import Logging
 import Migrations
 
@@ -64,6 +65,43 @@ let commandName = samples ? "migrate" : "custom-migrate"
 // wait for the test (HeldCommit.swift), for the tests of `run` racing another writer.
 let backends: [any StoreBackend] =
     environment["CUSTOM_MIGRATE_HOLD_COMMIT"].map { [HeldDefaultsBackend(resumePrefix: $0)] } ?? []
+// A master key source of the app's own: `--master-key hexenv:VAR`, 64 hex digits in VAR. With
+// CUSTOM_MIGRATE_TAKEN_KEY_SOURCE=1 it is registered as `file:` too, which must be refused.
+struct HexEnvironmentKey: MasterKeyProvider {
+    let variable: String
+    var description: String { "hex key in environment variable \(variable)" }
+
+    func masterKey(createIfAbsent: Bool) throws(KeepsakeError) -> SecureBytes {
+        let text = Array((environment[variable] ?? "").utf8)
+        func nibble(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+        }
+        var key: [UInt8] = []
+        for index in stride(from: 0, to: text.count - 1, by: 2) {
+            guard let high = nibble(text[index]), let low = nibble(text[index + 1]) else { break }
+            key.append(high << 4 | low)
+        }
+        guard text.count == 64, key.count == 32 else {
+            throw KeepsakeError(.invalidArgument, "\(description) does not hold 64 lowercase hex digits")
+        }
+        return SecureBytes(copying: key)
+    }
+}
+let hexEnvironment = KeySourceKind(scheme: "hexenv", valueName: "VAR", summary: "a hex key in the environment") {
+    value throws(KeepsakeError) in HexEnvironmentKey(variable: value)
+}
+let keySources =
+    environment["CUSTOM_MIGRATE_TAKEN_KEY_SOURCE"] == "1"
+    ? [
+        hexEnvironment,
+        KeySourceKind(scheme: "file", valueName: "PATH", summary: "taken") { value throws(KeepsakeError) in
+            HexEnvironmentKey(variable: value)
+        }
+    ] : [hexEnvironment]
 #if DEBUG
 if let pause = environment["CUSTOM_MIGRATE_COPY_PAUSE"] {
     let resume = environment["CUSTOM_MIGRATE_COPY_RESUME"]
@@ -74,4 +112,6 @@ if let pause = environment["CUSTOM_MIGRATE_COPY_PAUSE"] {
     }
 }
 #endif
-MigrateCommand.main(chains: chains, commandName: commandName, backends: backends, bootstrapsLogging: !ownLogging)
+MigrateCommand.main(
+    chains: chains, commandName: commandName, backends: backends, keySources: keySources,
+    bootstrapsLogging: !ownLogging)

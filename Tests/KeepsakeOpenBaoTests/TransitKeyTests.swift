@@ -122,6 +122,41 @@ extension OpenBaoServerTests {
             }
             #expect(noName.code == .invalidArgument)
         }
+
+        @Test(
+            "migrate --master-key transit:URI creates, writes, reads and rotates a file store keyed by Transit; a URI without wrapped_key_file= is a usage error"
+        )
+        func cli() throws {
+            let server = try SharedServer.get()
+            let (directory, transit) = try setUp(server)
+            let key =
+                "transit:openbao://127.0.0.1:\(server.port)/transit/records?cacert=\(server.caFile)&role_id_file=\(server.roleIDFile)&secret_id_file=\(server.secretIDFile)&wrapped_key_file=\(transit.wrappedKeyFile)"
+            let store = "file:" + directory + "/records"
+            let created = try migrateBinary.run(["init", "--store", store, "--master-key", key])
+            #expect(created.status == 0, "\(created.stderr)")
+            #expect(try String(contentsOfFile: transit.wrappedKeyFile, encoding: .utf8).hasPrefix("vault:v"))
+            let put = try migrateBinary.run(
+                ["put", "person", "--store", store, "--master-key", key], stdin: #"{"name":"Ada","age":"36"}"#)
+            #expect(put.status == 0, "\(put.stderr)")
+            let run = try migrateBinary.run(["run", "--store", store, "--master-key", key, "--json"])
+            #expect(try totals(run.stdout)["migrated"] == 1, "\(run.stdout)\(run.stderr)")
+            let rotate = try migrateBinary.run(["rekey", "--store", store, "--master-key", key, "--data-key", "--json"])
+            #expect(rotate.status == 0, "\(rotate.stderr)")
+            // The library opens what the CLI wrote, with the same Transit key and wrapped file.
+            let opened = try SodiumFileStore(directory: directory + "/records", key: .provider(transit))
+            let record = try #require(try opened.data(forKey: "person"))
+            #expect(String(decoding: record, as: UTF8.self).contains(#""alias":"Ada""#), "migrated to v3")
+            #expect(opened.writtenKeyID == "generation 2")
+
+            let withoutFile = try migrateBinary.run([
+                "status", "--store", store, "--master-key",
+                "transit:openbao://127.0.0.1:\(server.port)/transit/records?cacert=\(server.caFile)"
+            ])
+            #expect(withoutFile.status == 64, "\(withoutFile.stderr)")
+            #expect(withoutFile.stderr.contains("wrapped_key_file=PATH"), "\(withoutFile.stderr)")
+            let unknown = try migrateBinary.run(["status", "--store", store, "--master-key", "vault-transit:x"])
+            #expect(unknown.status == 64 && unknown.stderr.contains("transit:URI"), "\(unknown.stderr)")
+        }
     }
 }
 

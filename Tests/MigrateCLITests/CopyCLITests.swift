@@ -154,7 +154,7 @@ struct CopyCLITests {
         #expect(noKey.status == 64)
         #expect(
             noKey.stderr.contains(
-                "needs its master key: give --to-master-key file:PATH, passphrase-file:PATH, passphrase-env:VAR, ask or keyring"
+                "needs its master key: give --to-master-key file:PATH, passphrase-file:PATH, passphrase-env:VAR, ask, transit:URI or keyring"
             ), "\(noKey.stderr)")
         let same = try copy(["--from", suite.store, "--to", suite.store, "theme"])
         #expect(same.status == 64)

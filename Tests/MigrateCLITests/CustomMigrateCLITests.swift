@@ -162,4 +162,37 @@ struct CustomMigrateCLITests {
         #expect(result.stdout == "")
         #expect(suite.contents == #"{"note": {"text":"hi"}}"#)
     }
+
+    @Test(
+        "a master key source of the app's own (hexenv:VAR) opens a file: store; its help lists it; a taken scheme is refused at start"
+    )
+    func keySourceOfItsOwn() throws {
+        let directory = FileManager.default.temporaryDirectory.path + "/keepsake-hexenv-" + UUID().uuidString.prefix(8)
+        defer { _ = try? FileManager.default.removeItem(atPath: directory) }  // cleanup only
+        let store = "file:" + directory + "/notes"
+        let key = String(repeating: "ab", count: 32)
+        let environment = ["NOTES_KEY": key, "OTHER_KEY": String(repeating: "cd", count: 32)]
+        let created = try customMigrate(
+            ["init", "--store", store, "--master-key", "hexenv:NOTES_KEY"], environment: environment)
+        #expect(created.status == 0, "\(created.stderr)")
+        let put = try customMigrate(
+            ["put", "note", "--store", store, "--master-key", "hexenv:NOTES_KEY"], stdin: #"{"text":"hi"}"#,
+            environment: environment)
+        #expect(put.status == 0, "\(put.stderr)")
+        let get = try customMigrate(
+            ["get", "note", "--store", store, "--master-key", "hexenv:NOTES_KEY"], environment: environment)
+        #expect(get.status == 0 && get.stdout.contains("hi"), "\(get.stdout)\(get.stderr)")
+        let wrong = try customMigrate(
+            ["get", "note", "--store", store, "--master-key", "hexenv:OTHER_KEY"], environment: environment)
+        #expect(wrong.status == 71, "\(wrong.stderr)")
+        #expect(wrong.stderr.contains("hex key in environment variable OTHER_KEY"), "\(wrong.stderr)")
+
+        let help = try customMigrate(["status", "--help"])
+        #expect(help.stdout.contains("hexenv:VAR"), "\(help.stdout)")
+        #expect(!help.stdout.contains("transit:"), "the stock migrate's own source is not the app's")
+        let taken = try customMigrate(
+            ["status", "--store", store], environment: ["CUSTOM_MIGRATE_TAKEN_KEY_SOURCE": "1"])
+        #expect(taken.status == 1)
+        #expect(taken.stderr.contains("'file:'") && taken.stderr.contains("taken"), "\(taken.stderr)")
+    }
 }

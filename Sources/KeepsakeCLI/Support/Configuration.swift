@@ -8,7 +8,7 @@ import Synchronization
 /// What one run of the command knows: its name, version, model chains, app id and store
 /// backends, and — once the command line is parsed — how it prints.
 ///
-/// ``MigrateCommand/main(chains:commandName:version:appID:backends:arguments:bootstrapsLogging:)``
+/// ``MigrateCommand/main(chains:commandName:version:appID:backends:keySources:arguments:bootstrapsLogging:)``
 /// binds it with ``current`` around parsing and running. ArgumentParser reads a command's
 /// `configuration` (its name, its help) statically, with no way to pass a value in: a task-local
 /// value reaches it there while staying scoped to the run, where a process-wide variable would
@@ -21,6 +21,8 @@ struct CLIConfiguration: Sendable {
     let appID: String
     /// The store kinds `--store`, `--from` and `--to` name: the standard ones and the app's own.
     let backends: StoreBackends
+    /// The master key sources of the app's own (`--master-key SCHEME:VALUE`).
+    let keySources: [KeySourceKind]
     /// What `copy` calls after each step of its transfer (tests only; see ``TestHooks``).
     let copyCheckpoint: (@Sendable (StoreTransfer.Step) -> Void)?
     /// Each command's `CommandConfiguration`, built once per run (see ``commandConfiguration(of:_:)``).
@@ -39,7 +41,8 @@ struct CLIConfiguration: Sendable {
     ///   (the ``Migrator`` cannot tell their records apart), or a backend's scheme is taken.
     init(
         chains: [AnyModelChain], commandName: String, version: String?, appID: String,
-        backends: [any StoreBackend] = [], copyCheckpoint: (@Sendable (StoreTransfer.Step) -> Void)? = nil
+        backends: [any StoreBackend] = [], keySources: [KeySourceKind] = [],
+        copyCheckpoint: (@Sendable (StoreTransfer.Step) -> Void)? = nil
     ) throws(KeepsakeError) {
         guard !commandName.isEmpty, !commandName.contains(where: \.isWhitespace) else {
             throw KeepsakeError(
@@ -60,6 +63,16 @@ struct CLIConfiguration: Sendable {
         self.version = version
         self.appID = appID
         self.backends = try StoreBackends.standard.adding(contentsOf: backends)
+        var schemes = KeySourceKind.reserved
+        for kind in keySources {
+            guard !kind.scheme.isEmpty, !kind.scheme.contains(":"), schemes.insert(kind.scheme).inserted else {
+                throw KeepsakeError(
+                    .invalidArgument,
+                    "\(commandName) was given a master key source '\(kind.scheme):' that is empty, holds a colon or is taken"
+                )
+            }
+        }
+        self.keySources = keySources
         self.copyCheckpoint = copyCheckpoint
     }
 
@@ -71,6 +84,7 @@ struct CLIConfiguration: Sendable {
         version = nil
         appID = "org.keepsake.migrate"
         backends = .standard
+        keySources = []
         copyCheckpoint = nil
     }
 
@@ -120,6 +134,8 @@ enum CLI {
     static var appID: String { CLIConfiguration.current.appID }
     /// The store kinds this command knows.
     static var backends: StoreBackends { CLIConfiguration.current.backends }
+    /// The master key sources of the app's own.
+    static var keySources: [KeySourceKind] { CLIConfiguration.current.keySources }
     /// Whether output is JSON (`--json`).
     static var json: Bool { CLIConfiguration.current.json }
     /// Whether `--quiet` was given.

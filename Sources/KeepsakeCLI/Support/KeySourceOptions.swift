@@ -65,9 +65,15 @@ enum KeySource: Equatable, Sendable {
     case passphraseEnv(String)
     case ask
     case keyring
+    /// A source of the app's own (``KeySourceKind``): its scheme and the value after the colon.
+    case other(scheme: String, value: String)
 
-    /// The forms, for help and messages.
-    static let forms = "file:PATH, passphrase-file:PATH, passphrase-env:VAR, ask or keyring"
+    /// The forms, for help and messages: the standard ones and the app's own.
+    static var forms: String {
+        let own = CLI.keySources.map { "\($0.scheme):\($0.valueName)" }
+        return (["file:PATH", "passphrase-file:PATH", "passphrase-env:VAR", "ask"] + own).joined(separator: ", ")
+            + " or keyring"
+    }
 
     /// Reads `file:PATH`, `passphrase-file:PATH`, `passphrase-env:VAR`, `ask` or `keyring`.
     ///
@@ -89,6 +95,8 @@ enum KeySource: Equatable, Sendable {
         case "file": self = .keyFile(value)
         case "passphrase-file": self = .passphraseFile(value)
         case "passphrase-env": self = .passphraseEnv(value)
+        case let scheme where CLI.keySources.contains { $0.scheme == scheme }:
+            self = .other(scheme: String(scheme), value: value)
         default: throw usageError("a key source is \(Self.forms)")
         }
     }
@@ -154,6 +162,11 @@ struct KeyOptions<Role: StoreRole>: ParsableArguments {
         switch source {
         case .keyring:
             return .keyring(timeout: keyringTimeout)
+        case let .other(scheme, value):
+            guard let kind = CLI.keySources.first(where: { $0.scheme == scheme }) else {
+                throw usageError("a key source is \(KeySource.forms)")
+            }
+            return .provider(try kind.make(value))
         case let .keyFile(path):
             return .keyFile(path: path)
         case let .passphraseFile(path):
