@@ -157,12 +157,6 @@ struct DataKeyRotationTests {
 
     /// Runs `body` on a thread of its own and awaits it: the test's waits block that thread,
     /// never one of the few threads Swift concurrency shares among the tests that run meanwhile.
-    private func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
-    }
-
     @Test("Three writer instances and a reader while a fourth rotates: no write lost, no read fails")
     func concurrentWritersAndReader() async throws {
         let records = 200

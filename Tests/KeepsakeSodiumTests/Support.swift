@@ -144,3 +144,11 @@ func writeKeyFile(_ bytes: [UInt8], to path: String) throws {
     try writeBytes(bytes, to: path)
     guard chmod(path, 0o600) == 0 else { throw TestFailure("chmod \(path): errno \(errno)") }
 }
+
+/// Runs `body` on a thread of its own and waits for it without blocking a cooperative thread:
+/// for tests whose threads block (locks, waits), so that Swift Testing's pool is not starved.
+func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
