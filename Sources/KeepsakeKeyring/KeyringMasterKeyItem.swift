@@ -103,19 +103,8 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
     /// - Important: If this throws, the item holds its earlier keys, or `key` before them (after
     ///   a `.timeout`): the earlier keys are never lost.
     public func replaceKey(with key: [UInt8]) throws(KeepsakeError) -> [[UInt8]] {
-        guard key.count == Self.keyBytes else {
-            throw KeepsakeError(.invalidArgument, "a master key is \(Self.keyBytes) bytes, not \(key.count)")
-        }
-        let deadline = ContinuousClock.now + timeout
-        var found = try KeyringWriteLock.holding(
-            service: "\u{0}master-key:" + storeID, until: deadline, store: description, key: nil
-        ) { () throws(KeepsakeError) -> Found? in
-            let remaining = ContinuousClock.now.duration(to: deadline)
-            guard remaining > .zero else {
-                throw KeepsakeError(
-                    .lockTimeout,
-                    "\(description): the keyring write lock was taken only at the call's deadline; nothing was written")
-            }
+        var found = try underWriteLock(key) { (remaining) throws(KeepsakeError) -> Found? in
+            let deadline = ContinuousClock.now + remaining
             var existing = try converse(within: remaining) { call throws(LibsecretFailure) in try find(in: call) }
             defer { Self.wipe(&existing) }
             guard let path = existing?.path else { return try storeIfAbsent(key, within: remaining) }
@@ -160,14 +149,28 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
     /// - Important: An existing key is never replaced. If this throws after a `.timeout`, the
     ///   item may have been created; a later ``read()`` finds it.
     public func storeIfAbsent(_ key: [UInt8]) throws(KeepsakeError) -> [UInt8] {
+        var found = try underWriteLock(key) { (remaining) throws(KeepsakeError) -> Found? in
+            try storeIfAbsent(key, within: remaining)
+        }
+        defer { Self.wipe(&found) }
+        guard let stored = found else {
+            throw KeepsakeError(.verificationFailed, "\(description): the item was created but cannot be found again")
+        }
+        return try decode(stored)[0]
+    }
+
+    /// Checks that `key` is a key, then runs `body` with the time left under the keyring write
+    /// lock named for this store id: two processes creating or replacing the key at once must
+    /// not each write one (see `KeyringStore`, "Writes"; a name no keyring service can have:
+    /// services hold no NUL).
+    private func underWriteLock(
+        _ key: [UInt8], _ body: (_ remaining: Duration) throws(KeepsakeError) -> Found?
+    ) throws(KeepsakeError) -> Found? {
         guard key.count == Self.keyBytes else {
             throw KeepsakeError(.invalidArgument, "a master key is \(Self.keyBytes) bytes, not \(key.count)")
         }
-        // Two processes opening a new store at once must not each create a key: the check and
-        // the create run under the keyring write lock (see `KeyringStore`, "Writes"), named for
-        // this store id (a name no keyring service can have: services hold no NUL).
         let deadline = ContinuousClock.now + timeout
-        var found = try KeyringWriteLock.holding(
+        return try KeyringWriteLock.holding(
             service: "\u{0}master-key:" + storeID, until: deadline, store: description, key: nil
         ) { () throws(KeepsakeError) -> Found? in
             let remaining = ContinuousClock.now.duration(to: deadline)
@@ -176,13 +179,8 @@ public struct KeyringMasterKeyItem: Sendable, CustomStringConvertible {
                     .lockTimeout,
                     "\(description): the keyring write lock was taken only at the call's deadline; nothing was written")
             }
-            return try storeIfAbsent(key, within: remaining)
+            return try body(remaining)
         }
-        defer { Self.wipe(&found) }
-        guard let stored = found else {
-            throw KeepsakeError(.verificationFailed, "\(description): the item was created but cannot be found again")
-        }
-        return try decode(stored)[0]
     }
 
     private func storeIfAbsent(_ key: [UInt8], within remaining: Duration) throws(KeepsakeError) -> Found? {
