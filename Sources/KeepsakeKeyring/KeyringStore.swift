@@ -110,19 +110,40 @@ public struct KeyringStore: RecordStore {
     /// The connection and session shared by this store and its copies.
     private let channel = LibsecretChannel()
 
-    /// For tests only: applied to what a write reads back before it is compared with what was
-    /// written, to act as a provider that rewrites secrets (gnome-keyring never does).
+    #if DEBUG
+    /// For tests only (debug builds): applied to what a write reads back before it is compared
+    /// with what was written, to act as a provider that rewrites secrets (gnome-keyring never does).
     var readBackTransform: (@Sendable (Data) -> Data)?
 
-    /// For tests only: called with an item's path when its secret arrives with its properties;
+    /// For tests only (debug builds): called with an item's path when its secret arrives with its properties;
     /// `true` treats that answer as holding no secret, to act as a provider that sometimes
     /// answers without one (gnome-keyring leaves out the secrets of locked items).
     var dropsSecretFromAnswer: (@Sendable (String) -> Bool)?
 
-    /// For tests only: called with an item's path when its secret is taken from an answer;
+    /// For tests only (debug builds): called with an item's path when its secret is taken from an answer;
     /// `true` treats the secret as one this session's key cannot decrypt, as on a KWallet
     /// session whose key the provider derived differently (``LibsecretCall/undecodable(_:)``).
     var undecodableSecret: (@Sendable (String) -> Bool)?
+    #endif
+
+    /// `back` as the tests' `readBackTransform` changes it; `back` itself in release builds.
+    private func hooked(readBack back: Data) -> Data {
+        #if DEBUG
+        return readBackTransform.map { $0(back) } ?? back
+        #else
+        return back
+        #endif
+    }
+
+    /// Whether the tests' hooks make `path`'s secret undecodable (`undecodable`) or absent
+    /// from an answer (`dropped`); neither in release builds.
+    private func hooked(secretOf path: String) -> (undecodable: Bool, dropped: Bool) {
+        #if DEBUG
+        return (undecodableSecret?(path) == true, dropsSecretFromAnswer?(path) == true)
+        #else
+        return (false, false)
+        #endif
+    }
 
     /// `keyring:<service>`.
     public var uri: String { "keyring:\(service)" }
@@ -542,7 +563,7 @@ public struct KeyringStore: RecordStore {
         do throws(LibsecretFailure) {
             switch sentWithWrite {
             case let .success(back)?:
-                first = readBackTransform.map { $0(back) } ?? back
+                first = hooked(readBack: back)
             case let .failure(error)? where error.kind == .timedOut || error.isStaleLink || error.isVanishedObject:
                 throw error
             case .failure?, nil:
@@ -614,7 +635,7 @@ public struct KeyringStore: RecordStore {
 
     private func readBackOnce(at path: String, in call: LibsecretCall) throws(LibsecretFailure) -> Data {
         let back = try call.readSecret(at: path)
-        return readBackTransform.map { $0(back) } ?? back
+        return hooked(readBack: back)
     }
 
     /// How `back` differs from `written`, naming the provider.
@@ -801,8 +822,9 @@ public struct KeyringStore: RecordStore {
     /// - Throws: `.locked` when the provider says the item is locked; a stale-link failure when
     ///   the secret cannot be decrypted with the session (the call then runs again on a new one).
     private func secret(of item: LibsecretItem, in call: LibsecretCall) throws(LibsecretFailure) -> Data {
-        if undecodableSecret?(item.path) == true { throw LibsecretCall.undecodable(item.path) }
-        if let data = item.secret, dropsSecretFromAnswer?(item.path) != true { return data }
+        let hooks = hooked(secretOf: item.path)
+        if hooks.undecodable { throw LibsecretCall.undecodable(item.path) }
+        if let data = item.secret, !hooks.dropped { return data }
         Log.keyring.debug("no secret in the answer for \(item.path); asking again")
         return try call.readSecret(at: item.path)
     }

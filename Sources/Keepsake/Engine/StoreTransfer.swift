@@ -64,7 +64,7 @@ public struct StoreTransfer: Sendable {
         /// fails); without it such a key is refused and nothing is written.
         public var overwrite: Bool
         /// How long a move waits for another move from the same source to finish (see
-        /// ``run(_:options:checkpoint:)``) before it gives up with
+        /// ``run(_:options:)``) before it gives up with
         /// ``KeepsakeError/Code/lockTimeout``, having copied nothing.
         public var lockTimeout: Duration
         /// Let records leave a store that encrypts them (``StoreCapabilities/encryptedAtRest``:
@@ -114,7 +114,7 @@ public struct StoreTransfer: Sendable {
     public let patternModels: [KeyPattern: String]
 
     /// A transfer from `source` to `destination`; nothing is read until ``plan(_:options:)`` or
-    /// ``run(_:options:checkpoint:)``.
+    /// ``run(_:options:)``.
     ///
     /// - Parameters:
     ///   - source: Where the records are.
@@ -138,7 +138,7 @@ public struct StoreTransfer: Sendable {
         precondition(Set(chains.map(\.name)).count == chains.count, "StoreTransfer: two chains share a name")
     }
 
-    /// What ``run(_:options:checkpoint:)`` would do, found by doing its first step: every
+    /// What ``run(_:options:)`` would do, found by doing its first step: every
     /// record is read, migrated in memory if asked, and checked against the destination.
     ///
     /// - Returns: ``TransferReport/Outcome/planned`` with every record ``TransferRecord/State/planned``,
@@ -173,8 +173,6 @@ public struct StoreTransfer: Sendable {
     /// - Parameters:
     ///   - selection: Which records.
     ///   - options: Move, migrate, overwrite.
-    ///   - checkpoint: Called after each step that completed (tests use it to stop a process
-    ///     between steps).
     /// - Returns: The per-record report. Failures of records are reported there, not thrown:
     ///   ``TransferReport/succeeded`` says whether everything was done.
     /// - Throws: Only before anything is written: ``KeepsakeError/Code/invalidArgument`` when
@@ -186,8 +184,14 @@ public struct StoreTransfer: Sendable {
     ///   destination or both. When it throws, or returns anything but
     ///   ``TransferReport/Outcome/completed`` or ``TransferReport/Outcome/incomplete``, the
     ///   source was not touched and the destination holds exactly what it held before.
-    public func run(
-        _ selection: Selection, options: Options = Options(), checkpoint: (@Sendable (Step) -> Void)? = nil
+    public func run(_ selection: Selection, options: Options = Options()) throws(KeepsakeError) -> TransferReport {
+        try run(selection, options: options, checkpoint: nil)
+    }
+
+    /// ``run(_:options:)``, calling `checkpoint` after each step that completed: for tests (and
+    /// the test build of `migrate copy`), which stop a process between two steps. Not public.
+    package func run(
+        _ selection: Selection, options: Options, checkpoint: (@Sendable (Step) -> Void)?
     ) throws(KeepsakeError) -> TransferReport {
         // A move holds its source's lock from before the first read to after the last removal.
         let moveLock = options.move ? try Self.lockSource(source, timeout: options.lockTimeout) : nil
@@ -495,7 +499,7 @@ public struct StoreTransfer: Sendable {
         return prepared
     }
 
-    /// Takes the lock every move from `store` holds (see ``run(_:options:checkpoint:)``): named by
+    /// Takes the lock every move from `store` holds (see ``run(_:options:)``): named by
     /// the store's ``RecordStore/identity``, so that every path to one store takes one lock.
     ///
     /// - Throws: ``KeepsakeError/Code/lockTimeout`` after `timeout`; the lock directory's or

@@ -55,11 +55,21 @@ public protocol ObservableStore: RecordStore {
 }
 
 /// Counts the watches that are open in this process, so that tests can check that cancelling
-/// releases every one.
+/// releases every one. Debug builds count; in release builds the calls do nothing.
 package enum WatchCount {
+    #if DEBUG
     private static let count = Mutex(0)
     /// Watches open now.
     package static var open: Int { count.withLock { $0 } }
-    package static func opened() { count.withLock { $0 += 1 } }
-    package static func closed() { count.withLock { $0 -= 1 } }
+    #endif
+    package static func opened() {
+        #if DEBUG
+        count.withLock { $0 += 1 }
+        #endif
+    }
+    package static func closed() {
+        #if DEBUG
+        count.withLock { $0 -= 1 }
+        #endif
+    }
 }

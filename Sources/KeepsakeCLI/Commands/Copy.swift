@@ -117,10 +117,15 @@ extension Migrate {
             let options = StoreTransfer.Options(
                 move: move, migrate: migrate, overwrite: overwrite,
                 lockTimeout: try timeoutDuration(lockTimeout, option: "--lock-timeout"), allowPlaintext: allowPlaintext)
+            #if DEBUG
+            let checkpoint = CLIConfiguration.current.copyCheckpoint  // the test build's pause points
+            #else
+            let checkpoint: (@Sendable (StoreTransfer.Step) -> Void)? = nil
+            #endif
             let report =
                 dryRun
                 ? try transfer.plan(selection, options: options)
-                : try transfer.run(selection, options: options, checkpoint: CLIConfiguration.current.copyCheckpoint)
+                : try transfer.run(selection, options: options, checkpoint: checkpoint)
             let code = Self.exitCode(for: report)
             if output.json {
                 printJSON(report.json(dryRun: dryRun, exitCode: code))

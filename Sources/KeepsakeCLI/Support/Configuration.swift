@@ -23,8 +23,10 @@ struct CLIConfiguration: Sendable {
     let backends: StoreBackends
     /// The master key sources of the app's own (`--master-key SCHEME:VALUE`).
     let keySources: [KeySourceKind]
-    /// What `copy` calls after each step of its transfer (tests only; see ``TestHooks``).
+    #if DEBUG
+    /// What `copy` calls after each step of its transfer (tests only, debug builds; see ``TestHooks``).
     let copyCheckpoint: (@Sendable (StoreTransfer.Step) -> Void)?
+    #endif
     /// Each command's `CommandConfiguration`, built once per run (see ``commandConfiguration(of:_:)``).
     private let commandConfigurations = CommandConfigurations()
     /// Whether `--json` was given: failures are then also printed as one JSON object on
@@ -73,7 +75,9 @@ struct CLIConfiguration: Sendable {
             }
         }
         self.keySources = keySources
+        #if DEBUG
         self.copyCheckpoint = copyCheckpoint
+        #endif
     }
 
     /// What the commands see when nothing is bound: the name `migrate`, no chains, the
@@ -85,7 +89,9 @@ struct CLIConfiguration: Sendable {
         appID = "org.keepsake.migrate"
         backends = .standard
         keySources = []
+        #if DEBUG
         copyCheckpoint = nil
+        #endif
     }
 
     /// The configuration of the run on this task; the stock `migrate` with no chains outside one.
