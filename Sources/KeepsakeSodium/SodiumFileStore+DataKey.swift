@@ -98,10 +98,10 @@ extension SodiumFileStore: ResealableStore {
             start += batch.count
             progress?(ResealProgress(done: start, total: names.count))
         }
-        let retired = try retireOldGenerations()
+        let (retired, census) = try retireOldGenerations()
         return ResealReport(
             resealed: resealed, changedMeanwhile: 0, unreadable: unreadable, unreadableKeys: unreadableNames,
-            retired: retired, census: try keyCensus())
+            retired: retired, census: census)
     }
 
     /// One batch of ``reseal(batchSize:progress:)`` under the writer lock: how many files were
@@ -140,19 +140,22 @@ extension SodiumFileStore: ResealableStore {
     }
 
     /// Under the lock: when every record file is under the primary generation, the header
-    /// rewritten with the primary data key only. Returns the retired generations' ids.
-    private func retireOldGenerations() throws(KeepsakeError) -> [String] {
+    /// rewritten with the primary data key only. Returns the retired generations' ids, and the
+    /// census taken under the lock (the same after a retirement: every record is under the
+    /// primary, which stays).
+    private func retireOldGenerations() throws(KeepsakeError) -> (retired: [String], census: KeyCensus) {
         let lock = try Self.acquireLock(lockPath, timeout: lockTimeout, uri: uri)
         defer { lock.unlock() }
         let (header, master, keys) = try verifiedHeader()
-        guard keys.generations.count > 1, try census(keys: keys).outstanding == 0 else { return [] }
+        let counted = try census(keys: keys)
+        guard keys.generations.count > 1, counted.outstanding == 0 else { return ([], counted) }
         let kept = keys.primaryOnly()
         try writeHeader(
             header.rewrapping(kept, master: master, wrapNonce: random.bytes(Sodium.aeadNonceBytes)),
             keys: kept, failure: "cannot write the header without the old data keys; they are kept for now")
         let retired = keys.generations.dropLast().map { Self.keyID($0.number) }
         Log.sodium.info("old data keys retired", metadata: ["store": "\(uri)", "retired": "\(retired)"])
-        return retired
+        return (retired, counted)
     }
 
     /// The header on disk, unwrapped with this store's master key (not only checked by
