@@ -88,7 +88,7 @@ public struct KeyringMasterKey: MasterKeyProvider {
     }
 
     /// A new random key, put first in the store's item with the earlier keys kept after it
-    /// (``KeyringMasterKeyItem/replaceKey(with:)``): a rekey to the keyring always makes a new
+    /// (`KeyringMasterKeyItem.replaceKey(with:)` in KeepsakeKeyring): a rekey to the keyring always makes a new
     /// key, and one interrupted before the header is rewritten still opens with the old.
     ///
     /// - Throws: `.locked`, `.unavailable`, `.timeout`, `.lockTimeout`, `.io` from the keyring;
