@@ -21,27 +21,53 @@ public enum RecordUpdate<Latest: ModelVersion>: Sendable {
         return nil
     }
 
+}
+
+extension RecordUpdate: ObservedLook {
     /// What tells two successive updates apart: equal fingerprints are the same update.
-    fileprivate var fingerprint: String {
+    package var fingerprint: [UInt8] {
+        var fingerprint = Fingerprint()
         switch self {
         case let .record(record):
+            fingerprint.add("record")
+            // The stored version counts: a migration written back is a change an observer sees.
+            fingerprint.add(String(record.storedVersion))
             do {
-                // The stored version counts: a migration written back is a change an observer sees.
-                return "r\(record.storedVersion):"
-                    + String(decoding: try CanonicalJSON.encode(record.value), as: UTF8.self)
+                fingerprint.add(try CanonicalJSON.encode(record.value))
             } catch {
                 // A value that cannot be encoded is never taken for the one before it.
-                return "r?\(UUID())"
+                fingerprint.add(UUID().uuidString)
             }
-        case .absent: return "a"
-        case let .unreadable(error): return "u\(error.code):\(error.message)"
-        case .locked: return Self.lockedFingerprint
-        case let .failed(error): return "f\(error.code)"
+        case .absent: fingerprint.add("absent")
+        case let .unreadable(error):
+            fingerprint.add("unreadable")
+            fingerprint.add(error.code.rawValue)
+            fingerprint.add(error.message)
+        case .locked: fingerprint.add("locked")
+        case let .failed(error):
+            fingerprint.add("failed")
+            fingerprint.add(error.code.rawValue)
         }
+        return fingerprint.bytes
     }
 
-    /// The fingerprint of ``locked(_:)``.
-    fileprivate static var lockedFingerprint: String { "l" }
+    package var observedKind: ObservedKind {
+        switch self {
+        case .absent: .absent
+        case .locked: .locked
+        case let .failed(error) where error.code == .timeout: .timedOut
+        case .record, .unreadable, .failed: .other
+        }
+    }
+}
+
+/// One record's update in a watch over every key a ``KeyPattern`` matches
+/// (``Vault/updates(of:matching:)``).
+public struct KeyedRecordUpdate<Latest: ModelVersion>: Sendable {
+    /// The record's key; the pattern's text (`tenant-*`) for a listing of the store that failed.
+    public let key: String
+    /// What the record is now.
+    public let update: RecordUpdate<Latest>
 }
 
 extension Vault {
@@ -53,7 +79,7 @@ extension Vault {
     /// `updates(for:)` reports it absent: a provider may say it is unlocked a moment before it
     /// shows its items again (KeePassXC adds them back one by one as its database opens), and
     /// an unlock is not a deletion.
-    static let unlockSettle: Duration = .seconds(2)
+    package static let unlockSettle: Duration = .seconds(2)
 
     /// How many times an observation reads a record again after a read that timed out, before it
     /// reports the timeout (after 0.1, 0.2 and 0.3 s).
@@ -102,81 +128,45 @@ extension Vault {
     public func updates<Latest>(
         of chain: ModelChain<Latest>, forKey key: String? = nil
     ) -> AsyncStream<RecordUpdate<Latest>> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: RecordUpdate<Latest>.self, bufferingPolicy: .bufferingNewest(64))
         let name: String
         do throws(KeepsakeError) {
             name = try resolve(key, chain)
         } catch {
+            let (stream, continuation) = AsyncStream.makeStream(of: RecordUpdate<Latest>.self)
             continuation.yield(.failed(error))
             continuation.finish()
             return stream
         }
+        return observation(of: chain).key(name)
+    }
+
+    /// Every record of `chain` whose key `pattern` matches, now, then each one any writer
+    /// adds, changes or removes, for as long as the sequence is consumed.
+    ///
+    /// ```swift
+    /// for await change in vault.updates(of: Tenant.chain, matching: "tenant-*") {
+    ///     if let settings = change.update.value { apply(settings, tenant: change.key) }
+    /// }
+    /// ```
+    ///
+    /// Each key behaves as in `updates(for:)`: read again on each hint, migrated in memory,
+    /// yielded only when it differs from what was yielded for that key before. The first
+    /// elements are the records stored now (in key order; a key with nothing stored yields
+    /// nothing); a record removed later is yielded once as ``RecordUpdate/absent``. A listing of
+    /// the store that fails — locked, unreachable — is yielded once under the pattern's text as
+    /// its key, and once the store can be listed again every record is yielded again.
+    public func updates<Latest>(
+        of chain: ModelChain<Latest>, matching pattern: KeyPattern
+    ) -> AsyncStream<KeyedRecordUpdate<Latest>> {
+        observation(of: chain).pattern(pattern) { KeyedRecordUpdate(key: $0, update: $1) }
+    }
+
+    /// The observation loop, looking at keys with `chain`.
+    private func observation<Latest>(of chain: ModelChain<Latest>) -> Observation<RecordUpdate<Latest>> {
         let vault = self
-        // At the caller's priority: a watcher below it would wait behind every busier task.
-        let task = Task(priority: Task.currentPriority) {
-            var last: String?
-            func refresh() async {
-                var update = await vault.currentUpdate(of: chain, key: name)
-                // A read that timed out says how the call went, not what the store holds (a bus
-                // flooded with hints, a busy server): read again before reporting it.
-                var retries = 0
-                while case let .failed(error) = update, error.code == .timeout, retries < Vault.timeoutRereads {
-                    retries += 1
-                    do {
-                        try await Task.sleep(for: .milliseconds(100 * retries))
-                    } catch {
-                        return  // cancelled
-                    }
-                    update = await vault.currentUpdate(of: chain, key: name)
-                }
-                if case .absent = update, last == RecordUpdate<Latest>.lockedFingerprint {
-                    // Just unlocked: absent only if it stays absent (see `unlockSettle`).
-                    let deadline = ContinuousClock.now + Vault.unlockSettle
-                    while case .absent = update, ContinuousClock.now < deadline {
-                        do {
-                            try await Task.sleep(for: .milliseconds(50))
-                        } catch {
-                            return  // cancelled
-                        }
-                        update = await vault.currentUpdate(of: chain, key: name)
-                    }
-                }
-                guard update.fingerprint != last else { return }
-                last = update.fingerprint
-                continuation.yield(update)
-            }
-            // Watch first, then read: a change between the two is not missed.
-            var changes: StoreChanges?
-            if let observable = vault.store as? any ObservableStore {
-                do throws(KeepsakeError) {
-                    changes = try observable.changes()
-                } catch {
-                    continuation.yield(.failed(error))
-                    last = "f\(error.code)"
-                }
-            }
-            await refresh()
-            if let changes {
-                // Coalesced: a flood of hints costs a read in flight and one after it.
-                for await _ in changes.wakeUps(forKey: name) {
-                    if Task.isCancelled { break }
-                    await refresh()
-                }
-            } else {
-                while !Task.isCancelled {
-                    do {
-                        try await Task.sleep(for: Vault.updatesPollInterval)
-                    } catch {
-                        break  // cancelled
-                    }
-                    await refresh()
-                }
-            }
-            continuation.finish()
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
+        return Observation(
+            store: store, look: { await vault.currentUpdate(of: chain, key: $0) },
+            failure: { $0.code == .locked ? .locked($0) : .failed($0) })
     }
 
     /// The record as it is now, read off the cooperative pool and decoded without writing.

@@ -3,7 +3,6 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Keepsake
-import Synchronization
 
 extension Migrate {
     struct Watch: MigratorCommand {
@@ -54,14 +53,28 @@ extension Migrate {
             } catch {
                 throw usageError(error.message)
             }
+            let observation = Observation(
+                store: migrator.store, look: { key in await Blocking.run { State(migrator: migrator, key: key) } },
+                failure: State.init(error:))
             let done = DispatchSemaphore(value: 0)
-            let limit = count
+            let limit = count ?? Int.max
             let key = key
             let task = Task.detached {
+                // The library's observation loop, as Vault.updates runs it: this prints what it yields.
+                var printed = 0
+                func show(_ state: State, key: String) -> Bool {
+                    printer.print(state, key: key)
+                    printed += 1
+                    return printed >= limit
+                }
                 if let pattern {
-                    await Self.watch(migrator, pattern: pattern, limit: limit, printer: printer)
+                    for await (key, state) in observation.pattern(pattern, element: { (key: $0, state: $1) }) {
+                        if show(state, key: key) { break }
+                    }
                 } else {
-                    await Self.watch(migrator, key: key, limit: limit, printer: printer)
+                    for await state in observation.key(key) {
+                        if show(state, key: key) { break }
+                    }
                 }
                 done.signal()
             }
@@ -74,167 +87,8 @@ extension Migrate {
             interrupt.cancel()
         }
 
-        /// Prints the record now and after each hint that changed it, until `limit` states were
-        /// printed or the task is cancelled.
-        private static func watch(_ migrator: Migrator, key: String, limit: Int?, printer: Printer) async {
-            var printed = 0
-            var last: String?
-            func refresh() async -> Bool {
-                let state = await look(migrator, key: key)
-                if Task.isCancelled { return true }
-                guard state.fingerprint != last else { return false }
-                last = state.fingerprint
-                printer.print(state, key: key)
-                printed += 1
-                return limit.map { printed >= $0 } ?? false
-            }
-            var changes: StoreChanges?
-            if let observable = migrator.store as? any ObservableStore {
-                do throws(KeepsakeError) {
-                    changes = try observable.changes()
-                } catch {
-                    printer.print(State(error: error), key: key)
-                }
-            }
-            if await refresh() { return }
-            if let changes {
-                // Coalesced: a flood of hints costs a read in flight and one after it.
-                for await _ in changes.wakeUps(forKey: key) {
-                    if await refresh() { return }
-                }
-            } else {
-                while !Task.isCancelled {
-                    do { try await Task.sleep(for: Vault.updatesPollInterval) } catch { return }
-                    if await refresh() { return }
-                }
-            }
-        }
-
-        /// Prints every record `pattern` matches now, then each one any writer changes (a record
-        /// removed as `absent`, once), until `limit` states were printed or the task is cancelled.
-        private static func watch(_ migrator: Migrator, pattern: KeyPattern, limit: Int?, printer: Printer) async {
-            var printed = 0
-            var last: [[UInt8]: String] = [:]  // each key's bytes → the fingerprint printed last
-            func show(_ state: State, key: String) -> Bool {
-                printer.print(state, key: key)
-                printed += 1
-                return limit.map { printed >= $0 } ?? false
-            }
-            /// Looks at `keys` again and prints those that changed; `true` once `limit` is reached.
-            func refresh(_ keys: [String]) async -> Bool {
-                for key in keys {
-                    if Task.isCancelled { return true }
-                    let state = await look(migrator, key: key)
-                    let bytes = Array(key.utf8)
-                    if state.state == "absent" {
-                        guard last.removeValue(forKey: bytes) != nil else { continue }  // never seen: nothing to say
-                    } else {
-                        guard state.fingerprint != last[bytes] else { continue }
-                        last[bytes] = state.fingerprint
-                    }
-                    if show(state, key: key) { return true }
-                }
-                return false
-            }
-            /// Lists the keys the pattern matches and looks at them and at those seen before.
-            func rescan() async -> Bool {
-                let listed = await Blocking.run { () -> Result<[String], KeepsakeError> in
-                    do throws(KeepsakeError) {
-                        return .success(try migrator.store.keys(matching: pattern))
-                    } catch {
-                        return .failure(error)
-                    }
-                }
-                switch listed {
-                case let .failure(error):
-                    return show(State(error: error), key: pattern.description)
-                case let .success(keys):
-                    let listedBytes = Set(keys.map { Array($0.utf8) })
-                    let gone = last.keys.filter { !listedBytes.contains($0) }.map {
-                        String(decoding: $0, as: UTF8.self)
-                    }
-                    return await refresh(keys + gone.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
-                }
-            }
-            var changes: StoreChanges?
-            if let observable = migrator.store as? any ObservableStore {
-                do throws(KeepsakeError) {
-                    changes = try observable.changes()
-                } catch {
-                    if show(State(error: error), key: pattern.description) { return }
-                }
-            }
-            if await rescan() { return }
-            guard let changes else {
-                while !Task.isCancelled {
-                    do { try await Task.sleep(for: Vault.updatesPollInterval) } catch { return }
-                    if await rescan() { return }
-                }
-                return
-            }
-            // Coalesced: hints gather while a look is made; more than `PendingKeys.limit` keys,
-            // or a hint that names none, is one rescan.
-            let pending = PendingKeys()
-            let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-            let pump = Task {
-                for await change in changes {
-                    if case let .key(key) = change, !pattern.matches(key) { continue }
-                    pending.add(change)
-                    wake.yield(())
-                }
-                wake.finish()
-            }
-            defer { pump.cancel() }
-            for await _ in wakeUps {
-                let finished: Bool
-                if let keys = pending.take() { finished = await refresh(keys) } else { finished = await rescan() }
-                if finished { return }
-            }
-        }
-
-        /// The record under `key` as it is now; a read that timed out says how the call went,
-        /// not what the store holds, so it is made again, as `Vault.updates` does, before it counts.
-        private static func look(_ migrator: Migrator, key: String) async -> State {
-            var state = await Blocking.run { State(migrator: migrator, key: key) }
-            var retries = 0
-            while state.error?.code == .timeout, retries < Vault.timeoutRereads {
-                retries += 1
-                do { try await Task.sleep(for: .milliseconds(100 * retries)) } catch { return state }
-                state = await Blocking.run { State(migrator: migrator, key: key) }
-            }
-            return state
-        }
-
-        /// The keys hints named since the last look, or "every key" (`nil`).
-        final class PendingKeys: Sendable {
-            /// More keys than this waiting are one rescan.
-            static let limit = 1_024
-            private let keys = Mutex<(keys: [String], all: Bool)>(([], false))
-
-            func add(_ change: StoreChange) {
-                keys.withLock { pending in
-                    guard !pending.all else { return }
-                    if case let .key(key) = change, pending.keys.count < Self.limit {
-                        if !pending.keys.contains(where: { $0.utf8.elementsEqual(key.utf8) }) {
-                            pending.keys.append(key)
-                        }
-                    } else {
-                        pending = ([], true)
-                    }
-                }
-            }
-
-            /// What gathered, emptied: the keys, or `nil` for a rescan.
-            func take() -> [String]? {
-                keys.withLock { pending in
-                    defer { pending = ([], false) }
-                    return pending.all ? nil : pending.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-                }
-            }
-        }
-
         /// What one look at the record found.
-        struct State: Sendable {
+        struct State: ObservedLook {
             var state: String
             var schema: String?
             var storedVersion: Int?
@@ -271,11 +125,23 @@ extension Migrate {
             }
 
             /// Equal for two looks that found the same thing.
-            var fingerprint: String {
-                [
-                    state, schema ?? "", storedVersion.map(String.init) ?? "",
-                    record.map { $0.base64EncodedString() } ?? "", error.map { "\($0.code):\($0.message)" } ?? ""
-                ].joined(separator: "|")
+            var fingerprint: [UInt8] {
+                var fingerprint = Fingerprint()
+                fingerprint.add(state)
+                fingerprint.add(schema ?? "")
+                fingerprint.add(storedVersion.map(String.init) ?? "")
+                fingerprint.add(record ?? Data())
+                fingerprint.add(error.map { "\($0.code):\($0.message)" } ?? "")
+                return fingerprint.bytes
+            }
+
+            var observedKind: ObservedKind {
+                if error?.code == .timeout { return .timedOut }
+                switch state {
+                case "absent": return .absent
+                case "locked": return .locked
+                default: return .other
+                }
             }
         }
 
