@@ -1,54 +1,15 @@
 import Foundation
 import Keepsake
 import KeepsakeKeyring
+import KeepsakeTesting
 import Migrations
 import Synchronization
 import Testing
 
-private struct TickV0: ModelVersion, Equatable {
-    static let version = 0
-    var tick: Int
-}
-
-private let tickChain = ModelChain<TickV0>(name: "Tick", defaultKeys: ["tick"])
-
-/// The updates one consumer has seen so far, collected by its task.
-private final class SeenUpdates<Latest: ModelVersion>: Sendable {
-    let updates = Mutex<[RecordUpdate<Latest>]>([])
-    var all: [RecordUpdate<Latest>] { updates.withLock { $0 } }
-
-    /// Consumes `stream` on a task of its own until the task is cancelled.
-    func consume(_ stream: AsyncStream<RecordUpdate<Latest>>) -> Task<Void, Never> {
-        Task {
-            for await update in stream { updates.withLock { $0.append(update) } }
-        }
-    }
-
-    /// Waits up to `bound` for an update that `matches` accepts among those after the first
-    /// `after`.
-    func wait(
-        after: Int, within bound: Duration = .seconds(5), for matches: (RecordUpdate<Latest>) -> Bool
-    ) async -> Bool {
-        let deadline = ContinuousClock.now + bound
-        while ContinuousClock.now < deadline {
-            if all.dropFirst(after).contains(where: matches) { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return false
-    }
-
-    /// Like ``wait(after:within:for:)``, blocking the calling thread (for synchronous bodies).
-    func waitBlocking(
-        after: Int, within bound: Duration = .seconds(5), for matches: (RecordUpdate<Latest>) -> Bool
-    ) -> Bool {
-        let deadline = ContinuousClock.now + bound
-        while ContinuousClock.now < deadline {
-            if all.dropFirst(after).contains(where: matches) { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return false
-    }
-}
+private typealias TickV0 = ObservableStoreContract.Tick
+private let tickChain = ObservableStoreContract.tickChain
+/// The updates one consumer has seen so far (KeepsakeTesting's recorder).
+private typealias SeenUpdates<Latest: ModelVersion> = UpdateRecorder<RecordUpdate<Latest>>
 
 private func isAbsent<Latest>(_ update: RecordUpdate<Latest>) -> Bool {
     if case .absent = update { return true }
@@ -190,30 +151,6 @@ extension KeyringTests {
             #expect(
                 await seen.wait(after: count) { $0.value?.alias == "Bea" },
                 "a write after the restart is seen: \(seen.all.map(describe))")
-        }
-
-        @Test("a burst of 100 writes ends with the last value, and never an older value after a newer one")
-        func burst() async throws {
-            let store = try PrivateKeyring.freshStore("updates-burst")
-            let seen = SeenUpdates<TickV0>()
-            let consumer = seen.consume(Vault(store: store).updates(of: tickChain, forKey: "tick"))
-            defer { consumer.cancel() }
-            #expect(await seen.wait(after: 0, for: isAbsent))
-
-            // Another store value on this service, as another part of the app would write.
-            let writer = try KeyringStore(service: store.service, timeout: .seconds(10))
-            let vault = Vault(store: writer)
-            for tick in 1...100 { try await vault.save(TickV0(tick: tick), in: tickChain, forKey: "tick") }
-            #expect(
-                await seen.wait(after: 0, within: .seconds(10)) { $0.value?.tick == 100 },
-                "the last write is seen: \(seen.all.compactMap(\.value?.tick).suffix(10))")
-            try await Task.sleep(for: .milliseconds(300))
-            let ticks = seen.all.compactMap(\.value?.tick)
-            #expect(ticks.last == 100, "\(ticks.suffix(10))")
-            #expect(zip(ticks, ticks.dropFirst()).allSatisfy { $0 < $1 }, "values in order: \(ticks)")
-            #expect(
-                seen.all.allSatisfy { $0.value != nil || isAbsent($0) },
-                "nothing but values: \(seen.all.filter { $0.value == nil })")
         }
 
         @Test("when the consumer stops, the watch and its D-Bus match rules are released")

@@ -44,6 +44,16 @@ extension OpenBaoServerTests {
             try check.run(on: try SharedServer.get().store(appRole: true))
         }
 
+        @Test(
+            "keeps the observable store contract, written by another instance",
+            arguments: ObservableStoreContract.checks)
+        func observableContract(_ check: ObservableStoreContract.Check) async throws {
+            let uri = try SharedServer.get().uri()
+            try await check.run(
+                on: try OpenBaoStore(configuration: OpenBaoConfiguration(parsing: uri)),
+                writer: try OpenBaoStore(configuration: OpenBaoConfiguration(parsing: uri)))
+        }
+
         @Test("stores the record in the entry's data as {\"record\": TEXT} with cas_required, and nothing else")
         func entryLayout() throws {
             let server = try SharedServer.get()

@@ -29,6 +29,16 @@ extension PostgresServerTests {
             try check.run(on: TestServer.store(masterKey: .some(.provider(key))))
         }
 
+        @Test(
+            "A plain table keeps the observable store contract, written by another instance",
+            arguments: ObservableStoreContract.checks)
+        func observableContract(_ check: ObservableStoreContract.Check) async throws {
+            let configuration = try PostgresConfiguration(parsing: TestServer.uniqueURI())
+            try await check.run(
+                on: try PostgresStore(configuration: configuration),
+                writer: try PostgresStore(configuration: configuration))
+        }
+
         @Test("A key longer than the store takes is refused before anything is sent, naming the limit")
         func longKey() throws {
             let store = try TestServer.store()

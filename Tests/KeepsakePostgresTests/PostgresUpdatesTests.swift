@@ -7,37 +7,16 @@ import Migrations
 import Synchronization
 import Testing
 
-private struct TickV0: ModelVersion, Equatable {
-    static let version = 0
-    var tick: Int
-}
+private typealias TickV0 = ObservableStoreContract.Tick
+private let tickChain = ObservableStoreContract.tickChain
 
-private let tickChain = ModelChain<TickV0>(name: "Tick", defaultKeys: ["tick"])
+/// The updates one consumer has seen so far (KeepsakeTesting's recorder), waited for
+/// generously: a 2-core machine runs other builds and tests beside these.
+private typealias Seen<Latest: ModelVersion> = UpdateRecorder<RecordUpdate<Latest>>
 
-/// The updates one consumer has seen so far, collected by its task.
-private final class Seen<Latest: ModelVersion>: Sendable {
-    let updates = Mutex<[RecordUpdate<Latest>]>([])
-    var all: [RecordUpdate<Latest>] { updates.withLock { $0 } }
-
-    /// Consumes `stream` on a task of its own until the task is cancelled.
-    func consume(_ stream: AsyncStream<RecordUpdate<Latest>>) -> Task<Void, Never> {
-        Task {
-            for await update in stream { updates.withLock { $0.append(update) } }
-        }
-    }
-
-    /// Waits up to `bound` for an update `matches` accepts among those after the first `after`,
-    /// without holding a thread of the shared pool (generous: a 2-core machine runs other
-    /// builds and tests beside these).
-    func wait(
-        after: Int, within bound: Duration = .seconds(60), for matches: (RecordUpdate<Latest>) -> Bool
-    ) async -> Bool {
-        let deadline = ContinuousClock.now + bound
-        while ContinuousClock.now < deadline {
-            if all.dropFirst(after).contains(where: matches) { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return false
+extension UpdateRecorder {
+    fileprivate func wait(after: Int, for matches: (Element) -> Bool) async -> Bool {
+        await wait(after: after, within: .seconds(60), for: matches)
     }
 }
 

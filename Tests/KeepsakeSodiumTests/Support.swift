@@ -8,12 +8,17 @@ import Synchronization
 import Glibc
 #endif
 
-/// A fresh private directory under the system temporary directory, removed afterwards.
-func withTemporaryDirectory<R>(_ body: (String) throws -> R) throws -> R {
+/// A new empty private directory under the system temporary directory; the caller removes it.
+func makeTemporaryDirectory() throws -> String {
     var template = Array(
         ((NSTemporaryDirectory() as NSString).appendingPathComponent("keepsake-sodium-XXXXXX")).utf8CString)
     guard let made = mkdtemp(&template) else { throw TestFailure("mkdtemp failed, errno \(errno)") }
-    let path = String(cString: made)
+    return String(cString: made)
+}
+
+/// A fresh private directory under the system temporary directory, removed afterwards.
+func withTemporaryDirectory<R>(_ body: (String) throws -> R) throws -> R {
+    let path = try makeTemporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: path) }  // cleanup only: not a value under test
     return try body(path)
 }

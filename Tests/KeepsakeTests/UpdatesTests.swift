@@ -2,6 +2,7 @@ import Foundation
 import Keepsake
 import KeepsakeDefaults
 import KeepsakeMemory
+import KeepsakeTesting
 import Migrations
 import Synchronization
 import Testing
@@ -249,5 +250,57 @@ struct UpdatesTests {
         // The consumers have stopped: their watches close, their threads end.
         for _ in 0..<50 where WatchCount.open != before { try await Task.sleep(for: .milliseconds(20)) }
         #expect(WatchCount.open == before)
+    }
+}
+
+extension UpdatesTests {
+    /// KeepsakeTesting's contract for observable stores, on the stores of this target (among the
+    /// watching tests: they wait on Swift's pool).
+    @Suite("The observable store contract")
+    struct ObservableContract {
+        @Test("InMemoryStore keeps it", arguments: ObservableStoreContract.checks)
+        func memory(_ check: ObservableStoreContract.Check) async throws {
+            try await check.run(on: InMemoryStore(name: "observable"))
+        }
+
+        @Test(
+            "DefaultsStore keeps it, written by another instance on the suite",
+            arguments: ObservableStoreContract.checks)
+        func defaults(_ check: ObservableStoreContract.Check) async throws {
+            let path = try temporaryDirectory() + "/suite.json"
+            try await check.run(on: DefaultsStore(path: path), writer: DefaultsStore(path: path))
+        }
+
+        @Test("the contract fails a store whose watch never says anything")
+        func catchesSilentStore() async throws {
+            var failed: [String] = []
+            for check in ObservableStoreContract.checks {
+                do {
+                    try await check.run(on: SilentStore(), within: .milliseconds(300))
+                } catch is ContractViolation {
+                    failed.append(check.name)
+                }
+            }
+            // Every check that waits for a change fails; the restart check waits for one too.
+            #expect(
+                failed == ObservableStoreContract.checks.map(\.name),
+                "passed: \(ObservableStoreContract.checks.map(\.name).filter { !failed.contains($0) })")
+        }
+    }
+}
+
+/// An in-memory store whose watch starts and never hints: what the observable contract must
+/// catch.
+private final class SilentStore: RecordStore, ObservableStore {
+    let base = InMemoryStore()
+    var uri: String { base.uri }
+    var capabilities: StoreCapabilities { base.capabilities }
+    func data(forKey key: String) throws(KeepsakeError) -> Data? { try base.data(forKey: key) }
+    func keys() throws(KeepsakeError) -> [String] { try base.keys() }
+    func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] { try base.commit(writes) }
+    func changes() throws(KeepsakeError) -> StoreChanges {
+        let (stream, continuation) = StoreChanges.makeStream()
+        continuation.onTermination = { _ in }
+        return stream
     }
 }
