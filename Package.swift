@@ -66,17 +66,27 @@ let package = Package(
         // The engine: versioned models and chains, the one record pipeline, the Vault front door,
         // the migrator, the store protocol, store backends and URIs. It names no store: each store
         // is a module of its own that registers a backend (KeepsakeStores gathers the standard ones).
+        // FileKit: the POSIX file toolkit — backup directories, the move lock, the machine-id read,
+        // the stores' directory watches.
         // SodiumKit: HMAC-SHA-256 for the device identity (Internal/HMACSHA256.swift), nothing else.
         // CoreMetrics: the Vault's migration and write-back counters (swift-metrics has no
         // dependencies of its own).
         .target(
             name: "Keepsake",
             dependencies: [
-                "SodiumKit", .product(name: "Logging", package: "swift-log"),
+                "FileKit", "SodiumKit", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics")
             ]),
+        // The POSIX file toolkit the engine and the stores that keep files share (Sources/FileKit):
+        // durable replace, remove and exclusive create, grouped writes, the store lock and its
+        // turnstile, system-call wrappers, file identities, inotify directory watches. An internal
+        // target, not a product — only `package` access, and it names no store and no KeepsakeError
+        // (the engine maps a SystemFailure to one). Logging: the waits for a store's lock.
+        .target(name: "FileKit", dependencies: [.product(name: "Logging", package: "swift-log")]),
         // The defaults-style JSON suite store (`defaults:PATH`).
-        .target(name: "KeepsakeDefaults", dependencies: ["Keepsake", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "KeepsakeDefaults",
+            dependencies: ["Keepsake", "FileKit", .product(name: "Logging", package: "swift-log")]),
         // The in-memory store (`memory:NAME`), for tests and previews.
         .target(name: "KeepsakeMemory", dependencies: ["Keepsake"]),
         // libsodium, reached only through SodiumKit.
@@ -87,7 +97,7 @@ let package = Package(
         // The libsodium-encrypted file store and secret buffers.
         .target(
             name: "KeepsakeSodium",
-            dependencies: ["Keepsake", "SodiumKit", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["Keepsake", "FileKit", "SodiumKit", .product(name: "Logging", package: "swift-log")]),
         // libsecret, reached only from KeepsakeKeyring. No `pkgConfig:`: libsecret-1.pc's cflags carry
         // GLib's `-pthread`, which SwiftPM drops with a "prohibited flag(s)" warning in every build of
         // this package and of its dependents, and a package cannot steer that lookup. The module
@@ -98,7 +108,7 @@ let package = Package(
         // The Secret Service (libsecret) keyring store.
         .target(
             name: "KeepsakeKeyring",
-            dependencies: ["Keepsake", "CLibsecret", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["Keepsake", "FileKit", "CLibsecret", .product(name: "Logging", package: "swift-log")]),
         // The trial-period guard, on the TrialInfo chain.
         .target(
             name: "KeepsakeTrial",
@@ -142,7 +152,7 @@ let package = Package(
         .target(
             name: "KeepsakeOpenBao",
             dependencies: [
-                "Keepsake", "KeepsakeSodium",
+                "Keepsake", "FileKit", "KeepsakeSodium",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["OpenBao"])),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["OpenBao"])),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["OpenBao"])),
@@ -164,7 +174,8 @@ let package = Package(
         .target(
             name: "KeepsakeCLI",
             dependencies: [
-                "Keepsake", "KeepsakeSodium", "KeepsakeKeyring", "KeepsakeStores", "KeepsakeTrial", "Migrations",
+                "Keepsake", "FileKit", "KeepsakeSodium", "KeepsakeKeyring", "KeepsakeStores", "KeepsakeTrial",
+                "Migrations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["CLI"])),
                 .product(name: "Logging", package: "swift-log")
             ]
@@ -239,14 +250,16 @@ let package = Package(
         .testTarget(
             name: "KeepsakeTests",
             dependencies: [
-                "KeepsakeDefaults", "KeepsakeMemory", "Keepsake", "Migrations", "KeepsakeTesting", "TwoReleasesSupport"
+                "KeepsakeDefaults", "KeepsakeMemory", "Keepsake", "FileKit", "Migrations", "KeepsakeTesting",
+                "TwoReleasesSupport"
             ],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "KeepsakeSodiumTests",
             dependencies: [
-                "KeepsakeSodium", "SodiumKit", "Keepsake", "Migrations", "KeepsakeTesting", "TwoReleasesSupport"
+                "KeepsakeSodium", "SodiumKit", "FileKit", "Keepsake", "Migrations", "KeepsakeTesting",
+                "TwoReleasesSupport"
             ],
             exclude: ["Vectors"]
         ),
@@ -260,7 +273,7 @@ let package = Package(
                 "KeepsakeKeyring", "Keepsake", "Migrations", "KeepsakeTesting", "KeepsakeTrial", "migrate",
                 "custom-migrate",
                 "person-release-3", "person-release-4", "TwoReleasesSupport", "KeepsakeTestKeyring",
-                "keepsake-test-keyring", "KeepsakeSodium", "KeepsakeStores", "keepsake-stress", "TestSupport"
+                "keepsake-test-keyring", "KeepsakeSodium", "KeepsakeStores", "keepsake-stress", "TestSupport", "FileKit"
             ]
         ),
         .testTarget(
@@ -326,12 +339,13 @@ let package = Package(
             // The binaries are run as child processes: the stock one, one on a custom chain, and
             // keepsake-stress (many writers at once on one store).
             // KeepsakeCLI: its formatters and checks are also tested directly; KeepsakeSodium seeds
-            // large encrypted stores in-process; Logging: LoggingTests capture every log line.
+            // large encrypted stores in-process; FileKit: LoggingTests hold a store's lock; Logging:
+            // LoggingTests capture every log line.
             dependencies: [
                 "KeepsakeDefaults", "KeepsakeMemory",
                 "migrate", "custom-migrate", "keepsake-stress", "TestSupport", "Keepsake", "Migrations",
                 "KeepsakeTesting",
-                "KeepsakeCLI", "KeepsakeSodium", .product(name: "Logging", package: "swift-log")
+                "KeepsakeCLI", "KeepsakeSodium", "FileKit", .product(name: "Logging", package: "swift-log")
             ]
         )
     ],

@@ -1,4 +1,5 @@
 #if OpenBao
+internal import FileKit
 import Foundation
 import Keepsake
 import KeepsakeSodium

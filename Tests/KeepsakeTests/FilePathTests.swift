@@ -1,3 +1,4 @@
+import FileKit
 import Keepsake
 import Testing
 

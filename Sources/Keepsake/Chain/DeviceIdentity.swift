@@ -1,3 +1,4 @@
+internal import FileKit
 import Foundation
 
 /// This device's identity as migration steps record it (TrialInfo's `deviceId`).

@@ -1,5 +1,6 @@
 #if CLI
 import ArgumentParser
+internal import FileKit
 import Foundation
 import Keepsake
 import KeepsakeKeyring

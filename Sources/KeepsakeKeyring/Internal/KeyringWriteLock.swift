@@ -1,3 +1,4 @@
+internal import FileKit
 import Foundation
 import Keepsake
 

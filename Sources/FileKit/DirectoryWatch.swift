@@ -20,7 +20,14 @@ package final class DirectoryWatch: Sendable {
 
     /// Watches `directory` (which must exist) and calls `report` on the watch's thread with
     /// each changed entry's name, or `nil` after an overflow, until ``stop()``.
-    package init(_ directory: String, report: @escaping @Sendable (String?) -> Void) throws(SystemFailure) {
+    ///
+    /// `opened` is called once the watch is set up, just before its thread starts, and `closed`
+    /// on that thread once it has ended and closed its descriptors: the engine counts the
+    /// watches open in the process with them (its `WatchCount`).
+    package init(
+        _ directory: String, opened: () -> Void, closed: @escaping @Sendable () -> Void,
+        report: @escaping @Sendable (String?) -> Void
+    ) throws(SystemFailure) {
         let inotify = inotify_init1(Int32(IN_CLOEXEC))
         guard inotify >= 0 else { throw SystemFailure(call: "inotify_init1", errno: errno) }
         guard inotify_add_watch(inotify, directory, Self.mask) >= 0 else {
@@ -38,13 +45,13 @@ package final class DirectoryWatch: Sendable {
         let (wakeRead, wakeWrite) = (pipe[0], pipe[1])
         self.inotify = inotify
         self.wake = wakeWrite
-        WatchCount.opened()
+        opened()
         let thread = Thread {
             Self.read(inotify: inotify, directory: directory, wake: wakeRead, report: report)
             close(inotify)
             close(wakeRead)
             close(wakeWrite)
-            WatchCount.closed()
+            closed()
         }
         thread.name = "keepsake.watch"
         thread.start()
@@ -121,30 +128,5 @@ package final class DirectoryWatch: Sendable {
                 offset += header + nameLength
             }
         }
-    }
-}
-
-extension AsyncStream where Element == StoreChange {
-    /// Hints from an inotify watch on `directory`: `.any` for every changed entry whose name
-    /// `isRelevant` accepts, and after an overflow. The watch stops when the stream's consumer
-    /// does.
-    package static func watching(
-        _ directory: String, store: String, relevant isRelevant: @escaping @Sendable (String) -> Bool
-    ) throws(KeepsakeError) -> StoreChanges {
-        let (stream, continuation) = StoreChanges.makeStream(bufferingPolicy: .bufferingNewest(256))
-        let watch: DirectoryWatch
-        do throws(SystemFailure) {
-            watch = try DirectoryWatch(directory) { name in
-                guard let name else {
-                    continuation.yield(.any)
-                    return
-                }
-                if isRelevant(name) { continuation.yield(.any) }
-            }
-        } catch {
-            throw error.error(store: store, "cannot watch the directory \(directory) for changes")
-        }
-        continuation.onTermination = { _ in watch.stop() }
-        return stream
     }
 }
