@@ -47,7 +47,7 @@ package struct JSONParser: ~Copyable {
     }
 
     /// Parses `data` as exactly one JSON value (surrounding whitespace allowed).
-    static func parse(_ data: Data) throws(JSONSyntaxError) -> JSONValue {
+    package static func parse(_ data: Data) throws(JSONSyntaxError) -> JSONValue {
         try withParser(data) { parser throws(JSONSyntaxError) in
             let value = try parser.parseValue(depth: 0)
             try parser.expectEnd()
