@@ -134,17 +134,23 @@ extension RecordReport {
 /// the number of records in each state (every state present, zeros included).
 func reportsJSON(store: String, _ reports: some Collection<RecordReport>, extra: [String: JSONValue] = [:]) -> JSONValue
 {
-    var totals: [String: JSONValue] = ["records": .int(reports.count)]
-    for state in RecordReport.State.allCases {
-        totals[state.rawValue] = .int(reports.lazy.filter { $0.state == state }.count)
-    }
     var object: [String: JSONValue] = [
         "store": .string(store),
         "records": .array(reports.map(\.json)),
-        "totals": .object(totals),
+        "totals": totalsJSON(reports.map(\.state)),
         "exitCode": .int(Int(Exit.code(for: reports).rawValue))
     ]
     object.merge(extra) { $1 }
     return .object(object)
+}
+
+/// The `totals` of a `--json` report on records (`status`, `plan`, `run`, `copy`): how many
+/// records, and how many are in each state, every state present (zeros included).
+func totalsJSON<State: CaseIterable & RawRepresentable<String> & Equatable>(_ states: [State]) -> JSONValue {
+    var totals: [String: JSONValue] = ["records": .int(states.count)]
+    for state in State.allCases {
+        totals[state.rawValue] = .int(states.lazy.filter { $0 == state }.count)
+    }
+    return .object(totals)
 }
 #endif
