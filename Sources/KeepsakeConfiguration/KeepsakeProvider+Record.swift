@@ -144,13 +144,13 @@ extension KeepsakeProvider {
 /// What a record is when the provider reads it: absent, its fields, or why it cannot be read.
 enum RecordState: Sendable, Equatable {
     case absent
-    case fields(FieldTree)
+    case fields(JSONValue)
     case failed(KeepsakeError)
 
     /// The fields of `value`, or the error encoding it threw.
-    init(value: some Encodable, store: String, key: String) {
+    init(value: some ModelVersion, store: String, key: String) {
         do throws(KeepsakeError) {
-            self = .fields(try FieldTree.of(value, store: store, key: key))
+            self = .fields(try JSONValue.fields(of: value, store: store, key: key))
         } catch {
             self = .failed(error)
         }

@@ -156,7 +156,7 @@ public struct KeepsakeProvider: Sendable {
     ) throws(KeepsakeError) -> LookupResult {
         let fieldPath = path.joined(separator: ".")
         let encodedKey = "\(record.storageKey)[\(fieldPath)]"
-        let tree: FieldTree
+        let tree: JSONValue
         switch state {
         case .absent: return LookupResult(encodedKey: encodedKey, value: nil)
         case let .failed(error): throw error

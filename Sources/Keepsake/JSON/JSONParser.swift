@@ -21,8 +21,8 @@ package struct JSONSyntaxError: Error, Sendable {
 /// Besides building a ``JSONValue`` tree it can validate a value without building it
 /// (``skipValue()``), which the defaults store uses to slice a document into raw records.
 package struct JSONParser: ~Copyable {
-    private let bytes: UnsafeRawBufferPointer
-    package private(set) var offset: Int = 0
+    let bytes: UnsafeRawBufferPointer
+    package internal(set) var offset: Int = 0
     /// How deep arrays and objects may nest: deeper input is refused, not recursed into.
     static let maxDepth = 256
 
@@ -47,7 +47,7 @@ package struct JSONParser: ~Copyable {
     }
 
     /// Parses `data` as exactly one JSON value (surrounding whitespace allowed).
-    static func parse(_ data: Data) throws(JSONSyntaxError) -> JSONValue {
+    package static func parse(_ data: Data) throws(JSONSyntaxError) -> JSONValue {
         try withParser(data) { parser throws(JSONSyntaxError) in
             let value = try parser.parseValue(depth: 0)
             try parser.expectEnd()
@@ -297,6 +297,17 @@ package struct JSONParser: ~Copyable {
 
     /// Parses a string starting at the opening quote.
     package mutating func parseString() throws(JSONSyntaxError) -> String {
+        try readString(strict: true)
+    }
+
+    /// Reads a string starting at the opening quote, its escapes decoded.
+    ///
+    /// Strict, it refuses what RFC 8259 does: a control character, an unknown escape, a lone
+    /// surrogate, invalid UTF-8. Not strict, it takes a control character as it is, an unknown
+    /// escape as the escaped character, a lone surrogate and invalid UTF-8 as U+FFFD — for
+    /// reading what a record that does not parse claims (``VersionClaim``). Either way a string
+    /// that does not end, or a `\u` without four hex digits, is an error.
+    mutating func readString(strict: Bool) throws(JSONSyntaxError) -> String {
         offset += 1  // "
         let start = offset
         // Fast path: no escapes.
@@ -306,14 +317,14 @@ package struct JSONParser: ~Copyable {
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
                 offset += 1
-                if high < 0x80 { return String(decoding: slice, as: UTF8.self) }
+                if high < 0x80 || !strict { return String(decoding: slice, as: UTF8.self) }
                 guard let text = String(validating: slice, as: UTF8.self) else {
                     throw JSONSyntaxError(offset: start, reason: "invalid UTF-8 in string")
                 }
                 return text
             }
             if byte == UInt8(ascii: "\\") { break }
-            if byte < 0x20 { throw fail("control character in string") }
+            if byte < 0x20, strict { throw fail("control character in string") }
             high |= byte
             offset += 1
         }
@@ -324,6 +335,7 @@ package struct JSONParser: ~Copyable {
             switch byte {
             case UInt8(ascii: "\""):
                 offset += 1
+                if !strict { return String(decoding: buffer, as: UTF8.self) }
                 guard let text = String(validating: buffer, as: UTF8.self) else {
                     throw JSONSyntaxError(offset: start, reason: "invalid UTF-8 in string")
                 }
@@ -343,32 +355,53 @@ package struct JSONParser: ~Copyable {
                 case UInt8(ascii: "r"): buffer.append(0x0D)
                 case UInt8(ascii: "t"): buffer.append(0x09)
                 case UInt8(ascii: "u"):
-                    var scalar = try hex4()
-                    if (0xD800..<0xDC00).contains(scalar) {
-                        guard offset + 1 < bytes.count, bytes[offset] == UInt8(ascii: "\\"),
-                            bytes[offset + 1] == UInt8(ascii: "u")
-                        else {
-                            throw fail("unpaired surrogate")
-                        }
-                        offset += 2
-                        let low = try hex4()
-                        guard (0xDC00..<0xE000).contains(low) else { throw fail("unpaired surrogate") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else if (0xDC00..<0xE000).contains(scalar) {
-                        throw fail("unpaired surrogate")
-                    }
+                    let scalar = try unicodeEscape(strict: strict)
                     guard let unicode = Unicode.Scalar(scalar) else { throw fail("invalid \\u escape") }
                     buffer.append(contentsOf: Array(String(Character(unicode)).utf8))
                 default:
-                    throw fail("invalid escape")
+                    guard !strict else { throw fail("invalid escape") }
+                    buffer.append(escaped)
                 }
             default:
-                if byte < 0x20 { throw fail("control character in string") }
+                if byte < 0x20, strict { throw fail("control character in string") }
                 buffer.append(byte)
                 offset += 1
             }
         }
         throw fail("unterminated string")
+    }
+
+    /// The scalar of a `\u` escape whose four hex digits start at `offset`, a surrogate pair
+    /// (two escapes) joined. A lone surrogate is an error when `strict`, else U+FFFD, and the
+    /// escape after a lone high surrogate is left to be read on its own.
+    private mutating func unicodeEscape(strict: Bool) throws(JSONSyntaxError) -> UInt32 {
+        let scalar = try hex4()
+        if (0xDC00..<0xE000).contains(scalar) {
+            guard !strict else { throw fail("unpaired surrogate") }
+            return 0xFFFD
+        }
+        guard (0xD800..<0xDC00).contains(scalar) else { return scalar }
+        let next = offset
+        guard offset + 1 < bytes.count, bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u")
+        else {
+            guard !strict else { throw fail("unpaired surrogate") }
+            return 0xFFFD
+        }
+        offset += 2
+        let low: UInt32
+        do throws(JSONSyntaxError) {
+            low = try hex4()
+        } catch {
+            guard !strict else { throw error }
+            offset = next  // read on its own, where it fails
+            return 0xFFFD
+        }
+        guard (0xDC00..<0xE000).contains(low) else {
+            guard !strict else { throw fail("unpaired surrogate") }
+            offset = next
+            return 0xFFFD
+        }
+        return 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
     }
 
     private mutating func hex4() throws(JSONSyntaxError) -> UInt32 {
@@ -390,7 +423,7 @@ package struct JSONParser: ~Copyable {
     }
 
     /// Validates a number literal and returns its byte range.
-    private mutating func scanNumber() throws(JSONSyntaxError) -> Range<Int> {
+    mutating func scanNumber() throws(JSONSyntaxError) -> Range<Int> {
         let start = offset
         func digit(_ index: Int) -> Bool {
             index < bytes.count && bytes[index] >= UInt8(ascii: "0") && bytes[index] <= UInt8(ascii: "9")

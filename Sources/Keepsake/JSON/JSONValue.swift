@@ -1,11 +1,13 @@
 import Foundation
 
-/// A parsed JSON value: the one tree the record codec detects versions on and decodes from.
+/// A JSON value: the one JSON tree of this package — the tree the record codec detects versions
+/// on and decodes from, and what the outside world is shown (every `--json` output of the CLI,
+/// a record's fields as configuration values).
 ///
 /// Numbers keep their literal text so that integers and doubles decode exactly as written.
 /// Objects keep their members in document order; duplicate member names are rejected by the
-/// parser, so a lookup has one answer.
-enum JSONValue: Sendable {
+/// parser, so a lookup has one answer. Building one for output: `JSONValue+Building.swift`.
+package enum JSONValue: Sendable {
     case null
     case bool(Bool)
     case number(String)
@@ -14,7 +16,7 @@ enum JSONValue: Sendable {
     case object(JSONObject)
 
     /// A short name of the value's kind, for error messages (never the value itself).
-    var kindName: String {
+    package var kindName: String {
         switch self {
         case .null: return "null"
         case .bool: return "a boolean"
@@ -31,11 +33,11 @@ enum JSONValue: Sendable {
 /// members also has an index, so that a hostile object of 100k members costs linear time to
 /// decode, not quadratic. Member names are exact strings: compared by their UTF-8 bytes, so
 /// `"caf\u{E9}"` and `"cafe\u{301}"` are two members.
-struct JSONObject: Sendable {
+package struct JSONObject: Sendable {
     /// Up to this many members, lookups scan; above it, they use ``index``.
     static let indexThreshold = 16
 
-    let members: [(key: String, value: JSONValue)]
+    package let members: [(key: String, value: JSONValue)]
     /// Member name → position in ``members``, for objects above ``indexThreshold`` members.
     private let index: [ExactString: Int]?
 
@@ -46,12 +48,12 @@ struct JSONObject: Sendable {
         self.index = index
     }
 
-    subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         if let index { return index[ExactString(key)].map { members[$0].value } }
         for member in members where member.key.isExactly(key) { return member.value }
         return nil
     }
 
-    var keys: [String] { members.map(\.key) }
-    var count: Int { members.count }
+    package var keys: [String] { members.map(\.key) }
+    package var count: Int { members.count }
 }

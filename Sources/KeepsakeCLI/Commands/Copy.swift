@@ -222,18 +222,14 @@ extension TransferReport {
     /// `copy --json`: the stores, the outcome, every record, the number of records in each
     /// state (zeros included) and the exit code.
     func json(dryRun: Bool, exitCode: ExitCode) -> JSONValue {
-        var totals: [String: JSONValue] = ["records": .int(records.count)]
-        for state in TransferRecord.State.allCases {
-            totals[state.rawValue] = .int(records.lazy.filter { $0.state == state }.count)
-        }
-        return [
+        [
             "source": .string(source),
             "destination": .string(destination),
             "move": .bool(move),
             "dryRun": .bool(dryRun),
             "outcome": .string(outcome.rawValue),
             "records": .array(records.map(\.json)),
-            "totals": .object(totals),
+            "totals": totalsJSON(records.map(\.state)),
             "exitCode": .int(Int(exitCode.rawValue))
         ]
     }

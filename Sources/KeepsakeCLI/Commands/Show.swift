@@ -36,7 +36,7 @@ extension Migrate {
                     (see `\(CLI.name) models`), or use `\(CLI.name) get \(key)` for the raw value
                     """)
             }
-            let record = try JSONDecoder().decode(JSONValue.self, from: latest)
+            let record = try JSONParser.parse(latest)
             if output.json {
                 printJSON(
                     [

@@ -2,69 +2,6 @@
 import Foundation
 import Keepsake
 
-/// A JSON value with its type kept: what every `--json` output is built from, so that numbers
-/// and booleans print as numbers and booleans and a missing value prints as `null`.
-enum JSONValue: Encodable, Equatable, Sendable {
-    case null
-    case bool(Bool)
-    case int(Int)
-    case double(Double)
-    case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
-
-    init(_ value: String?) { self = value.map(JSONValue.string) ?? .null }
-    init(_ value: Int?) { self = value.map(JSONValue.int) ?? .null }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case let .bool(value): try container.encode(value)
-        case let .int(value): try container.encode(value)
-        case let .double(value): try container.encode(value)
-        case let .string(value): try container.encode(value)
-        case let .array(values): try container.encode(values)
-        case let .object(members): try container.encode(members)
-        }
-    }
-}
-
-extension JSONValue: Decodable {
-    /// Any JSON text, its numbers as integers when they are whole and fit, else as doubles.
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Int.self) {
-            self = .int(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .double(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
-}
-
-extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
-    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
-{
-    init(stringLiteral value: String) { self = .string(value) }
-    init(integerLiteral value: Int) { self = .int(value) }
-    init(booleanLiteral value: Bool) { self = .bool(value) }
-    init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
-    init(dictionaryLiteral elements: (String, JSONValue)...) {
-        self = .object(Dictionary(elements, uniquingKeysWith: { $1 }))
-    }
-    init(nilLiteral: ()) { self = .null }
-}
-
 /// The one place `--json` output is written: every command prints exactly one JSON value on
 /// standard output through here, pretty-printed with sorted keys (`"key" : value`, two-space
 /// indent), empty arrays and objects as `[]` and `{}`, and every character a terminal acts on
@@ -197,17 +134,23 @@ extension RecordReport {
 /// the number of records in each state (every state present, zeros included).
 func reportsJSON(store: String, _ reports: some Collection<RecordReport>, extra: [String: JSONValue] = [:]) -> JSONValue
 {
-    var totals: [String: JSONValue] = ["records": .int(reports.count)]
-    for state in RecordReport.State.allCases {
-        totals[state.rawValue] = .int(reports.lazy.filter { $0.state == state }.count)
-    }
     var object: [String: JSONValue] = [
         "store": .string(store),
         "records": .array(reports.map(\.json)),
-        "totals": .object(totals),
+        "totals": totalsJSON(reports.map(\.state)),
         "exitCode": .int(Int(Exit.code(for: reports).rawValue))
     ]
     object.merge(extra) { $1 }
     return .object(object)
+}
+
+/// The `totals` of a `--json` report on records (`status`, `plan`, `run`, `copy`): how many
+/// records, and how many are in each state, every state present (zeros included).
+func totalsJSON<State: CaseIterable & RawRepresentable<String> & Equatable>(_ states: [State]) -> JSONValue {
+    var totals: [String: JSONValue] = ["records": .int(states.count)]
+    for state in State.allCases {
+        totals[state.rawValue] = .int(states.lazy.filter { $0 == state }.count)
+    }
+    return .object(totals)
 }
 #endif

@@ -3,48 +3,19 @@ import Configuration
 import Foundation
 import Keepsake
 
-/// A record's fields as a tree: the latest value encoded with `JSONEncoder` (dates as ISO 8601,
-/// `Data` as base64, the model's own `CodingKeys`), then decoded into this small enum — which,
-/// unlike `JSONSerialization`'s `NSNumber`s, keeps `true` apart from `1` and `1` apart from `1.0`.
-indirect enum FieldTree: Sendable, Equatable, Decodable {
-    case null
-    case bool(Bool)
-    case int(Int)
-    case double(Double)
-    case string(String)
-    case array([FieldTree])
-    case object([String: FieldTree])
+// A record's fields as configuration values: the latest value as Keepsake stores it
+// (`JSONValue.encoding(_:)`: canonical JSON, dates in the version's declared form with their
+// fractions of a second, `Data` as base64, the model's own coding keys), read as a tree that
+// keeps `true` apart from `1` and `1` apart from `1.5`.
 
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        // Order matters: a JSON `true` is never an Int, a `3.5` never an Int, `42` an Int first.
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Int.self) {
-            self = .int(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .double(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([FieldTree].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: FieldTree].self))
-        }
-    }
-
+extension JSONValue {
     /// The fields of `value`, a chain's latest version.
     ///
     /// - Throws: `KeepsakeError.Code.encodingFailed` naming `store` and `key` when the value
-    ///   does not encode (its own `encode(to:)` threw).
-    static func of(_ value: some Encodable, store: String, key: String) throws(KeepsakeError) -> FieldTree {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.dataEncodingStrategy = .base64
+    ///   does not encode (its own `encode(to:)` threw, or a date its version's form cannot write).
+    static func fields<V: ModelVersion>(of value: V, store: String, key: String) throws(KeepsakeError) -> JSONValue {
         do {
-            return try JSONDecoder().decode(FieldTree.self, from: encoder.encode(value))
+            return try JSONValue.encoding(value)
         } catch {
             throw KeepsakeError(
                 .encodingFailed, store: store, key: key,
@@ -54,10 +25,13 @@ indirect enum FieldTree: Sendable, Equatable, Decodable {
 
     /// The field at `path` (object keys, one per component), or `nil` when there is none (or it
     /// is JSON `null`).
-    func field(at path: ArraySlice<String>) -> FieldTree? {
-        guard let first = path.first else { return self == .null ? nil : self }
-        guard case let .object(fields) = self, let next = fields[first] else { return nil }
-        return next.field(at: path.dropFirst())
+    func field(at path: ArraySlice<String>) -> JSONValue? {
+        var current = self
+        for component in path {
+            guard case let .object(fields) = current, let next = fields[component] else { return nil }
+            current = next
+        }
+        return current == .null ? nil : current
     }
 
     /// What this field is called in an error: its JSON kind, never its value.
@@ -65,8 +39,7 @@ indirect enum FieldTree: Sendable, Equatable, Decodable {
         switch self {
         case .null: "null"
         case .bool: "a Boolean"
-        case .int: "an integer"
-        case .double: "a number"
+        case .number: int != nil ? "an integer" : "a number"
         case .string: "a string"
         case .array: "an array"
         case .object: "an object"
@@ -96,19 +69,13 @@ indirect enum FieldTree: Sendable, Equatable, Decodable {
 
     /// An integer, or a number with no fractional part that fits.
     private var int: Int? {
-        switch self {
-        case let .int(value): return value
-        case let .double(value): return Int(exactly: value)
-        default: return nil
-        }
+        guard case let .number(text) = self else { return nil }
+        return Int(text) ?? Double(text).flatMap { Int(exactly: $0) }
     }
 
     private var double: Double? {
-        switch self {
-        case let .int(value): return Double(value)
-        case let .double(value): return value
-        default: return nil
-        }
+        guard case let .number(text) = self else { return nil }
+        return Double(text)
     }
 
     private var bool: Bool? {
@@ -125,7 +92,7 @@ indirect enum FieldTree: Sendable, Equatable, Decodable {
             var bytes: [UInt8] = []
             bytes.reserveCapacity(elements.count)
             for element in elements {
-                guard case let .int(value) = element, let byte = UInt8(exactly: value) else { return nil }
+                guard case let .number(text) = element, let byte = UInt8(text) else { return nil }
                 bytes.append(byte)
             }
             return bytes
@@ -134,7 +101,7 @@ indirect enum FieldTree: Sendable, Equatable, Decodable {
         }
     }
 
-    private func elements<Element>(_ convert: (FieldTree) -> Element?) -> [Element]? {
+    private func elements<Element>(_ convert: (JSONValue) -> Element?) -> [Element]? {
         guard case let .array(elements) = self else { return nil }
         var result: [Element] = []
         result.reserveCapacity(elements.count)
