@@ -3,7 +3,7 @@ import Foundation
 import Keepsake
 import Synchronization
 
-/// The contract every ``Keepsake/ObservableStore`` keeps, as checks any test framework can run:
+/// The contract every `ObservableStore` keeps, as checks any test framework can run:
 /// its hints, and `Vault.updates` over them, see every write by another instance.
 ///
 /// Run each check on a new, empty store of the backend under test, with a second instance on
@@ -28,7 +28,8 @@ public enum ObservableStoreContract {
     public struct Check: Sendable, CustomStringConvertible {
         /// What the check checks, in a sentence.
         public let name: String
-        let body: @Sendable (_ store: any ObservableStore, _ writer: any RecordStore, _ bound: Duration) async throws -> Void
+        let body:
+            @Sendable (_ store: any ObservableStore, _ writer: any RecordStore, _ bound: Duration) async throws -> Void
 
         /// Runs the check on `store`, which must be empty, writing through `writer` (another
         /// instance on the same storage; `store` itself when `nil`), waiting up to `bound` for
@@ -68,11 +69,13 @@ public enum ObservableStoreContract {
             }
             try expect(hinted, "no hint for a write to 'tick' within \(bound); hints: \(hints.all)")
         },
-        Check(name: "updates: absent first, then each value written and the removal, in order") { store, writer, bound in
+        Check(name: "updates: absent first, then each value written and the removal, in order") {
+            store, writer, bound in
             let seen = UpdateRecorder<RecordUpdate<Tick>>()
             let consumer = seen.consume(Vault(store: store).updates(for: RecordKey(chain: tickChain)))
             defer { consumer.cancel() }
-            try expect(await seen.wait(after: 0, within: bound, for: isAbsent), "not absent first: \(describe(seen.all))")
+            try expect(
+                await seen.wait(after: 0, within: bound, for: isAbsent), "not absent first: \(describe(seen.all))")
             for tick in 1...3 {
                 try await save(tick, as: "tick", to: writer)
                 try expect(
@@ -81,7 +84,8 @@ public enum ObservableStoreContract {
             }
             try await offPool { try writer.removeData(forKey: "tick") }
             try expect(
-                await seen.wait(after: 4, within: bound, for: isAbsent), "the removal was not seen: \(describe(seen.all))")
+                await seen.wait(after: 4, within: bound, for: isAbsent),
+                "the removal was not seen: \(describe(seen.all))")
             try expectEqual(describe(seen.all), "absent 1 2 3 absent", "the updates")
         },
         Check(name: "a burst of 100 writes: the last is seen, and never an older value after a newer") {
@@ -89,7 +93,8 @@ public enum ObservableStoreContract {
             let seen = UpdateRecorder<RecordUpdate<Tick>>()
             let consumer = seen.consume(Vault(store: store).updates(for: RecordKey(chain: tickChain)))
             defer { consumer.cancel() }
-            try expect(await seen.wait(after: 0, within: bound, for: isAbsent), "not absent first: \(describe(seen.all))")
+            try expect(
+                await seen.wait(after: 0, within: bound, for: isAbsent), "not absent first: \(describe(seen.all))")
             try await offPool {
                 let vault = Vault(store: writer)
                 for tick in 1...100 { try vault.save(Tick(tick: tick), for: RecordKey(chain: tickChain)) }
@@ -107,7 +112,8 @@ public enum ObservableStoreContract {
             let seen = UpdateRecorder<RecordUpdate<Tick>>()
             let consumer = seen.consume(Vault(store: store).updates(of: tickChain, forKey: composed))
             defer { consumer.cancel() }
-            try expect(await seen.wait(after: 0, within: bound, for: isAbsent), "not absent first: \(describe(seen.all))")
+            try expect(
+                await seen.wait(after: 0, within: bound, for: isAbsent), "not absent first: \(describe(seen.all))")
             try await save(7, as: decomposed, to: writer)
             try await save(8, as: "other", to: writer)
             try await save(9, as: composed, to: writer)

@@ -155,7 +155,7 @@ extension Migrate {
                     var record: JSONValue?
                     if let bytes = state.record {
                         do {
-                            record = try JSONDecoder().decode(JSONValue.self, from: bytes)
+                            record = try JSONParser.parse(bytes)
                         } catch {
                             record = .string(String(decoding: bytes, as: UTF8.self))  // shown as text, never dropped
                         }
