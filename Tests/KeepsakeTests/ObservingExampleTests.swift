@@ -35,6 +35,25 @@ final class ObservingExample: Sendable {
     }
 }
 
+/// The article's model with many records: one settings record per tenant, under `tenant-*`.
+enum Tenant {
+    static let chain = ModelChain<SettingsV1>(name: "TenantSettings", defaultKeys: [], keyPatterns: ["tenant-*"])
+}
+
+/// The article's pattern example verbatim, with what it calls: each tenant's theme.
+final class TenantExample: Sendable {
+    let themes = Mutex<[String: Theme]>([:])
+
+    func apply(_ settings: SettingsV1, to key: String) { themes.withLock { $0[key] = settings.theme } }
+    func forget(_ key: String) { themes.withLock { $0[key] = nil } }
+
+    func watch(_ vault: Vault) async {
+        for await change in vault.updates(of: Tenant.chain, matching: "tenant-*") {
+            if let settings = change.update.value { apply(settings, to: change.key) } else { forget(change.key) }
+        }
+    }
+}
+
 @Suite("The Observing changes example")
 struct ObservingExampleTests {
     @Test("the example applies the stored settings, then a change, then the defaults when they are removed")
@@ -59,5 +78,28 @@ struct ObservingExampleTests {
         #expect(app.applied.withLock { $0 } == [.dark, .light, .system])
         #expect(!app.locked.withLock { $0 })
         #expect(app.reported.withLock { $0.isEmpty })
+    }
+
+    @Test("the pattern example follows each tenant's record: added, changed, removed; other keys never")
+    func tenants() async throws {
+        let store = InMemoryStore()
+        let vault = Vault(store: store)
+        try await vault.save(SettingsV1(id: UUID(), theme: .dark), in: Tenant.chain, forKey: "tenant-a")
+        let app = TenantExample()
+        let watching = Task { await app.watch(vault) }
+        defer { watching.cancel() }
+        func waitFor(_ expected: [String: Theme]) async throws {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while app.themes.withLock({ $0 }) != expected, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        try await waitFor(["tenant-a": .dark])
+        try await vault.save(SettingsV1(id: UUID(), theme: .light), in: Tenant.chain, forKey: "tenant-b")
+        try await vault.save(SettingsV1(id: UUID(), theme: .light), in: Tenant.chain, forKey: "other")
+        try await waitFor(["tenant-a": .dark, "tenant-b": .light])
+        try await vault.remove(forKey: "tenant-a")
+        try await waitFor(["tenant-b": .light])
+        #expect(app.themes.withLock { $0 } == ["tenant-b": .light])
     }
 }

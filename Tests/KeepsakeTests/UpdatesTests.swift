@@ -271,6 +271,13 @@ extension UpdatesTests {
             try await check.run(on: DefaultsStore(path: path), writer: DefaultsStore(path: path))
         }
 
+        // The KeepsakeTesting catalog's example, verbatim (MyStore: a defaults suite, below).
+        @Test(arguments: ObservableStoreContract.checks)
+        func observable(_ check: ObservableStoreContract.Check) async throws {
+            let store = try MyStore(temporary: true)
+            try await check.run(on: store, writer: MyStore(sameStorageAs: store))
+        }
+
         @Test("the contract fails a store whose watch never says anything")
         func catchesSilentStore() async throws {
             var failed: [String] = []
@@ -286,6 +293,20 @@ extension UpdatesTests {
                 failed == ObservableStoreContract.checks.map(\.name),
                 "passed: \(ObservableStoreContract.checks.map(\.name).filter { !failed.contains($0) })")
         }
+    }
+}
+
+/// The store of the KeepsakeTesting catalog's example: a defaults suite in a new folder, and a
+/// second instance on the same suite.
+private typealias MyStore = DefaultsStore
+
+extension DefaultsStore {
+    fileprivate convenience init(temporary: Bool) throws {
+        self.init(path: try temporaryDirectory() + "/suite.json")
+    }
+
+    fileprivate convenience init(sameStorageAs other: DefaultsStore) {
+        self.init(path: other.path)
     }
 }
 
