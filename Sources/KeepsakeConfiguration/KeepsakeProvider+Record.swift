@@ -87,12 +87,12 @@ extension KeepsakeProvider {
             }
             decode = { bytes, vault in
                 let store = vault.store.uri
-                switch chain.outcome(of: bytes, context: vault.context) {
-                case .absent:
-                    return fallback(vault)
-                case let .current(record), let .newerReadable(record), let .outdated(record, _):
+                do throws(KeepsakeError) {
+                    guard let record = try chain.outcome(of: bytes, context: vault.context).get() else {
+                        return fallback(vault)
+                    }
                     return RecordState(value: record.value, store: store, key: storageKey)
-                case let .newer(error, _), let .failed(error, _):
+                } catch {
                     return .failed(error.naming(store: store, key: storageKey))
                 }
             }

@@ -3,6 +3,7 @@ import Keepsake
 import KeepsakeMemory
 import KeepsakeTesting
 import Migrations
+import Synchronization
 import Testing
 
 // Two releases of one model in one process: the older release's chain ends at MemoV0, the newer
@@ -127,5 +128,68 @@ struct ForwardCompatibilityTests {
             let error = error as! ChainError
             return error.version == 1 && error.field == "text" && error.reason.contains("readers from version 0")
         }
+    }
+}
+
+/// An in-memory store that records each write it is given, as the store receives it.
+private final class RecordingStore: RecordStore {
+    let base = InMemoryStore()
+    let writes = Mutex<[StoreWrite]>([])
+    var uri: String { base.uri }
+    var capabilities: StoreCapabilities { base.capabilities }
+    func data(forKey key: String) throws(KeepsakeError) -> Data? { try base.data(forKey: key) }
+    func keys() throws(KeepsakeError) -> [String] { try base.keys() }
+    func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
+        self.writes.withLock { $0.append(contentsOf: writes) }
+        return try base.commit(writes)
+    }
+}
+
+@Suite("Each pipeline decision once")
+struct PipelineDecisionTests {
+    let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 0))
+
+    @Test("a Vault write of the latest envelope is marked verified (stores skip their check); a merge is not")
+    func verifiedWrites() throws {
+        let store = RecordingStore()
+        let vault = Vault(store: store, context: context)
+        try vault.save(MemoV1(text: "a", color: nil), in: newerRelease)
+        try vault.update(newerRelease) { _ in MemoV1(text: "b", color: "red") }
+        try store.base.setData(bytes(#"{"text":"old"}"#), forKey: "memo")  // a bare V0 record
+        #expect(try vault.load(newerRelease)?.writeBack == .written)
+        // The older release saves and updates over the newer record: merges, not its own envelope.
+        let older = Vault(store: store, context: context)
+        try older.save(MemoV0(text: "c"), in: olderRelease)
+        try older.update(olderRelease) { _ in MemoV0(text: "d") }
+        let marks = store.writes.withLock { $0.map(\.valueIsVerified) }
+        #expect(marks == [true, true, true, false, false], "save, update, write-back; merged save, merged update")
+        #expect(
+            try store.data(forKey: "memo")
+                == bytes(#"{"data":{"text":"d"},"oldestReader":0,"schema":"Memo","version":1}"#))
+    }
+
+    @Test("an update over a newer record it may not change names the store and key, and writes nothing")
+    func updateOverNewerIsLocated() throws {
+        let stored = bytes(#"{"data":{"text":"x"},"schema":"Memo","version":2}"#)
+        let store = InMemoryStore(name: "memos", contents: ["memo": stored])
+        let error = try #require(throws: KeepsakeError.self) {
+            try Vault(store: store, context: context).update(newerRelease) { _ in MemoV1(text: "y", color: nil) }
+        }
+        #expect(error.code == .newerVersion && error.store == "memory:memos" && error.key == "memo")
+        #expect(try store.data(forKey: "memo") == stored)
+    }
+
+    @Test("RecordOutcome.get: the record, nil when absent, the error when it cannot be used")
+    func outcomeGet() throws {
+        #expect(try newerRelease.outcome(of: nil, context: context).get() == nil)
+        let current = try newerRelease.encode(MemoV1(text: "t", color: nil))
+        #expect(try newerRelease.outcome(of: current, context: context).get()?.value == MemoV1(text: "t", color: nil))
+        #expect(try newerRelease.outcome(of: bytes(#"{"text":"old"}"#), context: context).get()?.storedVersion == 0)
+        #expect { try newerRelease.outcome(of: bytes("{"), context: context).get() } throws: {
+            ($0 as? KeepsakeError)?.code == .corruptRecord
+        }
+        #expect {
+            try olderRelease.outcome(of: bytes(#"{"data":{},"schema":"Memo","version":5}"#), context: context).get()
+        } throws: { ($0 as? KeepsakeError)?.code == .newerVersion }
     }
 }

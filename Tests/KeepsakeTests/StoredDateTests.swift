@@ -30,7 +30,8 @@ struct StoredDateTests {
         ]
         for form in forms {
             for encodeLatest in [false, true] {
-                let outcome = TrialInfo.chain.outcome(of: bytes(form), context: context, encodeLatest: encodeLatest)
+                let outcome = TrialInfo.chain.evaluate(bytes(form), context: context, encodeLatest: encodeLatest)
+                    .outcome
                 guard case let .failed(error, _) = outcome else {
                     Issue.record("\(form) was read: \(outcome)")
                     continue
@@ -73,10 +74,8 @@ struct StoredDateTests {
     @Test("a numeric date finer than a millisecond migrates losslessly: the written record reads back the same date")
     func numericSubMillisecond() throws {
         let stored = bytes(#"{"version":0,"startDate":700000000.1234567}"#)
-        guard
-            case let .outdated(record, latest?) = TrialInfo.chain.outcome(
-                of: stored, context: context, encodeLatest: true)
-        else {
+        let evaluation = TrialInfo.chain.evaluate(stored, context: context, encodeLatest: true)
+        guard case let .outdated(record) = evaluation.outcome, let latest = evaluation.latest else {
             Issue.record("not migrated")
             return
         }

@@ -18,7 +18,7 @@ public struct AnyModelChain: Sendable {
 
     /// Each version's shape, probed once per version (``shapes``).
     let readShapes: @Sendable () -> [Int: RecordShape]
-    let pipeline: @Sendable (ParsedRecord, MigrationContext, _ encodeLatest: Bool) -> RecordOutcome<any ModelVersion>
+    let pipeline: @Sendable (ParsedRecord, MigrationContext, _ encodeLatest: Bool) -> ChainEvaluation<any ModelVersion>
     private let encodeErased: @Sendable (any ModelVersion) throws(KeepsakeError) -> Data
 
     /// Erases `chain`'s model type; the same as ``ModelChain/erased``.
@@ -31,7 +31,10 @@ public struct AnyModelChain: Sendable {
         problems = { chain.problems }
         readShapes = { chain.shapes }
         pipeline = { parsed, context, encodeLatest in
-            chain.outcome(of: parsed, context: context, encodeLatest: encodeLatest).map { $0 as any ModelVersion }
+            let evaluation = chain.evaluate(parsed, context: context, encodeLatest: encodeLatest)
+            return ChainEvaluation(
+                outcome: evaluation.outcome.map { $0 as any ModelVersion }, detected: evaluation.detected,
+                latest: evaluation.latest)
         }
         encodeErased = { value throws(KeepsakeError) in
             guard let latest = value as? Latest else {
@@ -47,13 +50,11 @@ public struct AnyModelChain: Sendable {
         try encodeErased(value)
     }
 
-    /// ``ModelChain/outcome(of:context:encodeLatest:)`` with the model type erased.
-    public func outcome(of bytes: Data?, context: MigrationContext, encodeLatest: Bool = false) -> RecordOutcome<
-        any ModelVersion
-    > {
+    /// ``ModelChain/outcome(of:context:)`` with the model type erased.
+    public func outcome(of bytes: Data?, context: MigrationContext) -> RecordOutcome<any ModelVersion> {
         guard let bytes else { return .absent }
         do throws(KeepsakeError) {
-            return pipeline(try ParsedRecord.parse(bytes), context, encodeLatest)
+            return pipeline(try ParsedRecord.parse(bytes), context, false).outcome
         } catch {
             return .failed(error, stored: StoredInfo())
         }

@@ -12,43 +12,56 @@ extension ModelChain {
     /// - Parameters:
     ///   - bytes: The stored bytes; `nil` when nothing is stored (the outcome is `.absent`).
     ///   - context: Clock, identifiers and device identity for the steps.
-    ///   - encodeLatest: Whether to encode and verify the latest envelope of an outdated record
-    ///     (`.outdated(_, latest:)`), as a caller about to write it back needs. A record that
-    ///     fails verification is then `.failed` with `.verificationFailed`. Leave it `false` to
-    ///     only look.
     /// - Returns: The outcome. Errors in it name no store or key; callers that know them add them.
-    public func outcome(of bytes: Data?, context: MigrationContext, encodeLatest: Bool = false) -> RecordOutcome<Latest>
-    {
-        guard let bytes else { return .absent }
+    public func outcome(of bytes: Data?, context: MigrationContext) -> RecordOutcome<Latest> {
+        evaluate(bytes, context: context).outcome
+    }
+
+    /// The pipeline over stored bytes, with what its callers inside Keepsake need beside the
+    /// outcome (``ChainEvaluation``): the detection a save over the same bytes decides from,
+    /// and — with `encodeLatest` — the verified latest envelope of an outdated record.
+    package func evaluate(
+        _ bytes: Data?, context: MigrationContext, encodeLatest: Bool = false
+    ) -> ChainEvaluation<Latest> {
+        guard let bytes else { return ChainEvaluation(outcome: .absent) }
         do throws(KeepsakeError) {
-            return outcome(of: try ParsedRecord.parse(bytes), context: context, encodeLatest: encodeLatest)
+            return evaluate(try ParsedRecord.parse(bytes), context: context, encodeLatest: encodeLatest)
         } catch {
-            return .failed(error, stored: StoredInfo())
+            return ChainEvaluation(outcome: .failed(error, stored: StoredInfo()))
         }
     }
 
     /// The pipeline from a parsed record on (the ``Migrator`` parses once to route by schema).
-    func outcome(of parsed: ParsedRecord, context: MigrationContext, encodeLatest: Bool) -> RecordOutcome<Latest> {
+    /// With `encodeLatest`, an outdated record's latest envelope is encoded and verified, as a
+    /// caller about to write it back needs; a record that fails verification is then `.failed`
+    /// with `.verificationFailed`.
+    func evaluate(_ parsed: ParsedRecord, context: MigrationContext, encodeLatest: Bool) -> ChainEvaluation<Latest> {
         var stored = StoredInfo(stringWrapped: parsed.stringWrapped)
+        var detected: DetectedRecord?
         do throws(KeepsakeError) {
-            let record = try decodeRecord(parsed, context: context, stored: &stored)
-            if record.isNewer { return .newerReadable(record) }
-            guard record.wasMigrated else { return .current(record) }
-            return .outdated(record, latest: encodeLatest ? try encodeVerified(record.value) : nil)
+            let record = try decodeRecord(parsed, context: context, stored: &stored, detected: &detected)
+            if record.isNewer { return ChainEvaluation(outcome: .newerReadable(record), detected: detected) }
+            guard record.wasMigrated else { return ChainEvaluation(outcome: .current(record), detected: detected) }
+            return ChainEvaluation(
+                outcome: .outdated(record), detected: detected,
+                latest: encodeLatest ? try encodeVerified(record.value) : nil)
         } catch  where error.code == .newerVersion && stored.version.map({ $0 > latestVersion }) == true {
-            return .newer(error, stored: stored)
+            return ChainEvaluation(outcome: .newer(error, stored: stored), detected: detected)
         } catch {
-            return .failed(error, stored: stored)
+            return ChainEvaluation(outcome: .failed(error, stored: stored), detected: detected)
         }
     }
 
     /// Detects, decodes and migrates a parsed record: the pipeline's one body, which
-    /// ``outcome(of:context:encodeLatest:)`` sorts into outcomes and ``read(_:context:)`` returns.
-    /// `stored` learns the version and form as soon as they are known, for failures.
+    /// ``evaluate(_:context:encodeLatest:)`` sorts into outcomes and ``read(_:context:)`` returns.
+    /// `stored` learns the version and form, and `detected` the detection, as soon as they are
+    /// known, for failures and for a save over the same record.
     private func decodeRecord(
-        _ parsed: ParsedRecord, context: MigrationContext, stored: inout StoredInfo
+        _ parsed: ParsedRecord, context: MigrationContext, stored: inout StoredInfo,
+        detected found: inout DetectedRecord?
     ) throws(KeepsakeError) -> DecodedRecord<Latest> {
         let detected = try detect(parsed)
+        found = detected
         stored.version = detected.version
         stored.form = detected.form
         let value: Latest
@@ -76,11 +89,23 @@ extension ModelChain {
     ///   without store or key.
     public func read(_ bytes: Data, context: MigrationContext) throws(KeepsakeError) -> DecodedRecord<Latest> {
         var stored = StoredInfo()
-        return try decodeRecord(ParsedRecord.parse(bytes), context: context, stored: &stored)
+        var detected: DetectedRecord?
+        return try decodeRecord(ParsedRecord.parse(bytes), context: context, stored: &stored, detected: &detected)
     }
 }
 
 /// The version a record was detected as, and the object holding its fields.
+/// What the pipeline makes of stored bytes: the outcome, and beside it what Keepsake's own
+/// callers need so that no decision reads the bytes twice.
+package struct ChainEvaluation<Latest: Sendable>: Sendable {
+    package var outcome: RecordOutcome<Latest>
+    /// The stored record's detection, once it got that far: what a save over the same bytes
+    /// decides from (replace, merge into a newer record, refuse).
+    var detected: DetectedRecord?
+    /// The verified latest envelope of an outdated record, when it was asked for.
+    package var latest: Data?
+}
+
 struct DetectedRecord: Sendable {
     let version: Int
     let form: RecordForm

@@ -53,13 +53,40 @@ extension ModelChain {
             }
             return try encoded()
         }
-        guard detected.version > latestVersion else { return try encoded() }
+        return try encodeForSave(value, over: detected, stored: existing, plain: &plain)
+    }
+
+    /// The bytes a save of `value` writes over a stored record already read and detected (by
+    /// an update, which read it through the pipeline first): the latest envelope over a
+    /// version this release knows; merged into a newer record declared readable by this
+    /// release; refused over any other newer record. The stored bytes are not parsed again
+    /// unless they are merged into.
+    func encodeForSave(
+        _ value: Latest, over detected: DetectedRecord, stored: Data, plain: inout Data?
+    ) throws(KeepsakeError) -> Data {
+        guard detected.version > latestVersion else {
+            if let plain { return plain }
+            let bytes = try encode(value)
+            plain = bytes
+            return bytes
+        }
         guard let reader = detected.oldestReader, reader <= latestVersion,
             case let .object(newerFields) = detected.fields
         else { throw newerError(detected.version) }
         return try merge(
-            value, into: newerFields, version: detected.version, oldestReader: reader, stored: existing,
-            stringWrapped: parsed.stringWrapped)
+            value, into: newerFields, version: detected.version, oldestReader: reader, stored: stored,
+            stringWrapped: detected.stringWrapped)
+    }
+
+    /// The write a save of `value` over `existing` makes: ``encodeForSave(_:over:plain:)``'s
+    /// bytes, applied only if the key still holds `existing`, and marked verified when they are
+    /// the latest envelope (proven to read back), not a merge into a newer record.
+    func saveWrite(
+        of value: Latest, key: String, over existing: Data?, plain: inout Data?
+    ) throws(KeepsakeError) -> StoreWrite {
+        let bytes = try encodeForSave(value, over: existing, plain: &plain)
+        let write = StoreWrite(key: key, value: bytes, expectation: .unchanged(existing))
+        return bytes == plain ? write.verified : write
     }
 
     /// The bytes a save of `value` writes over `existing` (see the `plain:` form).

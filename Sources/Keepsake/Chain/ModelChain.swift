@@ -14,7 +14,7 @@ import Synchronization
 /// ```
 ///
 /// Reading stored bytes is one pipeline (`ModelChain+Reading.swift`): parse once, detect the
-/// stored version, decode once, run the steps — ``outcome(of:context:encodeLatest:)`` — and
+/// stored version, decode once, run the steps — ``outcome(of:context:)`` — and
 /// every reader (``read(_:context:)``, ``Vault``, ``Migrator``, the `migrate` CLI) goes
 /// through it. Writing is ``encode(_:)`` (`ModelChain+Writing.swift`).
 ///

@@ -2,7 +2,7 @@ import Foundation
 
 /// What reading one stored record found: the one outcome every reader of records gets.
 ///
-/// ``ModelChain/outcome(of:context:encodeLatest:)`` produces it from stored bytes; ``Vault``,
+/// ``ModelChain/outcome(of:context:)`` produces it from stored bytes; ``Vault``,
 /// ``Migrator`` and the `migrate` CLI all read records through it, so "is this record
 /// outdated?" has one answer everywhere.
 ///
@@ -21,9 +21,8 @@ public enum RecordOutcome<Model: Sendable>: Sendable {
     case absent
     /// The record is at the latest version.
     case current(DecodedRecord<Model>)
-    /// The record is at an older version and was migrated in memory. `latest` holds the
-    /// verified envelope bytes to write back when they were asked for (`encodeLatest`), else `nil`.
-    case outdated(DecodedRecord<Model>, latest: Data?)
+    /// The record is at an older version and was migrated in memory (nothing is written).
+    case outdated(DecodedRecord<Model>)
     /// The record was written by a newer release whose version declares this release's readers
     /// compatible (``ModelVersion/oldestReader``): read as the latest type this release knows,
     /// ignoring the keys it does not know. Never migrated or rewritten on its own; a save keeps
@@ -39,7 +38,7 @@ public enum RecordOutcome<Model: Sendable>: Sendable {
     /// The record at the latest version, when it could be read.
     public var record: DecodedRecord<Model>? {
         switch self {
-        case let .current(record), let .outdated(record, _), let .newerReadable(record): return record
+        case let .current(record), let .outdated(record), let .newerReadable(record): return record
         case .absent, .newer, .failed: return nil
         }
     }
@@ -52,11 +51,28 @@ public enum RecordOutcome<Model: Sendable>: Sendable {
         }
     }
 
+    /// The record at the latest version, `nil` when nothing is stored; the outcome's error when
+    /// the record cannot be used (a newer release's record, one that does not read): what a
+    /// caller that only wants the value does with an outcome, in one place.
+    ///
+    /// ```swift
+    /// let settings = try Settings.chain.outcome(of: bytes, context: .live()).get()?.value
+    /// ```
+    ///
+    /// - Throws: ``error``, for ``newer(_:stored:)`` and ``failed(_:stored:)``.
+    public func get() throws(KeepsakeError) -> DecodedRecord<Model>? {
+        switch self {
+        case .absent: return nil
+        case let .current(record), let .outdated(record), let .newerReadable(record): return record
+        case let .newer(error, _), let .failed(error, _): throw error
+        }
+    }
+
     /// What is known of the stored record: its version, form and wrapping.
     public var stored: StoredInfo? {
         switch self {
         case .absent: return nil
-        case let .current(record), let .outdated(record, _), let .newerReadable(record): return record.stored
+        case let .current(record), let .outdated(record), let .newerReadable(record): return record.stored
         case let .newer(_, stored), let .failed(_, stored): return stored
         }
     }
@@ -66,7 +82,7 @@ public enum RecordOutcome<Model: Sendable>: Sendable {
         switch self {
         case .absent: return .absent
         case let .current(record): return .current(record.map(transform))
-        case let .outdated(record, latest): return .outdated(record.map(transform), latest: latest)
+        case let .outdated(record): return .outdated(record.map(transform))
         case let .newerReadable(record): return .newerReadable(record.map(transform))
         case let .newer(error, stored): return .newer(error, stored: stored)
         case let .failed(error, stored): return .failed(error, stored: stored)

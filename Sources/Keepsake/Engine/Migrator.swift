@@ -500,12 +500,11 @@ public struct Migrator: Sendable {
         } else {
             return Evaluation(report: RecordReport(key: key, state: .unmanaged))
         }
-        let outcome = chain.pipeline(parsed, context, encodeLatest).located(store: store.uri, key: key)
-        var evaluation = Evaluation(
+        let evaluated = chain.pipeline(parsed, context, encodeLatest)
+        let outcome = evaluated.outcome.located(store: store.uri, key: key)
+        return Evaluation(
             report: RecordReport(key: key, schema: chain.name, latestVersion: chain.latestVersion, outcome: outcome),
-            chain: chain, value: outcome.record?.value)
-        if case let .outdated(_, latest) = outcome { evaluation.encoded = latest }
-        return evaluation
+            encoded: evaluated.latest, chain: chain, value: outcome.record?.value)
     }
 
     /// The chain a key belongs to (``KeyRouting``), compared by UTF-8 bytes (keys are exact strings).

@@ -195,8 +195,16 @@ public struct StoreWrite: Sendable {
     /// What the key must hold for the write to apply.
     public var expectation: Expectation
     /// Whether ``value`` was written by Keepsake's own encoder and verified to read back (a
-    /// ``Migrator`` write): then a store need not check it is well-formed JSON again.
+    /// ``Migrator`` write, a `Vault` save, update or write-back of the latest envelope): then a
+    /// store need not check it is well-formed JSON again.
     package var valueIsVerified = false
+
+    /// The same write, marked as Keepsake's own verified encoding (``valueIsVerified``).
+    package var verified: StoreWrite {
+        var write = self
+        write.valueIsVerified = true
+        return write
+    }
 
     /// Writes `value` under `key` (removes it when `nil`), if the key holds what `expectation` says.
     public init(key: String, value: Data?, expectation: Expectation = .anything) {

@@ -82,7 +82,7 @@ extension Vault {
         var stored: Latest?
         do throws(KeepsakeError) {
             try await holding.exclusiveUpdate(forKey: key) { existing throws(KeepsakeError) in
-                let (value, encoded) = try changed(existing, chain: chain, key: key, start: start, change: change)
+                let (value, encoded, _) = try changed(existing, chain: chain, key: key, start: start, change: change)
                 stored = value
                 return encoded
             }
@@ -144,8 +144,7 @@ extension Vault {
             attempt += 1
             do throws(KeepsakeError) {
                 let existing = try await direct.data(forKey: key)
-                let encoded = try chain.encodeForSave(value, over: existing, plain: &plain)
-                try await direct.commitOne(StoreWrite(key: key, value: encoded, expectation: .unchanged(existing)))
+                try await direct.commitOne(try chain.saveWrite(of: value, key: key, over: existing, plain: &plain))
                 return
             } catch  where error.code == .conflict && attempt < Self.saveAttempts {
                 // Another writer's save landed in between: last writer wins, so read and write again.

@@ -215,12 +215,14 @@ struct RecordWalk<Latest: ModelVersion>: Sendable {
                 return ModelRecord(
                     key: entry.key, result: .failure(error.located(store: vault.store.uri, key: entry.key)))
             case let .success(bytes):
-                switch chain.outcome(of: bytes, context: vault.context).located(store: vault.store.uri, key: entry.key)
-                {
-                case .absent: return nil
-                case let .current(record), let .newerReadable(record), let .outdated(record, _):
+                let outcome = chain.outcome(of: bytes, context: vault.context)
+                do throws(KeepsakeError) {
+                    // Bytes were read: never absent.
+                    guard let record = try outcome.located(store: vault.store.uri, key: entry.key).get() else {
+                        return nil
+                    }
                     return ModelRecord(key: entry.key, result: .success(record))
-                case let .newer(error, _), let .failed(error, _):
+                } catch {
                     return ModelRecord(key: entry.key, result: .failure(error))
                 }
             }

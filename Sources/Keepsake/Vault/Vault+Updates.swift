@@ -179,10 +179,12 @@ extension Vault {
         } catch {
             return error.code == .locked ? .locked(error) : .failed(error)
         }
-        switch chain.outcome(of: bytes, context: context).located(store: store.uri, key: key) {
-        case .absent: return .absent
-        case let .current(record), let .newerReadable(record), let .outdated(record, _): return .record(record)
-        case let .newer(error, _), let .failed(error, _): return .unreadable(error)
+        do throws(KeepsakeError) {
+            guard let record = try chain.outcome(of: bytes, context: context).located(store: store.uri, key: key).get()
+            else { return .absent }
+            return .record(record)
+        } catch {
+            return .unreadable(error)
         }
     }
 }

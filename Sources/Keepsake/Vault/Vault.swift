@@ -219,7 +219,7 @@ public struct Vault: Sendable {
             throw KeepsakeError(
                 .invalidArgument, store: store.uri, key: key, "update needs at least 1 attempt, not \(attempts)")
         }
-        func changed(_ existing: Data?) throws(KeepsakeError) -> (value: Latest, encoded: Data) {
+        func changed(_ existing: Data?) throws(KeepsakeError) -> (value: Latest, encoded: Data, verified: Bool) {
             try self.changed(existing, chain: chain, key: key, start: start, change: change)
         }
         if let holding = store as? any ExclusiveUpdateStore {
@@ -227,7 +227,7 @@ public struct Vault: Sendable {
             var stored: Latest?
             do throws(KeepsakeError) {
                 try holding.exclusiveUpdate(forKey: key) { existing throws(KeepsakeError) in
-                    let (value, encoded) = try changed(existing)
+                    let (value, encoded, _) = try changed(existing)
                     stored = value
                     return encoded
                 }
@@ -243,9 +243,10 @@ public struct Vault: Sendable {
         while true {
             attempt += 1
             let existing = try store.data(forKey: key)
-            let (value, encoded) = try changed(existing)
+            let (value, encoded, verified) = try changed(existing)
             do throws(KeepsakeError) {
-                try store.commitOne(StoreWrite(key: key, value: encoded, expectation: .unchanged(existing)))
+                let write = StoreWrite(key: key, value: encoded, expectation: .unchanged(existing))
+                try store.commitOne(verified ? write.verified : write)
                 return value
             } catch  where error.code == .conflict && attempt < attempts {
                 Backoff.pause(after: attempt)
@@ -266,14 +267,10 @@ public struct Vault: Sendable {
     func changed<Latest, Start>(
         _ existing: Data?, chain: ModelChain<Latest>, key: String,
         start: (Latest?) throws(KeepsakeError) -> Start, change: (Start) throws -> Latest
-    ) throws(KeepsakeError) -> (value: Latest, encoded: Data) {
-        let current: Latest?
-        switch chain.outcome(of: existing, context: context).located(store: store.uri, key: key) {
-        case .absent: current = nil
-        case let .current(record), let .newerReadable(record), let .outdated(record, _): current = record.value
-        case let .newer(error, _), let .failed(error, _): throw error
-        }
-        let initial = try start(current)
+    ) throws(KeepsakeError) -> (value: Latest, encoded: Data, verified: Bool) {
+        // Read once: the same detection decides what the save over these bytes writes.
+        let evaluation = chain.evaluate(existing, context: context)
+        let initial = try start(try evaluation.outcome.located(store: store.uri, key: key).get()?.value)
         let changed: Latest
         do {
             changed = try change(initial)
@@ -285,7 +282,19 @@ public struct Vault: Sendable {
                 "the change given to update threw (\(error)); nothing was written",
                 cause: .other(String(describing: error)), underlying: error)
         }
-        return (changed, try chain.encodeForSave(changed, over: existing))
+        var plain: Data?
+        do throws(KeepsakeError) {
+            let bytes =
+                if let existing, let detected = evaluation.detected {
+                    try chain.encodeForSave(changed, over: detected, stored: existing, plain: &plain)
+                } else {
+                    try chain.encodeForSave(changed, over: nil, plain: &plain)
+                }
+            // The latest envelope is verified; a merge into a newer record is not.
+            return (changed, bytes, bytes == plain)
+        } catch {
+            throw error.located(store: store.uri, key: key)
+        }
     }
 
     /// Removes the record under `key`, if any.
@@ -338,13 +347,13 @@ public struct Vault: Sendable {
             return .done(nil)
         case let .current(record), let .newerReadable(record):
             return .done(LoadedRecord(record: record, writeBack: .notNeeded))
-        case let .outdated(record, _):
+        case let .outdated(record):
             VaultMetrics.migrated(store: store.uri)
             guard options.writeBack, let bytes else { return .done(LoadedRecord(record: record, writeBack: .skipped)) }
             do throws(KeepsakeError) {
                 let encoded = try chain.encode(record.value)
                 if let backup = options.backup { try backup.save(bytes, forKey: key, store: store.uri) }
-                return .writeBack(record, StoreWrite(key: key, value: encoded, expectation: .unchanged(bytes)))
+                return .writeBack(record, StoreWrite(key: key, value: encoded, expectation: .unchanged(bytes)).verified)
             } catch {
                 let failed = LoadedRecord<Latest>.WriteBack.failed(error.located(store: store.uri, key: key))
                 return .done(LoadedRecord(record: record, writeBack: wroteBack(failed, chain: chain, key: key)))
@@ -383,8 +392,7 @@ public struct Vault: Sendable {
             attempt += 1
             do throws(KeepsakeError) {
                 let existing = try store.data(forKey: key)
-                let encoded = try chain.encodeForSave(value, over: existing, plain: &plain)
-                try store.commitOne(StoreWrite(key: key, value: encoded, expectation: .unchanged(existing)))
+                try store.commitOne(try chain.saveWrite(of: value, key: key, over: existing, plain: &plain))
                 return
             } catch  where error.code == .conflict && attempt < Self.saveAttempts {
                 // Another writer's save landed between this one's read and write: last writer
