@@ -71,11 +71,8 @@ public enum ObservableStoreContract {
         },
         Check(name: "updates: absent first, then each value written and the removal, in order") {
             store, writer, bound in
-            let seen = UpdateRecorder<RecordUpdate<Tick>>()
-            let consumer = seen.consume(Vault(store: store).updates(for: RecordKey(chain: tickChain)))
+            let (seen, consumer) = try await watchAbsent(store, key: "tick", within: bound)
             defer { consumer.cancel() }
-            try expect(
-                await seen.wait(after: 0, within: bound, for: isAbsent), "not absent first: \(describe(seen.all))")
             for tick in 1...3 {
                 try await save(tick, as: "tick", to: writer)
                 try expect(
@@ -90,11 +87,8 @@ public enum ObservableStoreContract {
         },
         Check(name: "a burst of 100 writes: the last is seen, and never an older value after a newer") {
             store, writer, bound in
-            let seen = UpdateRecorder<RecordUpdate<Tick>>()
-            let consumer = seen.consume(Vault(store: store).updates(for: RecordKey(chain: tickChain)))
+            let (seen, consumer) = try await watchAbsent(store, key: "tick", within: bound)
             defer { consumer.cancel() }
-            try expect(
-                await seen.wait(after: 0, within: bound, for: isAbsent), "not absent first: \(describe(seen.all))")
             try await offPool {
                 let vault = Vault(store: writer)
                 for tick in 1...100 { try vault.save(Tick(tick: tick), for: RecordKey(chain: tickChain)) }
@@ -109,11 +103,8 @@ public enum ObservableStoreContract {
         Check(name: "writes to other keys, and to the same text in other bytes (café decomposed), yield nothing") {
             store, writer, bound in
             let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
-            let seen = UpdateRecorder<RecordUpdate<Tick>>()
-            let consumer = seen.consume(Vault(store: store).updates(of: tickChain, forKey: composed))
+            let (seen, consumer) = try await watchAbsent(store, key: composed, within: bound)
             defer { consumer.cancel() }
-            try expect(
-                await seen.wait(after: 0, within: bound, for: isAbsent), "not absent first: \(describe(seen.all))")
             try await save(7, as: decomposed, to: writer)
             try await save(8, as: "other", to: writer)
             try await save(9, as: composed, to: writer)
@@ -177,6 +168,20 @@ public enum ObservableStoreContract {
             case let .failed(error): "failed:\(error.code)"
             }
         }.joined(separator: " ")
+    }
+
+    /// Starts recording `Vault.updates` of the ``Tick`` under `key`, and checks that the first
+    /// update says nothing is stored.
+    static func watchAbsent(
+        _ store: any ObservableStore, key: String, within bound: Duration
+    ) async throws -> (UpdateRecorder<RecordUpdate<Tick>>, Task<Void, Never>) {
+        let seen = UpdateRecorder<RecordUpdate<Tick>>()
+        let consumer = seen.consume(Vault(store: store).updates(of: tickChain, forKey: key))
+        guard await seen.wait(after: 0, within: bound, for: isAbsent) else {
+            consumer.cancel()
+            throw ContractViolation("not absent first: \(describe(seen.all))")
+        }
+        return (seen, consumer)
     }
 
     static func isAbsent(_ update: RecordUpdate<Tick>) -> Bool {
