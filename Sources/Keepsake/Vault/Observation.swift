@@ -91,17 +91,7 @@ package struct Observation<Look: ObservedLook>: Sendable {
             }
             let changes = observation.watch(onFailure: report)
             await refresh()
-            if let changes {
-                for await _ in changes.wakeUps(forKey: key) {
-                    if Task.isCancelled { break }
-                    await refresh()
-                }
-            } else {
-                while !Task.isCancelled {
-                    guard await pause(Vault.updatesPollInterval) else { break }
-                    await refresh()
-                }
-            }
+            await repeatedly(after: changes?.wakeUps(forKey: key)) { await refresh() }
             continuation.finish()
         }
         continuation.onTermination = { _ in task.cancel() }
@@ -174,12 +164,15 @@ package struct Observation<Look: ObservedLook>: Sendable {
             }
             let changes = observation.watch(onFailure: reportListing)
             await rescan()
+            // Hints gather while a look is made; more than `PendingKeys.limit` keys, or a hint
+            // that names none, is one rescan.
+            let pending = PendingKeys()
+            var pump: Task<Void, Never>?
+            var wakeUps: AsyncStream<Void>?
             if let changes {
-                // Hints gather while a look is made; more than `PendingKeys.limit` keys, or a
-                // hint that names none, is one rescan.
-                let pending = PendingKeys()
-                let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-                let pump = Task {
+                let (stream, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+                wakeUps = stream
+                pump = Task {
                     for await change in changes {
                         if case let .key(key) = change, !pattern.matches(key) { continue }
                         pending.add(change)
@@ -187,17 +180,11 @@ package struct Observation<Look: ObservedLook>: Sendable {
                     }
                     wake.finish()
                 }
-                for await _ in wakeUps {
-                    if Task.isCancelled { break }
-                    if let keys = pending.take() { await refresh(keys) } else { await rescan() }
-                }
-                pump.cancel()
-            } else {
-                while !Task.isCancelled {
-                    guard await pause(Vault.updatesPollInterval) else { break }
-                    await rescan()
-                }
             }
+            await repeatedly(after: wakeUps) {
+                if wakeUps != nil, let keys = pending.take() { await refresh(keys) } else { await rescan() }
+            }
+            pump?.cancel()
             continuation.finish()
         }
         continuation.onTermination = { _ in task.cancel() }
@@ -246,6 +233,22 @@ package struct Observation<Look: ObservedLook>: Sendable {
                 await pause(.milliseconds(100 * (retries + 1)))
             else { return listed }
             retries += 1
+        }
+    }
+}
+
+/// Calls `look` after each wake-up until they end — or, with none to wait for (a store that is
+/// not watched), every ``Vault/updatesPollInterval`` — until the task is cancelled.
+private func repeatedly(after wakeUps: AsyncStream<Void>?, _ look: () async -> Void) async {
+    if let wakeUps {
+        for await _ in wakeUps {
+            if Task.isCancelled { return }
+            await look()
+        }
+    } else {
+        while !Task.isCancelled {
+            guard await pause(Vault.updatesPollInterval) else { return }
+            await look()
         }
     }
 }
