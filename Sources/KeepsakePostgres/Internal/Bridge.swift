@@ -7,7 +7,9 @@ import Keepsake
 package import PostgresNIO
 import Synchronization
 
-/// Runs postgres-nio's async work for the synchronous ``RecordStore`` calls.
+/// A task executor that runs every job on one NIO event loop: how the bridge runs postgres-nio's
+/// async work for the synchronous ``RecordStore`` calls. `package` for the PostgreSQL benchmark,
+/// whose postgres-nio floor runs its reads on a connection's own loop likewise.
 ///
 /// Every job of the work runs on one NIO event loop, chosen as the task's executor preference,
 /// never on Swift's cooperative pool; the calling thread waits on a semaphore. So a synchronous
@@ -18,9 +20,6 @@ import Synchronization
 /// work runs in a task whose executor preference is this event loop (child tasks inherit it);
 /// postgres-nio's own work runs on its connections' event loops; nothing here starts a
 /// `Task.detached` or awaits an actor on the default executor. Code added here must keep to it.
-///
-/// A task executor that runs every job on one NIO event loop. `package` for the PostgreSQL
-/// benchmark, whose postgres-nio floor runs its reads on a connection's own loop likewise.
 package final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
     // Sendable: `loop` is immutable and an EventLoop is thread-safe.
     package let loop: any EventLoop
