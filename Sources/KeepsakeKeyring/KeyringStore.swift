@@ -575,15 +575,18 @@ public struct KeyringStore: RecordStore {
             }
         }
         guard first != written else { return .same }
+        /// The write kept because `step` ("read a second time"), which would tell whether another
+        /// client changed the item, failed with `error`.
+        func kept(_ step: String, _ error: LibsecretFailure) -> ReadBack {
+            .kept(
+                "\(describe(written: written, back: first, in: call)); it could not be \(step) "
+                    + "(\(error.message)) to tell whether another client changed it, so the write was not undone")
+        }
         let second: Data
         do throws(LibsecretFailure) {
             second = try readBackOnce(at: path, in: call)
         } catch {
-            return try settle(error, deleted: "after") {
-                .kept(
-                    "\(describe(written: written, back: first, in: call)); it could not be read a second time "
-                        + "(\($0.message)) to tell whether another client changed it, so the write was not undone")
-            }
+            return try settle(error, deleted: "after") { kept("read a second time", $0) }
         }
         if sentWithWrite != nil, second == written {
             // The provider answered the read-back sent with the write before it applied the write
@@ -606,11 +609,7 @@ public struct KeyringStore: RecordStore {
                 on: LibsecretItem(path: path, username: nil, isLocked: false, modified: 0, created: 0, secret: nil))
             third = try readBackOnce(at: path, in: call)
         } catch {
-            return try settle(error, deleted: "after") {
-                .kept(
-                    "\(describe(written: written, back: first, in: call)); it could not be written and read again "
-                        + "(\($0.message)) to tell whether another client changed it, so the write was not undone")
-            }
+            return try settle(error, deleted: "after") { kept("written and read again", $0) }
         }
         if third == written {
             Log.keyring.notice("another client wrote the item between this write and its read-back; written again")
