@@ -234,8 +234,9 @@ let package = Package(
         // The PostgreSQL store's release-mode benchmark (Migrator.run over 100k records, Vault.load
         // per record), run by scripts/bench-postgres beside a libpq floor. Its own target, so that
         // the codec benchmark does not build postgres-nio.
-        // What the store benchmarks share (fail, seconds, the scattered load order). Not a product.
-        .target(name: "BenchSupport"),
+        // What the store benchmarks share (fail, seconds, the scattered load order, the timed
+        // migration run and loads). Not a product.
+        .target(name: "BenchSupport", dependencies: ["Keepsake", "Migrations"]),
         .executableTarget(
             name: "keepsake-bench-postgres",
             dependencies: [

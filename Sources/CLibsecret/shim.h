@@ -61,19 +61,25 @@ static inline void keepsake_drain(GMainContext *context) {
     while (g_main_context_iteration(context, FALSE)) {}
 }
 
-/// Service.SearchItems: the unlocked and the locked items whose attributes include `attributes`
-/// (a GHashTable of UTF-8 strings). The string vectors are the caller's (g_strfreev).
-static inline gboolean keepsake_search(GDBusConnection *bus, const gchar *dest, GHashTable *attributes, GCancellable *cancellable,
-                                       gchar ***unlocked, gchar ***locked, GError **error) {
+/// `attributes` (a GHashTable of UTF-8 strings) as a floating a{ss} GVariant.
+static inline GVariant *keepsake_string_table(GHashTable *attributes) {
     GVariantBuilder builder;
     g_variant_builder_init(&builder, G_VARIANT_TYPE("a{ss}"));
     GHashTableIter iter;
     gpointer name, value;
     g_hash_table_iter_init(&iter, attributes);
     while (g_hash_table_iter_next(&iter, &name, &value)) g_variant_builder_add(&builder, "{ss}", name, value);
+    return g_variant_builder_end(&builder);
+}
+
+/// Service.SearchItems: the unlocked and the locked items whose attributes include `attributes`
+/// (a GHashTable of UTF-8 strings). The string vectors are the caller's (g_strfreev).
+static inline gboolean keepsake_search(GDBusConnection *bus, const gchar *dest, GHashTable *attributes, GCancellable *cancellable,
+                                       gchar ***unlocked, gchar ***locked, GError **error) {
     GVariant *reply = g_dbus_connection_call_sync(
         bus, dest, KEEPSAKE_SECRETS_PATH, "org.freedesktop.Secret.Service", "SearchItems",
-        g_variant_new("(a{ss})", &builder), G_VARIANT_TYPE("(aoao)"), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+        g_variant_new("(@a{ss})", keepsake_string_table(attributes)), G_VARIANT_TYPE("(aoao)"), G_DBUS_CALL_FLAGS_NONE,
+        -1, cancellable, error);
     if (reply == NULL) return FALSE;
     g_variant_get(reply, "(^ao^ao)", unlocked, locked);
     g_variant_unref(reply);
@@ -384,16 +390,10 @@ static inline gchar *keepsake_prompt_result_path(GVariant *result) {
 static inline int keepsake_create_item(GDBusConnection *bus, const gchar *dest, SecretService *service, const gchar *collection,
                                        GHashTable *attributes, const gchar *label, SecretValue *value, gboolean replace,
                                        gchar **created_path, GCancellable *cancellable, GError **error) {
-    GVariantBuilder table;
-    g_variant_builder_init(&table, G_VARIANT_TYPE("a{ss}"));
-    GHashTableIter iter;
-    gpointer name, text;
-    g_hash_table_iter_init(&iter, attributes);
-    while (g_hash_table_iter_next(&iter, &name, &text)) g_variant_builder_add(&table, "{ss}", name, text);
     GVariantBuilder properties;
     g_variant_builder_init(&properties, G_VARIANT_TYPE("a{sv}"));
     g_variant_builder_add(&properties, "{sv}", "org.freedesktop.Secret.Item.Label", g_variant_new_string(label));
-    g_variant_builder_add(&properties, "{sv}", "org.freedesktop.Secret.Item.Attributes", g_variant_builder_end(&table));
+    g_variant_builder_add(&properties, "{sv}", "org.freedesktop.Secret.Item.Attributes", keepsake_string_table(attributes));
     GVariant *encoded = g_variant_ref_sink(secret_service_encode_dbus_secret(service, value));
     GVariant *reply = g_dbus_connection_call_sync(
         bus, dest, collection, "org.freedesktop.Secret.Collection", "CreateItem",

@@ -210,6 +210,12 @@ package enum Syscall {
             throw error
         }
         defer { close(fd) }
+        return (try readToEnd(fd, size: size), info)
+    }
+
+    /// The bytes of the regular file open at `fd`, from its offset to its end; `size` is the
+    /// size `fstat` gave for it.
+    package static func readToEnd(_ fd: Int32, size: Int) throws(SystemFailure) -> [UInt8] {
         // Room for the size fstat gave (capped: it is only a hint), plus a byte to see the end.
         var bytes = [UInt8](repeating: 0, count: max(4096, min(size, 64 << 20) + 1))
         var filled = 0
@@ -229,7 +235,7 @@ package enum Syscall {
             if filled == size && filled < bytes.count { break }
         }
         bytes.removeSubrange(filled...)
-        return (bytes, info)
+        return bytes
     }
 
     package static func writeAll(_ fd: Int32, _ data: Data) throws(SystemFailure) {

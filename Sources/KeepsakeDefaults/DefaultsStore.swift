@@ -367,22 +367,7 @@ public final class DefaultsStore: RecordStore {
     private static func readSuite(_ path: String) throws(SystemFailure) -> (bytes: Data, identity: FileIdentity?)? {
         guard let (fd, before) = try openSuite(path) else { return nil }
         defer { Syscall.close(fd) }
-        // Room for the size fstat gave (capped: it is only a hint), plus a byte to see the end.
-        var bytes = Data(count: max(4096, min(Int(clamping: before.st_size), 64 << 20) + 1))
-        var filled = 0
-        while true {
-            if filled == bytes.count { bytes.count *= 2 }
-            let count = bytes.withUnsafeMutableBytes { buffer in
-                Glibc.read(fd, buffer.baseAddress! + filled, buffer.count - filled)
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw SystemFailure(call: "read", errno: errno)
-            }
-            if count == 0 { break }
-            filled += count
-        }
-        bytes.count = filled
+        let bytes = Data(try Syscall.readToEnd(fd, size: Int(clamping: before.st_size)))
         var after = stat()
         let unchanged = fstat(fd, &after) == 0 && FileIdentity(after) == FileIdentity(before)
         return (bytes, unchanged ? FileIdentity(before) : nil)

@@ -8,40 +8,35 @@ extension LibsecretFailure {
         // A failure Keepsake found itself carries its own sentence; a GError gets one that
         // says what it means, and the GError's text stays in the cause.
         let own = domain == nil ? message : nil
+        let errorCode: KeepsakeError.Code
+        let meaning: String
         switch kind {
         case .timedOut:
-            return KeepsakeError(
-                .timeout, store: store, key: key,
-                own
-                    ?? "the Secret Service did not answer within \(Self.describe(timeout)) while \(stage.rawValue); the keyring daemon may be hung",
-                cause: cause)
+            errorCode = .timeout
+            meaning =
+                "the Secret Service did not answer within \(Self.describe(timeout)) while \(stage.rawValue); the keyring daemon may be hung"
         case .noSessionBus:
-            return KeepsakeError(
-                .unavailable, store: store, key: key,
-                own
-                    ?? "no D-Bus session bus could be reached (is DBUS_SESSION_BUS_ADDRESS set?); the keyring needs a desktop or dbus-run-session session",
-                cause: cause)
+            errorCode = .unavailable
+            meaning =
+                "no D-Bus session bus could be reached (is DBUS_SESSION_BUS_ADDRESS set?); the keyring needs a desktop or dbus-run-session session"
         case .noProvider:
-            return KeepsakeError(
-                .unavailable, store: store, key: key,
-                own
-                    ?? "no Secret Service provider (such as gnome-keyring-daemon) is running or activatable on the session bus",
-                cause: cause)
+            errorCode = .unavailable
+            meaning =
+                "no Secret Service provider (such as gnome-keyring-daemon) is running or activatable on the session bus"
         case .noDefaultCollection:
-            return KeepsakeError(
-                .unavailable, store: store, key: key,
-                own ?? "the Secret Service has no default collection; create a keyring first", cause: cause)
+            errorCode = .unavailable
+            meaning = "the Secret Service has no default collection; create a keyring first"
         case .locked:
-            return KeepsakeError(
-                .locked, store: store, key: key, own ?? "the keyring is locked; unlock it and try again", cause: cause)
+            errorCode = .locked
+            meaning = "the keyring is locked; unlock it and try again"
         case .other where stage == .connectBus || stage == .openService:
-            return KeepsakeError(
-                .unavailable, store: store, key: key,
-                own ?? "the Secret Service could not be reached while \(stage.rawValue)", cause: cause)
+            errorCode = .unavailable
+            meaning = "the Secret Service could not be reached while \(stage.rawValue)"
         case .other:
-            return KeepsakeError(
-                .io, store: store, key: key, own ?? "the Secret Service failed while \(stage.rawValue)", cause: cause)
+            errorCode = .io
+            meaning = "the Secret Service failed while \(stage.rawValue)"
         }
+        return KeepsakeError(errorCode, store: store, key: key, own ?? meaning, cause: cause)
     }
 
     /// `5 s`, `250 ms`.

@@ -569,28 +569,24 @@ public struct KeyringStore: RecordStore {
             case .failure?, nil:
                 first = try readBackOnce(at: path, in: call)
             }
-        } catch  where error.kind == .timedOut || error.isStaleLink {
-            // A stale session: the call runs again on a new one, and writes again.
-            throw error
-        } catch  where error.isVanishedObject {
-            Log.keyring.notice("the item written was deleted by another client before it was read back")
-            return .superseded
         } catch {
-            return .altered("the written record could not be read back (\(error.message))")
+            return try settle(error, deleted: "before") {
+                .altered("the written record could not be read back (\($0.message))")
+            }
         }
         guard first != written else { return .same }
+        /// The write kept because `step` ("read a second time"), which would tell whether another
+        /// client changed the item, failed with `error`.
+        func kept(_ step: String, _ error: LibsecretFailure) -> ReadBack {
+            .kept(
+                "\(describe(written: written, back: first, in: call)); it could not be \(step) "
+                    + "(\(error.message)) to tell whether another client changed it, so the write was not undone")
+        }
         let second: Data
         do throws(LibsecretFailure) {
             second = try readBackOnce(at: path, in: call)
-        } catch  where error.kind == .timedOut || error.isStaleLink {
-            throw error
-        } catch  where error.isVanishedObject {
-            Log.keyring.notice("the item written was deleted by another client after it was read back")
-            return .superseded
         } catch {
-            return .kept(
-                "\(describe(written: written, back: first, in: call)); it could not be read a second time "
-                    + "(\(error.message)) to tell whether another client changed it, so the write was not undone")
+            return try settle(error, deleted: "after") { kept("read a second time", $0) }
         }
         if sentWithWrite != nil, second == written {
             // The provider answered the read-back sent with the write before it applied the write
@@ -612,15 +608,8 @@ public struct KeyringStore: RecordStore {
                 written,
                 on: LibsecretItem(path: path, username: nil, isLocked: false, modified: 0, created: 0, secret: nil))
             third = try readBackOnce(at: path, in: call)
-        } catch  where error.kind == .timedOut || error.isStaleLink {
-            throw error
-        } catch  where error.isVanishedObject {
-            Log.keyring.notice("the item written was deleted by another client after it was read back")
-            return .superseded
         } catch {
-            return .kept(
-                "\(describe(written: written, back: first, in: call)); it could not be written and read again "
-                    + "(\(error.message)) to tell whether another client changed it, so the write was not undone")
+            return try settle(error, deleted: "after") { kept("written and read again", $0) }
         }
         if third == written {
             Log.keyring.notice("another client wrote the item between this write and its read-back; written again")
@@ -631,6 +620,21 @@ public struct KeyringStore: RecordStore {
             return .superseded
         }
         return .altered(describe(written: written, back: first, in: call))
+    }
+
+    /// What a failed step of ``readBack(_:at:sentWithWrite:in:)`` makes of the write: a timeout
+    /// or a stale session is thrown (the call runs again on a new session, and writes again); an
+    /// item another client deleted `when` ("before", "after") it was read back is
+    /// ``ReadBack/superseded``; any other failure is what `otherwise` makes of it.
+    private func settle(
+        _ error: LibsecretFailure, deleted when: String, otherwise: (LibsecretFailure) -> ReadBack
+    ) throws(LibsecretFailure) -> ReadBack {
+        if error.kind == .timedOut || error.isStaleLink { throw error }
+        if error.isVanishedObject {
+            Log.keyring.notice("the item written was deleted by another client \(when) it was read back")
+            return .superseded
+        }
+        return otherwise(error)
     }
 
     private func readBackOnce(at path: String, in call: LibsecretCall) throws(LibsecretFailure) -> Data {

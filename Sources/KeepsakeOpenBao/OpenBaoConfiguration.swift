@@ -112,30 +112,18 @@ public struct OpenBaoConfiguration: Sendable, Hashable {
                 .invalidArgument, store: shown,
                 "\(message); an OpenBao store URI is \(scheme)://HOST:PORT/MOUNT/PREFIX?cacert=PATH&token_file=PATH")
         }
-        guard location.hasPrefix("//") else { throw invalid("the location must start with //") }
-        var rest = Substring(location.dropFirst(2))
-        var query = Substring("")
-        if let mark = rest.firstIndex(of: "?") {
-            query = rest[rest.index(after: mark)...]
-            rest = rest[..<mark]
-        }
-        guard let slash = rest.firstIndex(of: "/") else { throw invalid("the URI names no mount") }
-        let authority = rest[..<slash]
-        let segments = rest[rest.index(after: slash)...].split(separator: "/", omittingEmptySubsequences: false)
+        let parts = try StoreURI.NetworkLocation(location, invalid: invalid)
+        guard let pathText = parts.path else { throw invalid("the URI names no mount") }
+        let authority = parts.authority
+        let segments = pathText.split(separator: "/", omittingEmptySubsequences: false)
         if authority.contains("@") {
             throw invalid("the URI holds credentials; name a token_file or token_env instead")
         }
-        var host: Substring
+        let host: Substring
         var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw invalid("an IPv6 host has no closing ]") }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let after = authority[authority.index(after: close)...]
-            if after.hasPrefix(":") {
-                portText = after.dropFirst()
-            } else if !after.isEmpty {
-                throw invalid("unexpected text after the IPv6 host")
-            }
+        if let bracketed = try StoreURI.NetworkLocation.bracketedHost(authority, invalid: invalid) {
+            host = bracketed.host
+            portText = bracketed.port
         } else if let portColon = authority.lastIndex(of: ":") {
             host = authority[..<portColon]
             portText = authority[authority.index(after: portColon)...]
@@ -161,10 +149,9 @@ public struct OpenBaoConfiguration: Sendable, Hashable {
             }
         }
         var values: [String: String] = [:]
-        for pair in query.split(separator: "&") where !pair.isEmpty {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = String(parts[0])
-            let value = parts.count > 1 ? (String(parts[1]).removingPercentEncoding ?? String(parts[1])) : ""
+        for parameter in parts.parameters {
+            let name = String(parameter.name)
+            let value = parameter.value.map { $0.removingPercentEncoding ?? String($0) } ?? ""
             if ["token", "secret_id", "role_id", "password"].contains(name) {
                 throw invalid(
                     "the URI holds a secret (\(name)=); name the file that holds it (\(name == "token" ? "token_file" : "\(name)_file")=) instead"

@@ -44,18 +44,9 @@ extension PostgresConfiguration {
                 .invalidArgument, store: shown,
                 "\(message); a PostgreSQL store URI is postgresql://user@host:port/database?table=NAME")
         }
-        guard location.hasPrefix("//") else { throw invalid("the location must start with //") }
-        var rest = Substring(location.dropFirst(2))
-        var query = Substring("")
-        if let mark = rest.firstIndex(of: "?") {
-            query = rest[rest.index(after: mark)...]
-            rest = rest[..<mark]
-        }
-        var path = Substring("")
-        if let slash = rest.firstIndex(of: "/") {
-            path = rest[rest.index(after: slash)...]
-            rest = rest[..<slash]
-        }
+        let parts = try StoreURI.NetworkLocation(location, invalid: invalid)
+        let path = parts.path ?? ""
+        var rest = parts.authority
         var user: String?
         if let at = rest.lastIndex(of: "@") {
             let userInfo = rest[..<at]
@@ -67,15 +58,9 @@ extension PostgresConfiguration {
         }
         var host: String?
         var port: String?
-        if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]") else { throw invalid("an IPv6 host has no closing ]") }
-            host = String(rest[rest.index(after: rest.startIndex)..<close])
-            let after = rest[rest.index(after: close)...]
-            if after.hasPrefix(":") {
-                port = String(after.dropFirst())
-            } else if !after.isEmpty {
-                throw invalid("unexpected text after the IPv6 host")
-            }
+        if let bracketed = try StoreURI.NetworkLocation.bracketedHost(rest, invalid: invalid) {
+            host = String(bracketed.host)
+            port = bracketed.port.map(String.init)
         } else {
             if let colon = rest.firstIndex(of: ":") {
                 port = String(rest[rest.index(after: colon)...])
@@ -98,10 +83,10 @@ extension PostgresConfiguration {
         var previousKeyFiles: String?
         var previous: String?
         var seen = Set<String>()
-        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
-            guard let equals = pair.firstIndex(of: "=") else { throw invalid("the parameter '\(pair)' has no value") }
-            let name = try Self.decode(pair[..<equals], what: "parameter name", invalid: invalid)
-            let value = try Self.decode(pair[pair.index(after: equals)...], what: "parameter \(name)", invalid: invalid)
+        for parameter in parts.parameters {
+            guard let text = parameter.value else { throw invalid("the parameter '\(parameter.name)' has no value") }
+            let name = try Self.decode(parameter.name, what: "parameter name", invalid: invalid)
+            let value = try Self.decode(text, what: "parameter \(name)", invalid: invalid)
             guard seen.insert(name).inserted else { throw invalid("the parameter \(name) is given twice") }
             switch name {
             case "table": table = value

@@ -41,24 +41,12 @@ do {
         let context = MigrationContext.fixed(now: Date(timeIntervalSince1970: 1_700_000_000), deviceIdentity: "bench")
         let migrator = Migrator(
             store: store, chains: [Person.chain.erased], context: context, patternModels: [KeyPattern("p*"): "Person"])
-        let start = ContinuousClock.now
-        let reports = try migrator.run()
-        let elapsed = seconds(since: start)
-        let migrated = reports.filter { $0.state == .migrated }.count
-        guard migrated == reports.count else { fail("\(reports.count - migrated) records not migrated") }
-        print("run \(elapsed) \(migrated)")
+        try timeMigration { () throws(KeepsakeError) in try migrator.run() }
     case "load":
         guard arguments.count == 5, let records = Int(arguments[3]), let count = Int(arguments[4]) else {
             fail("usage: load URI N COUNT")
         }
-        let vault = Vault(store: store)
-        let start = ContinuousClock.now
-        for index in 0..<count {
-            guard try vault.load(Person.chain, forKey: loadKey(index, records: records)) != nil else {
-                fail("a record was absent")
-            }
-        }
-        print("load \(seconds(since: start)) \(count)")
+        try timeLoads(Vault(store: store), records: records, count: count)
     default:
         fail("unknown command \(arguments[1])")
     }

@@ -34,7 +34,7 @@ if arguments[1] == "nio" {
                 unixSocketPath: arguments[2], username: arguments[3], password: nil, database: arguments[4]),
             id: 1, logger: logger)
         // On the connection's own event loop, as Keepsake runs its work: the driver's best case.
-        let onLoop = Task(executorPreference: LoopExecutor(loop: connection.eventLoop)) {
+        let onLoop = Task(executorPreference: EventLoopTaskExecutor(loop: connection.eventLoop)) {
             try await readEach(connection, table: table, records: records, count: count, logger: logger)
         }
         let elapsed = try await onLoop.value
@@ -66,17 +66,6 @@ func readEach(_ connection: PostgresConnection, table: String, records: Int, cou
     return seconds(since: start)
 }
 
-/// Runs a task's jobs on one NIO event loop.
-final class LoopExecutor: TaskExecutor, @unchecked Sendable {
-    // Sendable: `loop` is immutable and an EventLoop is thread-safe.
-    let loop: any EventLoop
-    init(loop: any EventLoop) { self.loop = loop }
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        loop.execute { job.runSynchronously(on: executor) }
-    }
-}
 let store: PostgresStore
 do {
     store = try PostgresStore(configuration: PostgresConfiguration(parsing: arguments[2]), requireExisting: true)
@@ -96,30 +85,20 @@ func loadAsync(_ vault: Vault, records: Int, count: Int) async throws(KeepsakeEr
 
 switch arguments[1] {
 case "run":
-    let start = ContinuousClock.now
-    let reports: [RecordReport]
     do {
-        reports = try Migrator(store: store, chains: [Person.chain.erased], context: context).run()
+        try timeMigration { () throws(KeepsakeError) in
+            try Migrator(store: store, chains: [Person.chain.erased], context: context).run()
+        }
     } catch {
         fail("\(error)")
     }
-    let elapsed = seconds(since: start)
-    let migrated = reports.filter { $0.state == .migrated }.count
-    guard migrated == reports.count else { fail("\(reports.count - migrated) records not migrated") }
-    print("run \(elapsed) \(migrated)")
 case "load":
     guard arguments.count == 5, let records = Int(arguments[3]), let count = Int(arguments[4]) else {
         fail("usage: keepsake-bench-postgres load URI N COUNT")
     }
     let vault = Vault(store: store, context: context)
     do {
-        let start = ContinuousClock.now
-        for index in 0..<count {
-            guard try vault.load(Person.chain, forKey: loadKey(index, records: records)) != nil else {
-                fail("no record \(loadKey(index, records: records))")
-            }
-        }
-        print("load \(seconds(since: start)) \(count)")
+        try timeLoads(vault, records: records, count: count)
         let asyncStart = ContinuousClock.now
         try await loadAsync(vault, records: records, count: count)
         print("load-async \(seconds(since: asyncStart)) \(count)")

@@ -141,3 +141,61 @@ extension StoreURI {
         return head + "?" + parameters.joined(separator: "&")
     }
 }
+
+extension StoreURI {
+    /// The parts of a location of the form `//AUTHORITY[/PATH][?QUERY]` — what follows the colon
+    /// of a network store's URI (`postgresql://…`, `openbao://…`) — as written: nothing is decoded.
+    package struct NetworkLocation: Sendable {
+        /// Between `//` and the first `/` (or the query).
+        package var authority: Substring
+        /// After the `/` that ends the authority; `nil` when there is none.
+        package var path: Substring?
+        /// After the first `?`; empty when there is none.
+        package var query: Substring
+
+        /// The query's `NAME=VALUE` parameters in order, split at `&` and at the first `=` of
+        /// each (empty ones left out): the value is `nil` for one with no `=`.
+        package var parameters: [(name: Substring, value: Substring?)] {
+            query.split(separator: "&").map { pair in
+                guard let equals = pair.firstIndex(of: "=") else { return (pair, nil) }
+                return (pair[..<equals], pair[pair.index(after: equals)...])
+            }
+        }
+
+        /// Splits `location`.
+        ///
+        /// - Throws: `invalid("the location must start with //")` for a location that does not.
+        package init(_ location: String, invalid: (String) -> KeepsakeError) throws(KeepsakeError) {
+            guard location.hasPrefix("//") else { throw invalid("the location must start with //") }
+            var rest = Substring(location.dropFirst(2))
+            query = ""
+            if let mark = rest.firstIndex(of: "?") {
+                query = rest[rest.index(after: mark)...]
+                rest = rest[..<mark]
+            }
+            path = nil
+            if let slash = rest.firstIndex(of: "/") {
+                path = rest[rest.index(after: slash)...]
+                rest = rest[..<slash]
+            }
+            authority = rest
+        }
+
+        /// The host and the port text of an `authority` (or what is left of one) that starts with
+        /// `[`: an IPv6 address in brackets, then nothing or `:PORT`; `nil` for one that does not
+        /// start with `[`.
+        ///
+        /// - Throws: `invalid(…)` for a bracket that is not closed, or other text after it.
+        package static func bracketedHost(
+            _ authority: Substring, invalid: (String) -> KeepsakeError
+        ) throws(KeepsakeError) -> (host: Substring, port: Substring?)? {
+            guard authority.hasPrefix("[") else { return nil }
+            guard let close = authority.firstIndex(of: "]") else { throw invalid("an IPv6 host has no closing ]") }
+            let host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if after.hasPrefix(":") { return (host, after.dropFirst()) }
+            guard after.isEmpty else { throw invalid("unexpected text after the IPv6 host") }
+            return (host, nil)
+        }
+    }
+}

@@ -44,38 +44,37 @@ final class Authenticator: Sendable {
     /// The token to send now.
     func token(client: Client, deadline: ContinuousClock.Instant) throws(KeepsakeError) -> String {
         try current.withLock { (token: inout Token?) throws(KeepsakeError) -> String in
-            if var held = token {
-                guard let refreshAt = held.refreshAt, ContinuousClock.now >= refreshAt else { return held.value }
-                if held.renewable {
-                    do {
-                        if let renewed = try renew(held, client: client, deadline: deadline) {
-                            token = renewed
-                            return renewed.value
-                        }
-                    } catch {
-                        logger.info(
-                            "the token could not be renewed",
-                            metadata: ["store": "\(store)", "error": "\(error)"])
-                    }
-                }
-                // Not renewable, or renewal refused or ended (its maximum time to live): obtain
-                // a new one. The old one is still good until it expires, should this fail.
-                do {
-                    let fresh = try obtain(client: client, deadline: deadline)
-                    token = fresh
-                    return fresh.value
-                } catch {
-                    logger.warning(
-                        "could not obtain a new token; using the current one until it expires",
-                        metadata: ["store": "\(store)", "error": "\(error)"])
-                    held.refreshAt = ContinuousClock.now + .seconds(1)
-                    token = held
-                    return held.value
-                }
+            let next = try self.next(after: token, client: client, deadline: deadline)
+            token = next
+            return next.value
+        }
+    }
+
+    /// The token to hold after `held`: `held` itself until it is due for a refresh; then renewed,
+    /// or else a new one — or, should obtaining one fail, `held` again, tried a second later.
+    /// With none held, a new one.
+    private func next(after held: Token?, client: Client, deadline: ContinuousClock.Instant) throws(KeepsakeError)
+        -> Token
+    {
+        guard var held else { return try obtain(client: client, deadline: deadline) }
+        guard let refreshAt = held.refreshAt, ContinuousClock.now >= refreshAt else { return held }
+        if held.renewable {
+            do {
+                if let renewed = try renew(held, client: client, deadline: deadline) { return renewed }
+            } catch {
+                logger.info("the token could not be renewed", metadata: ["store": "\(store)", "error": "\(error)"])
             }
-            let fresh = try obtain(client: client, deadline: deadline)
-            token = fresh
-            return fresh.value
+        }
+        // Not renewable, or renewal refused or ended (its maximum time to live): obtain a new
+        // one. The old one is still good until it expires, should this fail.
+        do {
+            return try obtain(client: client, deadline: deadline)
+        } catch {
+            logger.warning(
+                "could not obtain a new token; using the current one until it expires",
+                metadata: ["store": "\(store)", "error": "\(error)"])
+            held.refreshAt = ContinuousClock.now + .seconds(1)
+            return held
         }
     }
 

@@ -2,10 +2,14 @@
 import Dispatch
 import Foundation
 import Keepsake
-internal import PostgresNIO
+// `package`: EventLoopTaskExecutor, which names NIO's EventLoop, is package API (the
+// PostgreSQL benchmark runs its postgres-nio floor on it).
+package import PostgresNIO
 import Synchronization
 
-/// Runs postgres-nio's async work for the synchronous ``RecordStore`` calls.
+/// A task executor that runs every job on one NIO event loop: how the bridge runs postgres-nio's
+/// async work for the synchronous ``RecordStore`` calls. `package` for the PostgreSQL benchmark,
+/// whose postgres-nio floor runs its reads on a connection's own loop likewise.
 ///
 /// Every job of the work runs on one NIO event loop, chosen as the task's executor preference,
 /// never on Swift's cooperative pool; the calling thread waits on a semaphore. So a synchronous
@@ -16,13 +20,13 @@ import Synchronization
 /// work runs in a task whose executor preference is this event loop (child tasks inherit it);
 /// postgres-nio's own work runs on its connections' event loops; nothing here starts a
 /// `Task.detached` or awaits an actor on the default executor. Code added here must keep to it.
-final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
+package final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
     // Sendable: `loop` is immutable and an EventLoop is thread-safe.
-    let loop: any EventLoop
+    package let loop: any EventLoop
 
-    init(loop: any EventLoop) { self.loop = loop }
+    package init(loop: any EventLoop) { self.loop = loop }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
         loop.execute { job.runSynchronously(on: executor) }
