@@ -8,6 +8,14 @@ import Musl
 
 /// The system calls Keepsake's file-backed stores make, each wrapped once: EINTR retried, failures kept with
 /// the call's name and `errno`.
+/// A buffer ``Syscall/readToEnd(_:size:as:)`` reads into: `Data` or `[UInt8]`.
+package protocol ReadableBuffer: RangeReplaceableCollection<UInt8> where Index == Int {
+    mutating func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R
+}
+
+extension Data: ReadableBuffer {}
+extension Array: ReadableBuffer where Element == UInt8 {}
+
 package enum Syscall {
     private static func retrying(_ call: String, _ body: () -> Int32) throws(SystemFailure) -> Int32 {
         while true {
@@ -213,14 +221,17 @@ package enum Syscall {
         return (try readToEnd(fd, size: size), info)
     }
 
-    /// The bytes of the regular file open at `fd`, from its offset to its end; `size` is the
+    /// The bytes of the regular file open at `fd`, from its offset to its end, read straight
+    /// into the buffer type the caller keeps (`Data` or `[UInt8]`: no copy after); `size` is the
     /// size `fstat` gave for it.
-    package static func readToEnd(_ fd: Int32, size: Int) throws(SystemFailure) -> [UInt8] {
+    package static func readToEnd<Bytes: ReadableBuffer>(
+        _ fd: Int32, size: Int, as type: Bytes.Type = [UInt8].self
+    ) throws(SystemFailure) -> Bytes {
         // Room for the size fstat gave (capped: it is only a hint), plus a byte to see the end.
-        var bytes = [UInt8](repeating: 0, count: max(4096, min(size, 64 << 20) + 1))
+        var bytes = Bytes(repeating: 0, count: max(4096, min(size, 64 << 20) + 1))
         var filled = 0
         while true {
-            if filled == bytes.count { bytes += [UInt8](repeating: 0, count: bytes.count) }
+            if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: bytes.count)) }
             let count = bytes.withUnsafeMutableBytes { buffer in
                 Glibc.read(fd, buffer.baseAddress! + filled, buffer.count - filled)
             }

@@ -367,7 +367,7 @@ public final class DefaultsStore: RecordStore {
     private static func readSuite(_ path: String) throws(SystemFailure) -> (bytes: Data, identity: FileIdentity?)? {
         guard let (fd, before) = try openSuite(path) else { return nil }
         defer { Syscall.close(fd) }
-        let bytes = Data(try Syscall.readToEnd(fd, size: Int(clamping: before.st_size)))
+        let bytes = try Syscall.readToEnd(fd, size: Int(clamping: before.st_size), as: Data.self)
         var after = stat()
         let unchanged = fstat(fd, &after) == 0 && FileIdentity(after) == FileIdentity(before)
         return (bytes, unchanged ? FileIdentity(before) : nil)
