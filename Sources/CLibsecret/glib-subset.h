@@ -263,6 +263,7 @@ void (g_source_unref)(GSource *source);
 void (g_source_set_callback)(GSource *source, GSourceFunc func, gpointer data, GDestroyNotify notify);
 GSource *(g_timeout_source_new)(guint interval);
 GSource *(g_idle_source_new)(void);
+GSource *(g_main_current_source)(void);
 
 const GVariantType *(g_variant_type_checked_)(const gchar *);
 GVariant *(g_variant_new)(const gchar *format_string, ...);

@@ -465,16 +465,26 @@ static inline gboolean keepsake_announce_change(GDBusConnection *bus, const gcha
     return g_dbus_connection_flush_sync(bus, cancellable, error);
 }
 
-/// What a watch reports: the hints of StoreChange.
+/// What a watch forwards to its callback. The hints of StoreChange (the key as `text` for
+/// KEEPSAKE_HINT_KEY), and the events the policy in Swift acts on
+/// (Sources/KeepsakeKeyring/Internal/KeyringWatchPolicy.swift): a provider took the Secret
+/// Service's name (`text`: its unique name), RecordChanged hints came as a flood, the bus
+/// answered a re-subscription, a timer of the policy's fired (`detail`: which).
 enum {
     KEEPSAKE_HINT_ANY = 0,
     KEEPSAKE_HINT_KEY = 1,
     KEEPSAKE_HINT_LOCKED = 2,
     KEEPSAKE_HINT_UNLOCKED = 3,
+    KEEPSAKE_WATCH_ARRIVED = 4,
+    KEEPSAKE_WATCH_FLOODED = 5,
+    KEEPSAKE_WATCH_RESUBSCRIBED = 6,
+    KEEPSAKE_WATCH_TICK = 7,
 };
 
-/// Called on the watch's thread with a hint, and the key for KEEPSAKE_HINT_KEY (else NULL).
-typedef void (*KeepsakeHintFunc)(int hint, const gchar *key, void *data);
+typedef struct KeepsakeWatch KeepsakeWatch;
+
+/// Called on the watch's thread, never after keepsake_watch_stop.
+typedef void (*KeepsakeWatchFunc)(KeepsakeWatch *watch, int event, int detail, const gchar *text, void *data);
 
 /// Signal subscriptions of a watch; Keepsake writers' RecordChanged is a filter of its own
 /// (keepsake_watch_filter), counted as one more user of the watch.
@@ -483,38 +493,28 @@ typedef void (*KeepsakeHintFunc)(int hint, const gchar *key, void *data);
 #define KEEPSAKE_WATCH_PENDING_KEYS 64
 /// A flood: this many RecordChanged hints for the watch's service within a second. Keepsake
 /// writers send one per write (a keyring write takes a millisecond or more); any process on the
-/// bus can send hundreds of thousands a second, more than the watch can parse. Then the watch
-/// asks the bus to stop sending them (RemoveMatch) and reads the record every POLL instead,
-/// for a cooldown of 1 s that doubles, up to 30 s, while floods follow each other; then it
-/// subscribes again and reads once more (a change meanwhile is read by the polls or that read).
+/// bus can send hundreds of thousands a second. Counted here, on GDBus's worker thread, where
+/// they arrive; what to do about one is the policy's (KEEPSAKE_WATCH_FLOODED).
 #define KEEPSAKE_WATCH_FLOOD_HINTS 2000
-#define KEEPSAKE_WATCH_POLL_MSEC 250
-#define KEEPSAKE_WATCH_COOLDOWN_USEC (1 * G_USEC_PER_SEC)
-#define KEEPSAKE_WATCH_COOLDOWN_MAX_USEC (30 * G_USEC_PER_SEC)
+/// Timers the policy can run at once.
+#define KEEPSAKE_WATCH_TIMERS 2
 
-/// When the watch reports a provider that appeared (microseconds): once it has had a default
-/// collection for SETTLE, and QUIET has passed since the last hint it deferred, but no later
-/// than SETTLE_MAX after the collection appeared. Why: KeePassXC 2.7.4 crashes (SIGSEGV, on its
-/// main thread, in a nested event loop while it shows its window at start-up) when a client
-/// searches it in the moments after its default collection appears, while it still announces
-/// it (CollectionCreated, then CollectionChanged twice). Those came within 120 ms of the
-/// collection here, within 410 ms on a loaded machine (load 5 on 2 cores); a search among them
-/// took it down every time (7 of 7), none 250 ms to 1 s after the collection appeared (6 of 6).
-/// QUIET follows a slower start: its announcements are deferred hints.
-#define KEEPSAKE_WATCH_SETTLE_USEC (1 * G_USEC_PER_SEC)
-#define KEEPSAKE_WATCH_QUIET_USEC (G_USEC_PER_SEC / 2)
-#define KEEPSAKE_WATCH_SETTLE_MAX_USEC (5 * G_USEC_PER_SEC)
+typedef struct {
+    KeepsakeWatch *watch;
+    int slot;
+    GSource *source;
+} KeepsakeWatchTimer;
 
 /// Signal subscriptions on the session bus whose callbacks run on a GMainContext of their own,
 /// iterated by keepsake_watch_run on a thread of the caller's.
-typedef struct {
+struct KeepsakeWatch {
     GDBusConnection *bus;
     GMainContext *context;
     gchar *service;
-    KeepsakeHintFunc report;
+    KeepsakeWatchFunc report;
     void *data;
     guint subscriptions[KEEPSAKE_WATCH_SUBSCRIPTIONS];
-    gint live;      // subscriptions and the filter whose user data GDBus may still use
+    gint live;  // subscriptions, the filter and AddMatch calls whose user data GDBus may still use
     // RecordChanged hints, gathered by the filter on GDBus's worker thread and reported by one
     // idle source on the watch's thread, however many signals came meanwhile (a flood from
     // another process costs a parse and a string compare each, not a report each).
@@ -526,114 +526,82 @@ typedef struct {
     gboolean pending_scheduled;
     gint64 window_start;  // the filter's count of hints in the current second
     guint window_count;
-    gboolean flooded;  // a flood was seen and the match rule is (being) removed
-    // The cooldown after a flood (watch's thread only): the polling timer, when it ends, its
-    // length, and when the last one ended.
-    GSource *cooldown;
-    gint64 cooldown_end;
-    gint64 cooldown_usec;
-    gint64 cooldown_ended;
-    gint stopping;  // set by keepsake_watch_stop
-    // A provider that appeared and is not reported yet (keepsake_watch_owner): its unique
-    // name, when it is reported even if it never has a default collection, when it had one
-    // (0 until then), when QUIET has passed since the last deferred hint, and the timer that
-    // polls it. Only the watch's thread touches them.
-    gchar *arriving;
-    gint64 arrival_deadline;
-    gint64 arrival_ready;
-    gint64 arrival_quiet;
-    GSource *arrival;
-} KeepsakeWatch;
+    gboolean flooded;  // a flood was forwarded; counting starts again at keepsake_watch_resubscribe
+    gint stopping;     // set by keepsake_watch_stop
+    KeepsakeWatchTimer timers[KEEPSAKE_WATCH_TIMERS];  // watch's thread only
+};
 
 static inline void keepsake_watch_released(gpointer data) {
     __atomic_fetch_sub(&((KeepsakeWatch *)data)->live, 1, __ATOMIC_SEQ_CST);
 }
 
-/// Reports a hint, unless a provider's arrival is pending: then it is deferred into the one
-/// KEEPSAKE_HINT_ANY that the arrival reports once it is settled (a full re-read, which covers
-/// whatever the hint was about), so that nothing asks the new provider anything meanwhile.
-static inline void keepsake_watch_hint(KeepsakeWatch *watch, int hint, const gchar *key) {
-    if (watch->arriving != NULL) {
-        watch->arrival_quiet = g_get_monotonic_time() + KEEPSAKE_WATCH_QUIET_USEC;
-        return;
-    }
-    watch->report(hint, key, watch->data);
+/// Forwards an event to the callback, unless the watch is stopping. On the watch's thread.
+static inline void keepsake_watch_forward(KeepsakeWatch *watch, int event, int detail, const gchar *text) {
+    if (__atomic_load_n(&watch->stopping, __ATOMIC_SEQ_CST)) return;
+    watch->report(watch, event, detail, text, watch->data);
 }
 
-/// Ends a pending arrival without reporting it.
-static inline void keepsake_watch_arrival_end(KeepsakeWatch *watch) {
-    if (watch->arrival != NULL) {
-        g_source_destroy(watch->arrival);
-        g_source_unref(watch->arrival);
-        watch->arrival = NULL;
-    }
-    g_free(watch->arriving);
-    watch->arriving = NULL;
+/// Stops timer `slot` if it runs. On the watch's thread (the callback's).
+static inline void keepsake_watch_timer_stop(KeepsakeWatch *watch, int slot) {
+    if (slot < 0 || slot >= KEEPSAKE_WATCH_TIMERS || watch->timers[slot].source == NULL) return;
+    g_source_destroy(watch->timers[slot].source);
+    g_source_unref(watch->timers[slot].source);
+    watch->timers[slot].source = NULL;
 }
 
-/// The arrival's timer, every 100 ms: asks the new provider for its default collection
-/// (ReadAlias only, which is safe), until it has one or the deadline passes; then, once it has
-/// settled (KEEPSAKE_WATCH_SETTLE_USEC), reports KEEPSAKE_HINT_ANY, the arrival's and every
-/// deferred hint's one re-read.
-static inline gboolean keepsake_watch_arrival_tick(gpointer data) {
-    KeepsakeWatch *watch = data;
-    if (watch->arrival_ready == 0 && g_get_monotonic_time() < watch->arrival_deadline) {
-        GVariant *reply = g_dbus_connection_call_sync(
-            watch->bus, watch->arriving, KEEPSAKE_SECRETS_PATH, "org.freedesktop.Secret.Service", "ReadAlias",
-            g_variant_new("(s)", "default"), G_VARIANT_TYPE("(o)"), G_DBUS_CALL_FLAGS_NO_AUTO_START, 1000, NULL, NULL);
-        if (reply == NULL) return G_SOURCE_CONTINUE;
-        const gchar *collection = NULL;
-        g_variant_get(reply, "(&o)", &collection);
-        gboolean ready = g_strcmp0(collection, "/") != 0;
-        g_variant_unref(reply);
-        if (!ready) return G_SOURCE_CONTINUE;
-        watch->arrival_ready = g_get_monotonic_time();
-    }
-    if (watch->arrival_ready != 0) {
-        gint64 now = g_get_monotonic_time(), ready = watch->arrival_ready;
-        gboolean quiet = now >= ready + KEEPSAKE_WATCH_SETTLE_USEC && now >= watch->arrival_quiet;
-        if (!quiet && now < ready + KEEPSAKE_WATCH_SETTLE_MAX_USEC) return G_SOURCE_CONTINUE;
-    }
-    keepsake_watch_arrival_end(watch);  // destroys this timer: GLib holds it until this returns
-    watch->report(KEEPSAKE_HINT_ANY, NULL, watch->data);
-    return G_SOURCE_REMOVE;
+static inline gboolean keepsake_watch_timer_fired(gpointer data) {
+    KeepsakeWatchTimer *timer = data;
+    keepsake_watch_forward(timer->watch, KEEPSAKE_WATCH_TICK, timer->slot, NULL);
+    // The callback may have stopped (or replaced) this timer: then GLib is done with it.
+    return g_main_current_source() == timer->source ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
+}
+
+/// Starts timer `slot` (replacing it if it runs): KEEPSAKE_WATCH_TICK with `detail` = `slot`
+/// every `msec`. On the watch's thread (the callback's).
+static inline void keepsake_watch_timer_start(KeepsakeWatch *watch, int slot, guint msec) {
+    if (slot < 0 || slot >= KEEPSAKE_WATCH_TIMERS) return;
+    keepsake_watch_timer_stop(watch, slot);
+    KeepsakeWatchTimer *timer = &watch->timers[slot];
+    timer->watch = watch;
+    timer->slot = slot;
+    timer->source = g_timeout_source_new(msec);
+    g_source_set_callback(timer->source, keepsake_watch_timer_fired, timer, NULL);
+    g_source_attach(timer->source, watch->context);
+}
+
+/// Whether the provider that owns `owner` (a unique bus name) has a default collection now:
+/// ReadAlias("default"), the one call that is safe while KeePassXC starts; FALSE when it does
+/// not answer within a second. Never starts a provider.
+static inline gboolean keepsake_watch_read_alias(KeepsakeWatch *watch, const gchar *owner) {
+    GVariant *reply = g_dbus_connection_call_sync(
+        watch->bus, owner, KEEPSAKE_SECRETS_PATH, "org.freedesktop.Secret.Service", "ReadAlias",
+        g_variant_new("(s)", "default"), G_VARIANT_TYPE("(o)"), G_DBUS_CALL_FLAGS_NO_AUTO_START, 1000, NULL, NULL);
+    if (reply == NULL) return FALSE;
+    const gchar *collection = NULL;
+    g_variant_get(reply, "(&o)", &collection);
+    gboolean ready = g_strcmp0(collection, "/") != 0;
+    g_variant_unref(reply);
+    return ready;
 }
 
 // org.freedesktop.Secret.Collection ItemCreated/ItemChanged/ItemDeleted, and
 // org.freedesktop.Secret.Service CollectionCreated/Changed/Deleted: which record is not said.
 static inline void keepsake_watch_any(GDBusConnection *bus, const gchar *sender, const gchar *path, const gchar *interface,
                                       const gchar *signal, GVariant *parameters, gpointer data) {
-    KeepsakeWatch *watch = data;
-    keepsake_watch_hint(watch, KEEPSAKE_HINT_ANY, NULL);
+    keepsake_watch_forward(data, KEEPSAKE_HINT_ANY, 0, NULL);
 }
 
-// NameOwnerChanged(name, old, new) of org.freedesktop.secrets. A provider that went away is
-// not reported: a read then would have D-Bus start another provider (gnome-keyring for a
-// KeePassXC user). A provider that appeared is reported once it has had a default collection
-// for a while (KEEPSAKE_WATCH_SETTLE_USEC; or after 30 s without one): KeePassXC owns the name
-// before its database is open, and a client that searches then makes it open a dialog; just
-// after, a search crashes KeePassXC 2.7.4. Only ReadAlias is asked meanwhile, which is safe
-// (timer: keepsake_watch_arrival_tick); the watch's other hints are deferred into the
-// arrival's report (keepsake_watch_hint). Another arrival meanwhile starts the wait again, for
-// the newer owner.
+// NameOwnerChanged(name, old, new) of org.freedesktop.secrets: a provider that appeared is
+// forwarded with its unique name; one that went away is not (reading then would have D-Bus
+// start another provider).
 static inline void keepsake_watch_owner(GDBusConnection *bus, const gchar *sender, const gchar *path,
                                         const gchar *interface, const gchar *signal, GVariant *parameters,
                                         gpointer data) {
-    KeepsakeWatch *watch = data;
     const gchar *name = NULL, *old_owner = NULL, *new_owner = NULL;
     if (!g_variant_is_of_type(parameters, G_VARIANT_TYPE("(sss)"))) return;
     g_variant_get(parameters, "(&s&s&s)", &name, &old_owner, &new_owner);
     if (new_owner[0] == '\0') return;
-    g_free(watch->arriving);
-    watch->arriving = g_strdup(new_owner);
-    watch->arrival_deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-    watch->arrival_ready = 0;
-    watch->arrival_quiet = 0;
-    if (watch->arrival == NULL) {
-        watch->arrival = g_timeout_source_new(100);
-        g_source_set_callback(watch->arrival, keepsake_watch_arrival_tick, watch, NULL);
-        g_source_attach(watch->arrival, watch->context);
-    }
+    keepsake_watch_forward(data, KEEPSAKE_WATCH_ARRIVED, 0, new_owner);
 }
 
 // org.freedesktop.DBus.Properties.PropertiesChanged of a collection or an item: `Locked` says
@@ -641,7 +609,6 @@ static inline void keepsake_watch_owner(GDBusConnection *bus, const gchar *sende
 static inline void keepsake_watch_properties(GDBusConnection *bus, const gchar *sender, const gchar *path,
                                              const gchar *interface, const gchar *signal, GVariant *parameters,
                                              gpointer data) {
-    KeepsakeWatch *watch = data;
     int hint = KEEPSAKE_HINT_ANY;
     if (g_variant_is_of_type(parameters, G_VARIANT_TYPE("(sa{sv}as)"))) {
         GVariant *changed = g_variant_get_child_value(parameters, 1);
@@ -649,10 +616,10 @@ static inline void keepsake_watch_properties(GDBusConnection *bus, const gchar *
         if (g_variant_lookup(changed, "Locked", "b", &locked)) hint = locked ? KEEPSAKE_HINT_LOCKED : KEEPSAKE_HINT_UNLOCKED;
         g_variant_unref(changed);
     }
-    keepsake_watch_hint(watch, hint, NULL);
+    keepsake_watch_forward(data, hint, 0, NULL);
 }
 
-/// Reports the RecordChanged hints gathered since the last report: each key once, or one
+/// Forwards the RecordChanged hints gathered since the last report: each key once, or one
 /// KEEPSAKE_HINT_ANY when there were too many. On the watch's thread (an idle source).
 static inline gboolean keepsake_watch_flush(gpointer data) {
     KeepsakeWatch *watch = data;
@@ -663,19 +630,20 @@ static inline gboolean keepsake_watch_flush(gpointer data) {
     watch->pending_any = FALSE;
     watch->pending_scheduled = FALSE;
     g_mutex_unlock(&watch->pending_lock);
-    if (__atomic_load_n(&watch->stopping, __ATOMIC_SEQ_CST)) {
-        g_hash_table_unref(keys);
-        return G_SOURCE_REMOVE;
-    }
     if (any) {
-        keepsake_watch_hint(watch, KEEPSAKE_HINT_ANY, NULL);
+        keepsake_watch_forward(watch, KEEPSAKE_HINT_ANY, 0, NULL);
     } else {
         GHashTableIter iter;
         gpointer key = NULL;
         g_hash_table_iter_init(&iter, keys);
-        while (g_hash_table_iter_next(&iter, &key, NULL)) keepsake_watch_hint(watch, KEEPSAKE_HINT_KEY, key);
+        while (g_hash_table_iter_next(&iter, &key, NULL)) keepsake_watch_forward(watch, KEEPSAKE_HINT_KEY, 0, key);
     }
     g_hash_table_unref(keys);
+    return G_SOURCE_REMOVE;
+}
+
+static inline gboolean keepsake_watch_flooded(gpointer data) {
+    keepsake_watch_forward(data, KEEPSAKE_WATCH_FLOODED, 0, NULL);
     return G_SOURCE_REMOVE;
 }
 
@@ -687,62 +655,36 @@ static inline void keepsake_watch_idle(KeepsakeWatch *watch, GSourceFunc callbac
     g_source_unref(idle);
 }
 
-/// The answer to the AddMatch that ends a cooldown: from now on hints arrive again, so one
-/// more read covers a change between the last poll and this.
+/// Asks the bus to stop sending this watch RecordChanged (RemoveMatch; not waited for). On the
+/// watch's thread.
+static inline void keepsake_watch_unsubscribe(KeepsakeWatch *watch) {
+    if (watch->match_rule == NULL) return;
+    g_dbus_connection_call(watch->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                           "RemoveMatch", g_variant_new("(s)", watch->match_rule), NULL, G_DBUS_CALL_FLAGS_NONE, -1,
+                           NULL, NULL, NULL);
+}
+
 static inline void keepsake_watch_resubscribed(GObject *bus, GAsyncResult *result, gpointer data) {
     KeepsakeWatch *watch = data;
     GVariant *reply = g_dbus_connection_call_finish((GDBusConnection *)bus, result, NULL);
     if (reply != NULL) g_variant_unref(reply);
-    if (!__atomic_load_n(&watch->stopping, __ATOMIC_SEQ_CST)) keepsake_watch_hint(watch, KEEPSAKE_HINT_ANY, NULL);
+    keepsake_watch_forward(watch, KEEPSAKE_WATCH_RESUBSCRIBED, 0, NULL);
     keepsake_watch_released(watch);
 }
 
-/// Every KEEPSAKE_WATCH_POLL_MSEC during a cooldown: reads the record (a hint for any record);
-/// once the cooldown is over, subscribes again. On the watch's thread.
-static inline gboolean keepsake_watch_cooldown_tick(gpointer data) {
-    KeepsakeWatch *watch = data;
-    if (__atomic_load_n(&watch->stopping, __ATOMIC_SEQ_CST)) return G_SOURCE_CONTINUE;  // released soon
-    keepsake_watch_hint(watch, KEEPSAKE_HINT_ANY, NULL);
-    gint64 now = g_get_monotonic_time();
-    if (now < watch->cooldown_end) return G_SOURCE_CONTINUE;
+/// Asks the bus to send RecordChanged again (AddMatch) and counts hints for floods afresh;
+/// KEEPSAKE_WATCH_RESUBSCRIBED follows once the bus answered. On the watch's thread.
+static inline void keepsake_watch_resubscribe(KeepsakeWatch *watch) {
+    if (watch->match_rule == NULL) return;
     g_mutex_lock(&watch->pending_lock);
     watch->flooded = FALSE;
-    watch->window_start = now;
+    watch->window_start = g_get_monotonic_time();
     watch->window_count = 0;
     g_mutex_unlock(&watch->pending_lock);
-    watch->cooldown_ended = now;
     __atomic_fetch_add(&watch->live, 1, __ATOMIC_SEQ_CST);  // until the answer's callback
     g_dbus_connection_call(watch->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                            "AddMatch", g_variant_new("(s)", watch->match_rule), NULL, G_DBUS_CALL_FLAGS_NONE, -1, NULL,
                            keepsake_watch_resubscribed, watch);
-    g_source_unref(watch->cooldown);  // GLib holds the timer until this returns
-    watch->cooldown = NULL;
-    return G_SOURCE_REMOVE;
-}
-
-/// A flood was seen (keepsake_watch_filter): the bus is asked to stop sending RecordChanged
-/// to this watch, and the record is polled until the cooldown ends. On the watch's thread.
-static inline gboolean keepsake_watch_flood(gpointer data) {
-    KeepsakeWatch *watch = data;
-    if (__atomic_load_n(&watch->stopping, __ATOMIC_SEQ_CST) || watch->cooldown != NULL) return G_SOURCE_REMOVE;
-    if (watch->match_rule == NULL) {  // still subscribing (keepsake_watch_new): hints of another watch's rule
-        g_mutex_lock(&watch->pending_lock);
-        watch->flooded = FALSE;
-        g_mutex_unlock(&watch->pending_lock);
-        return G_SOURCE_REMOVE;
-    }
-    g_dbus_connection_call(watch->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                           "RemoveMatch", g_variant_new("(s)", watch->match_rule), NULL, G_DBUS_CALL_FLAGS_NONE, -1,
-                           NULL, NULL, NULL);
-    gint64 now = g_get_monotonic_time();
-    gboolean again = watch->cooldown_ended != 0 && now - watch->cooldown_ended < 2 * watch->cooldown_usec;
-    watch->cooldown_usec = again ? watch->cooldown_usec * 2 : KEEPSAKE_WATCH_COOLDOWN_USEC;
-    if (watch->cooldown_usec > KEEPSAKE_WATCH_COOLDOWN_MAX_USEC) watch->cooldown_usec = KEEPSAKE_WATCH_COOLDOWN_MAX_USEC;
-    watch->cooldown_end = now + watch->cooldown_usec;
-    watch->cooldown = g_timeout_source_new(KEEPSAKE_WATCH_POLL_MSEC);
-    g_source_set_callback(watch->cooldown, keepsake_watch_cooldown_tick, watch, NULL);
-    g_source_attach(watch->cooldown, watch->context);
-    return G_SOURCE_REMOVE;
 }
 
 // org.keepsake.Keyring.RecordChanged(service, key) from any Keepsake writer, seen on GDBus's
@@ -783,7 +725,7 @@ static inline GDBusMessage *keepsake_watch_filter(GDBusConnection *bus, GDBusMes
     if (flood) watch->flooded = TRUE;
     g_mutex_unlock(&watch->pending_lock);
     if (schedule) keepsake_watch_idle(watch, keepsake_watch_flush);
-    if (flood) keepsake_watch_idle(watch, keepsake_watch_flood);
+    if (flood) keepsake_watch_idle(watch, keepsake_watch_flooded);
     return message;
 }
 
@@ -818,23 +760,19 @@ static inline gboolean keepsake_watch_match(GDBusConnection *bus, const gchar *m
     return TRUE;
 }
 
-/// Drops a pending arrival, unsubscribes and dispatches the watch's context until GDBus has
-/// released every subscription: no callback runs after this returns. On the thread that
-/// iterates the context.
+/// Stops the timers, unsubscribes and dispatches the watch's context until GDBus has released
+/// every subscription: no callback runs after this returns. On the thread that iterates the
+/// context.
 static inline void keepsake_watch_release(KeepsakeWatch *watch) {
     __atomic_store_n(&watch->stopping, 1, __ATOMIC_SEQ_CST);  // a report still pending is dropped
-    keepsake_watch_arrival_end(watch);
-    if (watch->cooldown != NULL) {
-        g_source_destroy(watch->cooldown);
-        g_source_unref(watch->cooldown);
-        watch->cooldown = NULL;
-    }
+    for (int slot = 0; slot < KEEPSAKE_WATCH_TIMERS; slot++) keepsake_watch_timer_stop(watch, slot);
     g_main_context_push_thread_default(watch->context);
     for (int i = 0; i < KEEPSAKE_WATCH_SUBSCRIPTIONS; i++) {
         g_dbus_connection_signal_unsubscribe(watch->bus, watch->subscriptions[i]);
     }
     g_dbus_connection_remove_filter(watch->bus, watch->filter);
-    // Best effort: a bus that is gone has dropped the rule with the connection.
+    // Best effort: a bus that is gone has dropped the rule with the connection. A rule removed
+    // already (a flood's cooldown) is refused, which is harmless.
     if (watch->match_rule != NULL) (void)keepsake_watch_match(watch->bus, "RemoveMatch", watch->match_rule, NULL, NULL);
     while (__atomic_load_n(&watch->live, __ATOMIC_SEQ_CST) > 0) g_main_context_iteration(watch->context, TRUE);
     g_main_context_pop_thread_default(watch->context);
@@ -856,7 +794,7 @@ static inline void keepsake_watch_free(KeepsakeWatch *watch) {
 /// keepsake_watch_run iterates; then makes one round trip to the bus, so that every match rule
 /// is in force when this returns (a change after it is not missed). NULL with `error` set when
 /// that round trip fails; nothing is left subscribed then.
-static inline KeepsakeWatch *keepsake_watch_new(GDBusConnection *bus, const gchar *service, KeepsakeHintFunc report,
+static inline KeepsakeWatch *keepsake_watch_new(GDBusConnection *bus, const gchar *service, KeepsakeWatchFunc report,
                                                 void *data, GCancellable *cancellable, GError **error) {
     KeepsakeWatch *watch = (KeepsakeWatch *)g_malloc0_n(1, sizeof(KeepsakeWatch));
     watch->bus = g_object_ref(bus);

@@ -40,4 +40,10 @@ extension KeyringStore: ObservableStore {
         continuation.onTermination = { _ in signals.stop() }
         return stream
     }
+
+    /// Two seconds: a provider may say its collection is unlocked a moment before it shows the
+    /// items again — KeePassXC adds them back one by one as its database opens — so a record
+    /// that reads as absent just after an unlock is read again for this long before an
+    /// observer reports it absent.
+    public var settleAfterUnlock: Duration { .seconds(2) }
 }

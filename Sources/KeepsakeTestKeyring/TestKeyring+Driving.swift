@@ -65,7 +65,7 @@ extension TestKeyring {
     /// KeePassXC is never restarted to unlock it: a KeePassXC 2.7.4 that has just opened its
     /// database at start-up crashes (SIGSEGV) when a client searches it while it is still
     /// showing that database. A keyring watch waits for it to settle before it reads again
-    /// (`keepsake_watch_owner` in CLibsecret's shim.h); a test's own reads would not.
+    /// (KeepsakeKeyring's `KeyringWatchPolicy`); a test's own reads would not.
     ///
     /// - Throws: Like ``restartDaemon()``; `.operationFailed` when KeePassXC refuses the unlock.
     /// - Important: When it throws, the keyring may have no daemon; a later ``restartDaemon()``

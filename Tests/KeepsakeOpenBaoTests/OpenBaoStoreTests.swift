@@ -7,7 +7,8 @@ import Synchronization
 import Testing
 
 /// One in-memory server for the suites that do not stop, seal or restart theirs: each test
-/// works in a folder of its own.
+/// works in a folder of its own. A static is never deinitialised, so the server is killed when
+/// the test process exits (and by scripts/openbao, should the process crash).
 enum SharedServer {
     private static let server = Mutex<OpenBaoTestServer?>(nil)
 
@@ -16,6 +17,7 @@ enum SharedServer {
             if let server { return server }
             let started = try OpenBaoTestServer()
             server = started
+            atexit { SharedServer.server.withLock { $0?.kill() } }
             return started
         }
     }

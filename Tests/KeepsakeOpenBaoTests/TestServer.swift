@@ -14,6 +14,9 @@ import Testing
 /// stopped when the value is released.
 final class OpenBaoTestServer: @unchecked Sendable {
     static let bao = ProcessInfo.processInfo.environment["KEEPSAKE_TEST_BAO"]
+    /// The run of scripts/openbao this is part of (`run<pid>-`), which stops every server whose
+    /// directory names it when it ends.
+    private static let run = ProcessInfo.processInfo.environment["KEEPSAKE_TEST_BAO_RUN"].map { "\($0)-" } ?? ""
     static var available: Bool { bao.map { FileManager.default.isExecutableFile(atPath: $0) } ?? false }
     static let skipReason: Comment =
         "no OpenBao binary: run inside scripts/openbao, which sets KEEPSAKE_TEST_BAO (scripts/test does)"
@@ -38,7 +41,7 @@ final class OpenBaoTestServer: @unchecked Sendable {
         self.raft = raft
         directory =
             FileManager.default.temporaryDirectory
-            .appendingPathComponent("keepsake-openbao-\(UUID().uuidString.prefix(8))").path
+            .appendingPathComponent("keepsake-openbao-\(Self.run)\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory + "/raft", withIntermediateDirectories: true)
         port = try Self.freePort()
         try run(

@@ -231,6 +231,32 @@ struct UpdatesTests {
         #expect(await seen.wait(for: "4"), "\(seen.items.withLock { $0 })")
     }
 
+    @Test(
+        "a record absent just after an unlock is read again for the store's settleAfterUnlock before it is reported absent",
+        arguments: [0, 2])
+    func unlockSettle(seconds: Int) async throws {
+        let store = LockingStore(settleAfterUnlock: .seconds(seconds))
+        try store.base.setData(Data(#"{"count":1}"#.utf8), forKey: "count")
+        let seen = Seen()
+        let updates = Vault(store: store).updates(for: .count)
+        let consumer = Task { for await update in updates { seen.items.withLock { $0.append(describe(update)) } } }
+        defer { consumer.cancel() }
+        #expect(await seen.wait(for: "1"))
+        store.state.store(LockingStore.locked, ordering: .relaxed)
+        store.hint(.locked)
+        #expect(await seen.wait(for: "locked:locked"), "\(seen.items.withLock { $0 })")
+        // Unlocked, but the items come back 300 ms later.
+        store.state.store(LockingStore.hiding, ordering: .relaxed)
+        store.hint(.unlocked)
+        if seconds == 0 { #expect(await seen.wait(for: "absent"), "\(seen.items.withLock { $0 })") }
+        try await Task.sleep(for: .milliseconds(300))
+        store.state.store(LockingStore.open, ordering: .relaxed)
+        store.hint(.any)
+        #expect(await seen.wait(for: "1"), "\(seen.items.withLock { $0 })")
+        let expected = seconds == 0 ? ["1", "locked:locked", "absent", "1"] : ["1", "locked:locked", "1"]
+        #expect(seen.items.withLock { $0 } == expected)
+    }
+
     @Test("a change to another key yields nothing; cancelling releases every watch")
     func otherKeysAndCancellation() async throws {
         // Earlier tests' watches close as their threads end.
@@ -308,6 +334,44 @@ extension DefaultsStore {
     fileprivate convenience init(sameStorageAs other: DefaultsStore) {
         self.init(path: other.path)
     }
+}
+
+/// An in-memory store that can be locked, and that shows nothing for a moment after it is
+/// unlocked, as KeePassXC does while it opens its database: its hints are the test's.
+private final class LockingStore: RecordStore, ObservableStore {
+    static let open = 0
+    static let locked = 1
+    /// Unlocked, but not showing its items yet: every read finds nothing.
+    static let hiding = 2
+
+    let base = InMemoryStore()
+    let state = Atomic<Int>(LockingStore.open)
+    let settleAfterUnlock: Duration
+    private let watchers = Mutex<[StoreChanges.Continuation]>([])
+
+    init(settleAfterUnlock: Duration) { self.settleAfterUnlock = settleAfterUnlock }
+
+    var uri: String { base.uri }
+    var capabilities: StoreCapabilities { base.capabilities }
+
+    func data(forKey key: String) throws(KeepsakeError) -> Data? {
+        switch state.load(ordering: .relaxed) {
+        case Self.locked: throw KeepsakeError(.locked, store: uri, key: key, "injected: the collection is locked")
+        case Self.hiding: return nil
+        default: return try base.data(forKey: key)
+        }
+    }
+
+    func keys() throws(KeepsakeError) -> [String] { try base.keys() }
+    func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] { try base.commit(writes) }
+
+    func changes() throws(KeepsakeError) -> StoreChanges {
+        let (stream, continuation) = StoreChanges.makeStream()
+        watchers.withLock { $0.append(continuation) }
+        return stream
+    }
+
+    func hint(_ change: StoreChange) { watchers.withLock { $0.forEach { $0.yield(change) } } }
 }
 
 /// An in-memory store whose watch starts and never hints: what the observable contract must

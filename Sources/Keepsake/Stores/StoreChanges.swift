@@ -52,6 +52,18 @@ public protocol ObservableStore: RecordStore {
     /// - Throws: ``KeepsakeError`` naming the store when the watch cannot be set up (no inotify
     ///   instance left, no session bus).
     func changes() throws(KeepsakeError) -> StoreChanges
+
+    /// How long a record that reads as absent right after the store reported itself
+    /// ``StoreChange/locked`` is read again before an observer reports it absent. Zero (the
+    /// default) for a store whose records are there the moment it says it is unlocked; a
+    /// keyring provider may say so a moment before it shows its items again (KeePassXC adds
+    /// them back one by one as its database opens), and an unlock is not a deletion.
+    var settleAfterUnlock: Duration { get }
+}
+
+extension ObservableStore {
+    /// Zero: the store's records are there as soon as it says it is unlocked.
+    public var settleAfterUnlock: Duration { .zero }
 }
 
 /// Counts the watches that are open in this process, so that tests can check that cancelling

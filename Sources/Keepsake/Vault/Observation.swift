@@ -44,9 +44,9 @@ package struct Fingerprint {
 /// - Hints are coalesced: however many arrive during a look, they cost one more look.
 /// - A look that timed out is made again (``Vault/timeoutRereads`` times, over 0.6 s) before it
 ///   counts: it says how a call went, not what the store holds.
-/// - A key that reads as absent right after its store was locked is looked at again for
-///   ``Vault/unlockSettle`` before it is reported absent: a provider may report itself
-///   unlocked a moment before it shows its items again (KeePassXC adds them back one by one).
+/// - A key that reads as absent right after its store was locked is looked at again for the
+///   store's ``ObservableStore/settleAfterUnlock`` before it is reported absent: a keyring
+///   provider may report itself unlocked a moment before it shows its items again.
 package struct Observation<Look: ObservedLook>: Sendable {
     let store: any RecordStore
     let look: @Sendable (String) async -> Look
@@ -81,7 +81,7 @@ package struct Observation<Look: ObservedLook>: Sendable {
                 guard var look = await observation.lookRetryingTimeouts(key) else { return }
                 if look.observedKind == .absent, last?.kind == .locked {
                     // Just unlocked: absent only if it stays absent.
-                    let deadline = ContinuousClock.now + Vault.unlockSettle
+                    let deadline = ContinuousClock.now + observation.settleAfterUnlock
                     while look.observedKind == .absent, ContinuousClock.now < deadline {
                         guard await pause(.milliseconds(50)) else { return }  // cancelled
                         look = await observation.look(key)
@@ -140,7 +140,7 @@ package struct Observation<Look: ObservedLook>: Sendable {
                 var listed = await observation.list(pattern)
                 if listingFailed?.kind == .locked {
                     // Just unlocked: a key seen before is gone only if it stays gone.
-                    let deadline = ContinuousClock.now + Vault.unlockSettle
+                    let deadline = ContinuousClock.now + observation.settleAfterUnlock
                     while case let .success(keys) = listed, ContinuousClock.now < deadline,
                         !Set(keys.map(ExactString.init)).isSuperset(of: seen.keys)
                     {
@@ -193,6 +193,10 @@ package struct Observation<Look: ObservedLook>: Sendable {
 
     /// Starts watching the store when it can be watched; a watch that cannot be set up is
     /// reported to `onFailure` and the store is polled.
+    /// How long an absent look right after a locked one is made again: the store's own
+    /// settle, zero for a store that is not observable.
+    var settleAfterUnlock: Duration { (store as? any ObservableStore)?.settleAfterUnlock ?? .zero }
+
     private func watch(onFailure: (Look) -> Void) -> StoreChanges? {
         guard let observable = store as? any ObservableStore else { return nil }
         do throws(KeepsakeError) {

@@ -45,10 +45,8 @@ extension Vault {
         let name = try resolve(key.name, key.chain)
         return try await heldUpdate(holding, key.chain, key: name) { current throws(KeepsakeError) in
             try startValue(current, of: key, name: name)
-        } change: { value in
-            var value = value
-            try change(&value)
-            return value
+        } change: {
+            try changedInPlace($0, by: change)
         }
     }
 

@@ -75,12 +75,6 @@ extension Vault {
     /// read again by `updates(for:)`: every second.
     public static let updatesPollInterval: Duration = .seconds(1)
 
-    /// How long a record that was locked and reads as absent right after is read again before
-    /// `updates(for:)` reports it absent: a provider may say it is unlocked a moment before it
-    /// shows its items again (KeePassXC adds them back one by one as its database opens), and
-    /// an unlock is not a deletion.
-    package static let unlockSettle: Duration = .seconds(2)
-
     /// How many times an observation reads a record again after a read that timed out, before it
     /// reports the timeout (after 0.1, 0.2 and 0.3 s).
     package static let timeoutRereads = 3

@@ -93,6 +93,13 @@ public struct Vault: Sendable {
         return defaultValue
     }
 
+    /// `value` after `change` changed it in place.
+    func changedInPlace<Latest>(_ value: Latest, by change: (inout Latest) throws -> Void) rethrows -> Latest {
+        var value = value
+        try change(&value)
+        return value
+    }
+
     /// Where an update of `key` starts: what is stored, else the key's default.
     func startValue<Latest>(_ current: Latest?, of key: RecordKey<Latest>, name: String) throws(KeepsakeError) -> Latest
     {
@@ -175,10 +182,8 @@ public struct Vault: Sendable {
         let name = try resolve(key.name, key.chain)
         return try update(key.chain, key: name, attempts: attempts) { current throws(KeepsakeError) in
             try startValue(current, of: key, name: name)
-        } change: { value in
-            var value = value
-            try change(&value)
-            return value
+        } change: {
+            try changedInPlace($0, by: change)
         }
     }
 

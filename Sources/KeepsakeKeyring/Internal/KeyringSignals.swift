@@ -1,6 +1,7 @@
 internal import CLibsecret
 import Foundation
 import Keepsake
+import Synchronization
 
 /// A watch on the session bus for signs that a keyring store's records changed, delivered as
 /// ``StoreChange`` hints on a thread of its own until ``stop()``.
@@ -18,20 +19,16 @@ import Keepsake
 ///
 /// So every Keepsake writer also announces its writes (``announce(service:key:timeout:)``),
 /// which covers gnome-keyring's silent in-place replace; a provider's (re)start is seen as its
-/// bus name changing owner, and reported once its default collection has been there for a
-/// second and its signals have been quiet for half a second — KeePassXC 2.7.4 crashes when it
-/// is searched while it still announces its collection at start-up. Every other hint meanwhile
-/// is folded into that one report (`keepsake_watch_owner` in shim.h). Each is only a hint: the
-/// observer reads the record again, so a lock that hides items is read as locked, never as a
-/// deletion.
+/// bus name changing owner. Each is only a hint: the observer reads the record again, so a lock
+/// that hides items is read as locked, never as a deletion.
 ///
-/// Any process on the bus may send `RecordChanged`, as fast as it likes (one Python process
-/// sent 170,000 a second here). The bus routes to a watch only its own service's; GDBus's
-/// worker thread gathers them (`keepsake_watch_filter`), so that however many arrive while a
-/// report is pending, the watch's thread reports each key once; and a flood (2,000 in a second)
-/// makes the watch unsubscribe from them and read the record every 250 ms instead, for a
-/// cooldown that grows while floods go on (`keepsake_watch_flood`). 300,000 spoofed signals in
-/// 3 s cost a `migrate watch` 0.9 s of CPU and nothing after them (without this, 3 s during and
+/// Any process on the bus may send `RecordChanged`, as fast as it likes. The bus routes to a
+/// watch only its own service's; GDBus's worker thread gathers them (`keepsake_watch_filter` in
+/// shim.h), so that however many arrive while a report is pending, the watch's thread reports
+/// each key once, and counts them. What the watch does about a provider that starts and about
+/// a flood is ``KeyringWatchPolicy``: it holds hints back until a starting provider can be read
+/// safely, and answers a flood by polling instead. 300,000 spoofed signals in 3 s cost a
+/// `migrate watch` 0.9 s of CPU and nothing after them (without the policy, 3 s during and
 /// 3 s after), and a real change meanwhile is printed within 250 ms
 /// (Tests/KeepsakeKeyringTests/KeyringWatchCLITests.swift).
 final class KeyringSignals: @unchecked Sendable {
@@ -56,9 +53,9 @@ final class KeyringSignals: @unchecked Sendable {
         }
         defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
         let sink = Unmanaged.passRetained(HintSink(report))
-        let hint: KeepsakeHintFunc = { kind, key, data in
-            guard let data else { return }
-            Unmanaged<HintSink>.fromOpaque(data).takeUnretainedValue().deliver(kind, key)
+        let hint: KeepsakeWatchFunc = { watch, event, detail, text, data in
+            guard let watch, let data else { return }
+            Unmanaged<HintSink>.fromOpaque(data).takeUnretainedValue().deliver(watch, event, detail, text)
         }
         guard
             let watch = keepsake_watch_new(
@@ -109,20 +106,51 @@ final class KeyringSignals: @unchecked Sendable {
     }
 }
 
-/// The closure a watch reports to, kept alive by the watch for its C callbacks.
+/// What a watch forwards to, kept alive by the watch for its C callbacks: the policy, run on
+/// the watch's thread, and the closure that yields its reports.
 private final class HintSink: Sendable {
     let report: @Sendable (StoreChange) -> Void
+    /// Only the watch's thread uses it; the lock is never contended.
+    private let policy = Mutex(KeyringWatchPolicy())
 
     init(_ report: @escaping @Sendable (StoreChange) -> Void) { self.report = report }
 
-    func deliver(_ kind: Int32, _ key: UnsafePointer<gchar>?) {
-        switch Int(kind) {
+    func deliver(
+        _ watch: UnsafeMutablePointer<KeepsakeWatch>, _ code: Int32, _ detail: Int32, _ text: UnsafePointer<gchar>?
+    ) {
+        let event: KeyringWatchPolicy.Event
+        switch Int(code) {
         case KEEPSAKE_HINT_KEY:
-            guard let key else { return report(.any) }
-            report(.key(String(cString: key)))
-        case KEEPSAKE_HINT_LOCKED: report(.locked)
-        case KEEPSAKE_HINT_UNLOCKED: report(.unlocked)
-        default: report(.any)
+            event = .hint(text.map { .key(String(cString: $0)) } ?? .any)
+        case KEEPSAKE_HINT_LOCKED: event = .hint(.locked)
+        case KEEPSAKE_HINT_UNLOCKED: event = .hint(.unlocked)
+        case KEEPSAKE_WATCH_ARRIVED:
+            guard let text else { return }
+            event = .arrived(owner: String(cString: text))
+        case KEEPSAKE_WATCH_FLOODED: event = .flooded
+        case KEEPSAKE_WATCH_RESUBSCRIBED: event = .resubscribed
+        case KEEPSAKE_WATCH_TICK:
+            guard let timer = KeyringWatchPolicy.Timer(rawValue: detail) else { return }
+            event = .tick(timer)
+        default: event = .hint(.any)
         }
+        let actions = policy.withLock { policy in
+            policy.handle(event, at: .now) { owner in keepsake_watch_read_alias(watch, owner) != 0 }
+        }
+        for action in actions {
+            switch action {
+            case let .report(change): report(change)
+            case let .startTimer(timer, interval):
+                keepsake_watch_timer_start(watch, timer.rawValue, Self.milliseconds(interval))
+            case let .stopTimer(timer): keepsake_watch_timer_stop(watch, timer.rawValue)
+            case .unsubscribeHints: keepsake_watch_unsubscribe(watch)
+            case .resubscribeHints: keepsake_watch_resubscribe(watch)
+            }
+        }
+    }
+
+    private static func milliseconds(_ interval: Duration) -> guint {
+        let (seconds, attoseconds) = interval.components
+        return guint(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
     }
 }
