@@ -8,13 +8,34 @@ import Musl
 
 /// The system calls Keepsake's file-backed stores make, each wrapped once: EINTR retried, failures kept with
 /// the call's name and `errno`.
-/// A buffer ``Syscall/readToEnd(_:size:as:)`` reads into: `Data` or `[UInt8]`.
-package protocol ReadableBuffer: RangeReplaceableCollection<UInt8> where Index == Int {
+/// A buffer ``Syscall/readToEnd(_:size:as:limit:)`` reads into: `Data` or `[UInt8]`. Each
+/// conformance sizes itself with its own code — never the generic `RangeReplaceableCollection`
+/// algorithms, which outside their module go byte by byte through witness tables (growing a
+/// 64 MiB `Data` that way took 10 s of `migrate status` on a 99 MB suite).
+package protocol ReadableBuffer {
+    /// `count` zero bytes.
+    init(zeroes count: Int)
+    var count: Int { get }
+    /// Grows (with zero bytes) or shortens the buffer to `count` bytes.
+    mutating func resize(to count: Int)
     mutating func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R
 }
 
-extension Data: ReadableBuffer {}
-extension Array: ReadableBuffer where Element == UInt8 {}
+extension Data: ReadableBuffer {
+    package init(zeroes count: Int) { self.init(count: count) }
+    package mutating func resize(to count: Int) { self.count = count }
+}
+
+extension Array: ReadableBuffer where Element == UInt8 {
+    package init(zeroes count: Int) { self.init(repeating: 0, count: count) }
+    package mutating func resize(to count: Int) {
+        if count < self.count {
+            removeLast(self.count - count)
+        } else {
+            append(contentsOf: repeatElement(0, count: count - self.count))
+        }
+    }
+}
 
 package enum Syscall {
     private static func retrying(_ call: String, _ body: () -> Int32) throws(SystemFailure) -> Int32 {
@@ -223,15 +244,16 @@ package enum Syscall {
 
     /// The bytes of the regular file open at `fd`, from its offset to its end, read straight
     /// into the buffer type the caller keeps (`Data` or `[UInt8]`: no copy after); `size` is the
-    /// size `fstat` gave for it.
+    /// size `fstat` gave for it, a hint: the buffer starts at that size (at most `limit`) and
+    /// doubles while the file goes on.
     package static func readToEnd<Bytes: ReadableBuffer>(
-        _ fd: Int32, size: Int, as type: Bytes.Type = [UInt8].self
+        _ fd: Int32, size: Int, as type: Bytes.Type = [UInt8].self, limit: Int = 64 << 20
     ) throws(SystemFailure) -> Bytes {
-        // Room for the size fstat gave (capped: it is only a hint), plus a byte to see the end.
-        var bytes = Bytes(repeating: 0, count: max(4096, min(size, 64 << 20) + 1))
+        // Room for the size fstat gave, plus a byte to see the end.
+        var bytes = Bytes(zeroes: max(4096, min(size, limit) + 1))
         var filled = 0
         while true {
-            if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: bytes.count)) }
+            if filled == bytes.count { bytes.resize(to: 2 * bytes.count) }
             let count = bytes.withUnsafeMutableBytes { buffer in
                 Glibc.read(fd, buffer.baseAddress! + filled, buffer.count - filled)
             }
@@ -245,7 +267,7 @@ package enum Syscall {
             // size fstat gave is the end, without another `read` to see 0.
             if filled == size && filled < bytes.count { break }
         }
-        bytes.removeSubrange(filled...)
+        bytes.resize(to: filled)
         return bytes
     }
 

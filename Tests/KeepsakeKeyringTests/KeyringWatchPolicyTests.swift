@@ -60,7 +60,9 @@ struct KeyringWatchPolicyTests {
         #expect(driver.asked.isEmpty)
     }
 
-    @Test("a starting provider is reported once, 1 s after its default collection appeared; hints meanwhile are held back")
+    @Test(
+        "a starting provider is reported once, 1 s after its default collection appeared; hints meanwhile are held back"
+    )
     func arrivalSettles() {
         var driver = Driver()
         #expect(driver.handle(.arrived(owner: ":1.7"), at: at(0)) == [.startTimer(.arrival, every: .milliseconds(100))])
@@ -124,7 +126,8 @@ struct KeyringWatchPolicyTests {
     func floodCooldown() {
         var driver = Driver()
         #expect(
-            driver.handle(.flooded, at: at(0)) == [.unsubscribeHints, .startTimer(.cooldown, every: .milliseconds(250))])
+            driver.handle(.flooded, at: at(0)) == [.unsubscribeHints, .startTimer(.cooldown, every: .milliseconds(250))]
+        )
         #expect(driver.policy.coolingDown)
         #expect(driver.handle(.flooded, at: at(100)).isEmpty)  // one cooldown at a time
         for poll in [250, 500, 750] { #expect(driver.handle(.tick(.cooldown), at: at(poll)) == [.report(.any)]) }
