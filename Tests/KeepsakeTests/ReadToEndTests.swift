@@ -23,7 +23,9 @@ struct ReadToEndTests {
         return try Syscall.readToEnd(fd, size: hint, as: type, limit: 4096)
     }
 
-    @Test("every byte, into Data and [UInt8], with the hint right, short, long or zero", arguments: [0, 1, 4096, 4097, 300_001])
+    @Test(
+        "every byte, into Data and [UInt8], with the hint right, short, long or zero",
+        arguments: [0, 1, 4096, 4097, 300_001])
     func wholeFile(size: Int) throws {
         let (path, bytes) = try file(size)
         defer { unlink(path) }

@@ -371,7 +371,11 @@ private final class LockingStore: RecordStore, ObservableStore {
         return stream
     }
 
-    func hint(_ change: StoreChange) { watchers.withLock { $0.forEach { $0.yield(change) } } }
+    func hint(_ change: StoreChange) {
+        watchers.withLock { watchers in
+            for watcher in watchers { watcher.yield(change) }
+        }
+    }
 }
 
 /// An in-memory store whose watch starts and never hints: what the observable contract must
