@@ -78,11 +78,14 @@ extension Logger {
     /// meanwhile (debug: this is an app's ordinary read path, and swift-log's default handler
     /// prints `info` on standard output), or not written (warning).
     func wroteBack(_ error: KeepsakeError?, store: String, key: String, schema: String) {
-        var metadata = Logger.metadata(store: store, key: key, schema: schema)
         guard let error else {
-            debug("migrated record written back", metadata: metadata)
+            // Every load that migrates a record passes here: its metadata is only built when
+            // debug lines are written.
+            guard logLevel <= .debug else { return }
+            debug("migrated record written back", metadata: Logger.metadata(store: store, key: key, schema: schema))
             return
         }
+        var metadata = Logger.metadata(store: store, key: key, schema: schema)
         metadata["error"] = "\(error.code.rawValue)"
         if error.code == .conflict {
             debug("record changed while it was being migrated; left as the other writer stored it", metadata: metadata)
