@@ -59,6 +59,15 @@ private final class Seen: Sendable {
     }
 }
 
+/// Starts watching `.count` on `store`: what its consumer has seen, and the consumer (cancel it
+/// to stop watching).
+private func watchCount(on store: any RecordStore) -> (seen: Seen, consumer: Task<Void, Never>) {
+    let seen = Seen()
+    let updates = Vault(store: store).updates(for: .count)
+    let consumer = Task { for await update in updates { seen.items.withLock { $0.append(describe(update)) } } }
+    return (seen, consumer)
+}
+
 /// A short description of an update, for comparisons: `3`, `absent`, `unreadable:corruptRecord`.
 private func describe(_ update: RecordUpdate<CountV0>) -> String {
     switch update {
@@ -186,9 +195,7 @@ struct UpdatesTests {
     func floodCoalesced() async throws {
         let store = SlowReadStore()
         try store.base.setData(Data(#"{"count":1}"#.utf8), forKey: "count")
-        let seen = Seen()
-        let updates = Vault(store: store).updates(for: .count)
-        let consumer = Task { for await update in updates { seen.items.withLock { $0.append(describe(update)) } } }
+        let (seen, consumer) = watchCount(on: store)
         defer { consumer.cancel() }
         #expect(await seen.wait(for: "1"))
         let before = store.reads.load(ordering: .relaxed)
@@ -213,9 +220,7 @@ struct UpdatesTests {
     func transientTimeoutNotReported() async throws {
         let store = SlowReadStore()
         try store.base.setData(Data(#"{"count":1}"#.utf8), forKey: "count")
-        let seen = Seen()
-        let updates = Vault(store: store).updates(for: .count)
-        let consumer = Task { for await update in updates { seen.items.withLock { $0.append(describe(update)) } } }
+        let (seen, consumer) = watchCount(on: store)
         defer { consumer.cancel() }
         #expect(await seen.wait(for: "1"))
         store.timeouts.store(2, ordering: .relaxed)
@@ -237,9 +242,7 @@ struct UpdatesTests {
     func unlockSettle(seconds: Int) async throws {
         let store = LockingStore(settleAfterUnlock: .seconds(seconds))
         try store.base.setData(Data(#"{"count":1}"#.utf8), forKey: "count")
-        let seen = Seen()
-        let updates = Vault(store: store).updates(for: .count)
-        let consumer = Task { for await update in updates { seen.items.withLock { $0.append(describe(update)) } } }
+        let (seen, consumer) = watchCount(on: store)
         defer { consumer.cancel() }
         #expect(await seen.wait(for: "1"))
         store.state.store(LockingStore.locked, ordering: .relaxed)
