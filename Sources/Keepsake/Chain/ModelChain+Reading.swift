@@ -242,7 +242,7 @@ extension ModelChain {
         throw fieldsMismatch(entry, missing: missing, unknown: unknown)
     }
 
-    private func fieldsMismatch(_ entry: VersionEntry, missing: [String], unknown: [String]) -> KeepsakeError {
+    func fieldsMismatch(_ entry: VersionEntry, missing: [String], unknown: [String]) -> KeepsakeError {
         var parts: [String] = []
         if !missing.isEmpty { parts.append("missing " + abridged(missing)) }
         if !unknown.isEmpty { parts.append("unknown " + abridged(unknown)) }
@@ -255,31 +255,69 @@ extension ModelChain {
     }
 
     /// Decodes a detected record into its stored version, then walks the steps to `Latest`.
+    ///
+    /// The walk is typed (``ModelVersion/migrated(from:in:context:)``): each step's value has its
+    /// own version's type, never `any ModelVersion`, so that no value is boxed or cast per step.
     func migrate(_ detected: DetectedRecord, context: MigrationContext) throws(KeepsakeError) -> Latest {
-        let entry = try entry(forVersion: detected.version)
-        var value: any ModelVersion
-        if let decoded = detected.decoded { value = decoded } else { value = try decode(detected, entry: entry) }
-        var version = detected.version
-        guard version < latestVersion else { return try latest(value) }
-        let scoped = context.scopedToOneRecord()
-        while version < latestVersion {
-            version += 1
-            do {
-                value = try versions[version].migrate(value, scoped)
-            } catch let error as KeepsakeError where error.code == .deviceIdentityUnavailable {
-                throw stepError(from: version - 1, error: error)
-            } catch {
-                throw KeepsakeError(
-                    .migrationFailed,
-                    """
-                    the step from \(name) version \(version - 1) to \(version) failed; the record was left as it was
-                    """, cause: .other(String(describing: error)), underlying: error)
+        _ = try entry(forVersion: detected.version)
+        let scoped = detected.version < latestVersion ? context.scopedToOneRecord() : context
+        return try Latest.migrated(from: detected, in: self, context: scoped)
+    }
+
+    /// `detected` decoded as its stored version `V` (the value detection already decoded, when
+    /// it did).
+    func decodeStored<V: ModelVersion>(_: V.Type, _ detected: DetectedRecord) throws(KeepsakeError) -> V {
+        if let decoded = detected.decoded {
+            guard let value = decoded as? V else {
+                // Unreachable: detection decodes the version it detected.
+                throw KeepsakeError(.migrationFailed, "\(name) version \(V.version) was decoded as another type")
             }
-            if let missing = scoped.missingDeviceIdentity() {
-                throw stepError(from: version - 1, error: missing)
-            }
+            return value
         }
-        return try latest(value)
+        guard versions.indices.contains(V.version) else {
+            // Unreachable: the walk stops at the stored version, which detection checked.
+            throw KeepsakeError(.unrecognisedRecord, "\(name) has no version \(V.version)")
+        }
+        let entry = versions[V.version]
+        let decoded: (value: V, readKeys: Set<ExactString>?)
+        do {
+            if !entry.knowsKeys {
+                let (value, readKeys) = try JSONValueDecoder.decodeTrackingKeys(
+                    V.self, from: detected.fields, dates: V.dateEncoding)
+                decoded = (value, readKeys)
+            } else {
+                decoded = (try JSONValueDecoder.decode(V.self, from: detected.fields, dates: V.dateEncoding), nil)
+            }
+        } catch let error as DecodingError {
+            throw KeepsakeError(
+                .corruptRecord, "the record does not decode as \(name) version \(detected.version)",
+                cause: error.keepsakeCause, underlying: error)
+        } catch {
+            throw KeepsakeError(
+                .corruptRecord, "the record does not decode as \(name) version \(detected.version)",
+                cause: .other(String(describing: error)), underlying: error)
+        }
+        // A version whose keys were not known ahead: the decode tells which keys it read.
+        if let read = decoded.readKeys, case let .object(object) = detected.fields {
+            let inline = detected.form == .inlineVersion
+            let unknown = object.keys.filter {
+                !read.contains(ExactString($0)) && !(inline && $0.isExactly(StoredEnvelope.versionKey))
+            }
+            if !unknown.isEmpty { throw fieldsMismatch(entry, missing: [], unknown: unknown.sorted()) }
+        }
+        return decoded.value
+    }
+
+    /// The error of the step from `version` to `version + 1`, which threw `error`.
+    func stepFailure(from version: Int, _ error: any Error) -> KeepsakeError {
+        if let error = error as? KeepsakeError, error.code == .deviceIdentityUnavailable {
+            return stepError(from: version, error: error)
+        }
+        return KeepsakeError(
+            .migrationFailed,
+            """
+            the step from \(name) version \(version) to \(version + 1) failed; the record was left as it was
+            """, cause: .other(String(describing: error)), underlying: error)
     }
 
     func latest(_ value: any ModelVersion) throws(KeepsakeError) -> Latest {
@@ -290,7 +328,7 @@ extension ModelChain {
         return latest
     }
 
-    private func stepError(from version: Int, error: KeepsakeError) -> KeepsakeError {
+    func stepError(from version: Int, error: KeepsakeError) -> KeepsakeError {
         KeepsakeError(
             .deviceIdentityUnavailable,
             """
@@ -319,34 +357,25 @@ extension ModelChain {
                 cause: .other(String(describing: error)), underlying: error)
         }
     }
+}
 
-    private func decode(_ detected: DetectedRecord, entry: VersionEntry) throws(KeepsakeError) -> any ModelVersion {
-        let decoded: (value: any ModelVersion, readKeys: Set<ExactString>?)
+extension ModelVersion {
+    /// `detected`, stored at this version or an older one, decoded as its stored version and
+    /// migrated step by step up to this version: one typed call per version of the chain, so
+    /// that each step gets its predecessor's own type.
+    static func migrated<Latest>(
+        from detected: DetectedRecord, in chain: ModelChain<Latest>, context: MigrationContext
+    ) throws(KeepsakeError) -> Self {
+        guard detected.version < version else { return try chain.decodeStored(Self.self, detected) }
+        let previous = try Predecessor.migrated(from: detected, in: chain, context: context)
+        let value: Self
         do {
-            if !entry.knowsKeys {
-                let tracked = try entry.decodeTrackingKeys(detected.fields)
-                decoded = (tracked.value, tracked.readKeys)
-            } else {
-                decoded = (try entry.decode(detected.fields), nil)
-            }
-        } catch let error as DecodingError {
-            throw KeepsakeError(
-                .corruptRecord, "the record does not decode as \(name) version \(detected.version)",
-                cause: error.keepsakeCause, underlying: error)
+            value = try Self(migrating: previous, context: context)
         } catch {
-            throw KeepsakeError(
-                .corruptRecord, "the record does not decode as \(name) version \(detected.version)",
-                cause: .other(String(describing: error)), underlying: error)
+            throw chain.stepFailure(from: version - 1, error)
         }
-        // A version whose keys were not known ahead: the decode tells which keys it read.
-        if let read = decoded.readKeys, case let .object(object) = detected.fields {
-            let inline = detected.form == .inlineVersion
-            let unknown = object.keys.filter {
-                !read.contains(ExactString($0)) && !(inline && $0.isExactly(StoredEnvelope.versionKey))
-            }
-            if !unknown.isEmpty { throw fieldsMismatch(entry, missing: [], unknown: unknown.sorted()) }
-        }
-        return decoded.value
+        if let missing = context.missingDeviceIdentity() { throw chain.stepError(from: version - 1, error: missing) }
+        return value
     }
 }
 

@@ -350,7 +350,6 @@ final class VersionEntry: Sendable {
     let decode: @Sendable (JSONValue) throws -> any ModelVersion
     /// Decodes the version from a parsed tree and says which of its top-level keys it read.
     let decodeTrackingKeys: @Sendable (JSONValue) throws -> (value: any ModelVersion, readKeys: Set<ExactString>)
-    let migrate: @Sendable (any ModelVersion, MigrationContext) throws -> any ModelVersion
     /// Probes the version's `Decodable` conformance.
     private let probe: @Sendable () -> VersionProbe
     /// Held while ``probe`` runs, so that it runs once.
@@ -372,15 +371,6 @@ final class VersionEntry: Sendable {
             let (decoded, readKeys) = try JSONValueDecoder.decodeTrackingKeys(
                 V.self, from: value, dates: V.dateEncoding)
             return (decoded, readKeys)
-        }
-        migrate = { previous, context in
-            guard let previous = previous as? V.Predecessor else {
-                // Unreachable: the chain walks versions in order. Kept as an error, not a trap.
-                throw KeepsakeError(
-                    .migrationFailed,
-                    "the step to \(V.self) was given \(withArticle(String(describing: Swift.type(of: previous))))")
-            }
-            return try V(migrating: previous, context: context)
         }
         probe = { VersionProbe(V.self) }
     }
