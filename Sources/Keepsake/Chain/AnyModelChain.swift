@@ -17,11 +17,13 @@ public struct AnyModelChain: Sendable {
     public let problems: @Sendable () -> [ChainError]
 
     /// Each version's shape, probed once per version (``shapes``).
-    let readShapes: @Sendable () -> [Int: RecordShape]
-    let pipeline: @Sendable (ParsedRecord, MigrationContext, _ encodeLatest: Bool) -> ChainEvaluation<any ModelVersion>
-    private let encodeErased: @Sendable (any ModelVersion) throws(KeepsakeError) -> Data
+    @usableFromInline let readShapes: @Sendable () -> [Int: RecordShape]
+    @usableFromInline let pipeline:
+        @Sendable (ParsedRecord, MigrationContext, _ encodeLatest: Bool) -> ChainEvaluation<any ModelVersion>
+    @usableFromInline let encodeErased: @Sendable (any ModelVersion) throws(KeepsakeError) -> Data
 
     /// Erases `chain`'s model type; the same as ``ModelChain/erased``.
+    @inlinable
     public init<Latest>(_ chain: ModelChain<Latest>) {
         name = chain.name
         defaultKeys = chain.defaultKeys

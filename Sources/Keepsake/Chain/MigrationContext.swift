@@ -147,12 +147,14 @@ public struct MigrationContext: Sendable {
     // MARK: Tracking one record's steps
 
     /// A copy whose reads of a missing identity are noticed, for the steps of one record.
+    @usableFromInline
     func scopedToOneRecord() -> MigrationContext {
         if case .value = identity { return self }
         return MigrationContext(sources: sources, requests: IdentityRequests())
     }
 
     /// The error of a step that read ``deviceIdentity`` when there was none.
+    @usableFromInline
     func missingDeviceIdentity() -> KeepsakeError? {
         requests?.missing
     }

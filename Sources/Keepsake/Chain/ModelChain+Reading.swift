@@ -35,6 +35,7 @@ extension ModelChain {
     /// With `encodeLatest`, an outdated record's latest envelope is encoded and verified, as a
     /// caller about to write it back needs; a record that fails verification is then `.failed`
     /// with `.verificationFailed`.
+    @inlinable
     func evaluate(_ parsed: ParsedRecord, context: MigrationContext, encodeLatest: Bool) -> ChainEvaluation<Latest> {
         var stored = StoredInfo(stringWrapped: parsed.stringWrapped)
         var detected: DetectedRecord?
@@ -56,7 +57,8 @@ extension ModelChain {
     /// ``evaluate(_:context:encodeLatest:)`` sorts into outcomes and ``read(_:context:)`` returns.
     /// `stored` learns the version and form, and `detected` the detection, as soon as they are
     /// known, for failures and for a save over the same record.
-    private func decodeRecord(
+    @inlinable
+    func decodeRecord(
         _ parsed: ParsedRecord, context: MigrationContext, stored: inout StoredInfo,
         detected found: inout DetectedRecord?
     ) throws(KeepsakeError) -> DecodedRecord<Latest> {
@@ -97,22 +99,31 @@ extension ModelChain {
 /// The version a record was detected as, and the object holding its fields.
 /// What the pipeline makes of stored bytes: the outcome, and beside it what Keepsake's own
 /// callers need so that no decision reads the bytes twice.
+@usableFromInline
 package struct ChainEvaluation<Latest: Sendable>: Sendable {
-    package var outcome: RecordOutcome<Latest>
+    @usableFromInline package var outcome: RecordOutcome<Latest>
     /// The stored record's detection, once it got that far: what a save over the same bytes
     /// decides from (replace, merge into a newer record, refuse).
-    var detected: DetectedRecord?
+    @usableFromInline var detected: DetectedRecord?
     /// The verified latest envelope of an outdated record, when it was asked for.
-    package var latest: Data?
+    @usableFromInline package var latest: Data?
+
+    @usableFromInline
+    init(outcome: RecordOutcome<Latest>, detected: DetectedRecord? = nil, latest: Data? = nil) {
+        self.outcome = outcome
+        self.detected = detected
+        self.latest = latest
+    }
 }
 
+@usableFromInline
 struct DetectedRecord: Sendable {
-    let version: Int
-    let form: RecordForm
-    let stringWrapped: Bool
+    @usableFromInline let version: Int
+    @usableFromInline let form: RecordForm
+    @usableFromInline let stringWrapped: Bool
     let fields: JSONValue
     /// The envelope's `oldestReader`: the oldest version whose readers can read the record.
-    var oldestReader: Int?
+    @usableFromInline var oldestReader: Int?
     /// The stored version's value, when detection already decoded it (a bare record matched to
     /// a version whose keys are not known ahead).
     var decoded: (any ModelVersion)?
@@ -122,6 +133,7 @@ extension ModelChain {
     /// Finds the stored version of `record`, by its stored form (``ParsedRecord/layout(for:)``):
     /// an envelope's version; an inline integer `version`; or, for a bare object, the one
     /// version that reads it completely.
+    @usableFromInline
     func detect(_ record: ParsedRecord) throws(KeepsakeError) -> DetectedRecord {
         switch try record.layout(for: name) {
         case let .envelope(object):
@@ -216,6 +228,7 @@ extension ModelChain {
             oldestReader: oldestReader)
     }
 
+    @usableFromInline
     func newerError(_ version: Int) -> KeepsakeError {
         KeepsakeError(
             .newerVersion,
@@ -223,6 +236,12 @@ extension ModelChain {
             the record is \(name) version \(version), newer than this release knows (latest \(latestVersion)); \
             it was left untouched — use a release that knows version \(version)
             """)
+    }
+
+    /// Throws unless this release knows `version` (see ``entry(forVersion:)``).
+    @usableFromInline
+    func checkKnown(version: Int) throws(KeepsakeError) {
+        _ = try entry(forVersion: version)
     }
 
     func entry(forVersion version: Int) throws(KeepsakeError) -> VersionEntry {
@@ -258,14 +277,16 @@ extension ModelChain {
     ///
     /// The walk is typed (``ModelVersion/migrated(from:in:context:)``): each step's value has its
     /// own version's type, never `any ModelVersion`, so that no value is boxed or cast per step.
+    @inlinable
     func migrate(_ detected: DetectedRecord, context: MigrationContext) throws(KeepsakeError) -> Latest {
-        _ = try entry(forVersion: detected.version)
+        try checkKnown(version: detected.version)
         let scoped = detected.version < latestVersion ? context.scopedToOneRecord() : context
         return try Latest.migrated(from: detected, in: self, context: scoped)
     }
 
     /// `detected` decoded as its stored version `V` (the value detection already decoded, when
     /// it did).
+    @usableFromInline
     func decodeStored<V: ModelVersion>(_: V.Type, _ detected: DetectedRecord) throws(KeepsakeError) -> V {
         if let decoded = detected.decoded {
             guard let value = decoded as? V else {
@@ -279,36 +300,51 @@ extension ModelChain {
             throw KeepsakeError(.unrecognisedRecord, "\(name) has no version \(V.version)")
         }
         let entry = versions[V.version]
-        let decoded: (value: V, readKeys: Set<ExactString>?)
+        guard entry.knowsKeys else { return try decodeTrackingKeys(V.self, detected, entry: entry) }
         do {
-            if !entry.knowsKeys {
-                let (value, readKeys) = try JSONValueDecoder.decodeTrackingKeys(
-                    V.self, from: detected.fields, dates: V.dateEncoding)
-                decoded = (value, readKeys)
-            } else {
-                decoded = (try JSONValueDecoder.decode(V.self, from: detected.fields, dates: V.dateEncoding), nil)
-            }
-        } catch let error as DecodingError {
-            throw KeepsakeError(
-                .corruptRecord, "the record does not decode as \(name) version \(detected.version)",
-                cause: error.keepsakeCause, underlying: error)
+            return try JSONValueDecoder.decode(V.self, from: detected.fields, dates: V.dateEncoding)
         } catch {
-            throw KeepsakeError(
-                .corruptRecord, "the record does not decode as \(name) version \(detected.version)",
-                cause: .other(String(describing: error)), underlying: error)
+            throw decodeFailure(error, detected)
         }
-        // A version whose keys were not known ahead: the decode tells which keys it read.
-        if let read = decoded.readKeys, case let .object(object) = detected.fields {
+    }
+
+    /// `detected` decoded as `V`, a version whose keys are not known ahead: the decode tells
+    /// which keys it read, and a key it did not read is an error. (Apart from
+    /// ``decodeStored(_:_:)`` so that its tuple's type is looked up only here.)
+    private func decodeTrackingKeys<V: ModelVersion>(
+        _: V.Type, _ detected: DetectedRecord, entry: VersionEntry
+    ) throws(KeepsakeError) -> V {
+        let value: V
+        let read: Set<ExactString>
+        do {
+            (value, read) = try JSONValueDecoder.decodeTrackingKeys(
+                V.self, from: detected.fields, dates: V.dateEncoding)
+        } catch {
+            throw decodeFailure(error, detected)
+        }
+        if case let .object(object) = detected.fields {
             let inline = detected.form == .inlineVersion
             let unknown = object.keys.filter {
                 !read.contains(ExactString($0)) && !(inline && $0.isExactly(StoredEnvelope.versionKey))
             }
             if !unknown.isEmpty { throw fieldsMismatch(entry, missing: [], unknown: unknown.sorted()) }
         }
-        return decoded.value
+        return value
+    }
+
+    private func decodeFailure(_ error: any Error, _ detected: DetectedRecord) -> KeepsakeError {
+        if let error = error as? DecodingError {
+            return KeepsakeError(
+                .corruptRecord, "the record does not decode as \(name) version \(detected.version)",
+                cause: error.keepsakeCause, underlying: error)
+        }
+        return KeepsakeError(
+            .corruptRecord, "the record does not decode as \(name) version \(detected.version)",
+            cause: .other(String(describing: error)), underlying: error)
     }
 
     /// The error of the step from `version` to `version + 1`, which threw `error`.
+    @usableFromInline
     func stepFailure(from version: Int, _ error: any Error) -> KeepsakeError {
         if let error = error as? KeepsakeError, error.code == .deviceIdentityUnavailable {
             return stepError(from: version, error: error)
@@ -320,6 +356,7 @@ extension ModelChain {
             """, cause: .other(String(describing: error)), underlying: error)
     }
 
+    @usableFromInline
     func latest(_ value: any ModelVersion) throws(KeepsakeError) -> Latest {
         guard let latest = value as? Latest else {
             // Unreachable: `versions.last` is `Latest`, the type the chain was built from.
@@ -328,6 +365,7 @@ extension ModelChain {
         return latest
     }
 
+    @usableFromInline
     func stepError(from version: Int, error: KeepsakeError) -> KeepsakeError {
         KeepsakeError(
             .deviceIdentityUnavailable,
@@ -338,7 +376,8 @@ extension ModelChain {
     }
 
     /// Decodes a newer record's data as `Latest`, ignoring the keys `Latest` does not read.
-    private func decodeCompatibly(_ detected: DetectedRecord) throws(KeepsakeError) -> any ModelVersion {
+    @usableFromInline
+    func decodeCompatibly(_ detected: DetectedRecord) throws(KeepsakeError) -> any ModelVersion {
         guard let entry = versions.last else {
             throw KeepsakeError(.unrecognisedRecord, "the \(name) chain has no versions")  // unreachable
         }
@@ -363,6 +402,7 @@ extension ModelVersion {
     /// `detected`, stored at this version or an older one, decoded as its stored version and
     /// migrated step by step up to this version: one typed call per version of the chain, so
     /// that each step gets its predecessor's own type.
+    @inlinable
     static func migrated<Latest>(
         from detected: DetectedRecord, in chain: ModelChain<Latest>, context: MigrationContext
     ) throws(KeepsakeError) -> Self {

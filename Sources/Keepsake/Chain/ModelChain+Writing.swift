@@ -30,6 +30,7 @@ extension ModelChain {
     ///    the encoding drops or changes is caught, which a byte comparison alone would miss when
     ///    decoding fills in the same default again), else by encoding it again and comparing what
     ///    would be written.
+    @usableFromInline
     func encodeVerified(_ value: Latest) throws(KeepsakeError) -> Data {
         let (bytes, tree) = try encodeEnvelopeWithTree(value)
         do throws(KeepsakeError) {

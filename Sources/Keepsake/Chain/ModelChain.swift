@@ -280,6 +280,7 @@ public struct ModelChain<Latest: ModelVersion>: Sendable {
 
 extension ModelChain {
     /// This chain with its model type erased.
+    @inlinable
     public var erased: AnyModelChain { AnyModelChain(self) }
 }
 

@@ -13,11 +13,12 @@ import Foundation
 ///
 /// ``layout(for:)`` says which of 2–4 a record has; the chain then checks it against its
 /// versions (`ModelChain.detect`).
+@usableFromInline
 struct ParsedRecord: Sendable {
     /// The record's top-level value, after unwrapping a JSON string that held JSON.
     let root: JSONValue
     /// Whether the stored value was a JSON string holding the record (UserDefaults-era apps).
-    let stringWrapped: Bool
+    @usableFromInline let stringWrapped: Bool
 
     /// Parses stored bytes. A JSON string is unwrapped once and its text parsed as the record.
     ///

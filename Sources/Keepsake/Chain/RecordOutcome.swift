@@ -78,6 +78,7 @@ public enum RecordOutcome<Model: Sendable>: Sendable {
     }
 
     /// The same outcome with the model transformed (used to erase the model type).
+    @inlinable
     public func map<Other: Sendable>(_ transform: (Model) -> Other) -> RecordOutcome<Other> {
         switch self {
         case .absent: return .absent
@@ -132,6 +133,7 @@ public struct DecodedRecord<Model: Sendable>: Sendable {
 
     /// A record read as `value`, stored at `storedVersion` in `form` (inside a JSON string when
     /// `stringWrapped`), of a chain whose latest version is `latestVersion`.
+    @inlinable
     public init(value: Model, storedVersion: Int, latestVersion: Int, form: RecordForm, stringWrapped: Bool) {
         self.value = value
         self.storedVersion = storedVersion
@@ -154,6 +156,7 @@ public struct DecodedRecord<Model: Sendable>: Sendable {
     public var stored: StoredInfo { StoredInfo(version: storedVersion, form: form, stringWrapped: stringWrapped) }
 
     /// The same record with its value transformed.
+    @inlinable
     public func map<Other: Sendable>(_ transform: (Model) -> Other) -> DecodedRecord<Other> {
         DecodedRecord<Other>(
             value: transform(value), storedVersion: storedVersion, latestVersion: latestVersion,
