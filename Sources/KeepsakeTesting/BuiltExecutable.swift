@@ -88,6 +88,24 @@ public struct BuiltExecutable: Sendable {
             stderr: errorText.withLock { String(decoding: $0, as: UTF8.self) })
     }
 
+    /// ``run(_:stdin:environment:)`` from an async test, for a run that takes seconds (`swift
+    /// package resolve`): it waits on a thread of its own, not on one of Swift's cooperative
+    /// threads — as many as the machine has cores, shared by every test running at once, so a
+    /// few long blocking waits there stall all the others.
+    ///
+    /// - Throws: When the executable cannot be started.
+    public func runOffThePool(
+        _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]
+    ) async throws -> Result {
+        let executable = self
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(
+                    with: Swift.Result { try executable.run(arguments, stdin: stdin, environment: environment) })
+            }
+        }
+    }
+
     /// ``run(_:stdin:environment:)`` under GNU time (`/usr/bin/time`, Debian's `time` package),
     /// with the run's peak memory: its maximum resident set size, in KiB — how a test shows
     /// what a command over many records costs beside the records' own size.

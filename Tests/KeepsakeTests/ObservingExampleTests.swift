@@ -65,7 +65,9 @@ struct ObservingExampleTests {
         let watching = Task { await app.watch(store) }
         defer { watching.cancel() }
         func waitFor(_ count: Int) async throws {
-            let deadline = ContinuousClock.now + .seconds(30)
+            // Generous: in a full parallel run the watcher may wait long for a thread of Swift's
+            // pool, which every test shares (a bound on failure only; a pass takes milliseconds).
+            let deadline = ContinuousClock.now + .seconds(120)
             while app.applied.withLock({ $0.count }) < count, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(10))
             }
@@ -89,7 +91,7 @@ struct ObservingExampleTests {
         let watching = Task { await app.watch(vault) }
         defer { watching.cancel() }
         func waitFor(_ expected: [String: Theme]) async throws {
-            let deadline = ContinuousClock.now + .seconds(30)
+            let deadline = ContinuousClock.now + .seconds(120)  // generous, as above
             while app.themes.withLock({ $0 }) != expected, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(10))
             }

@@ -8,7 +8,7 @@ import Testing
 struct PackageWeightTests {
     /// The packages (besides Keepsake) a new app package resolves when it depends on `products`
     /// with `traits` on.
-    func resolved(products: [String], traits: String) throws -> [String] {
+    func resolved(products: [String], traits: String) async throws -> [String] {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().path
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keepsake-weight-\(UUID())").path
@@ -25,7 +25,8 @@ struct PackageWeightTests {
         )
         """.write(toFile: directory + "/Package.swift", atomically: true, encoding: .utf8)
         try "print(1)\n".write(toFile: directory + "/Sources/App/main.swift", atomically: true, encoding: .utf8)
-        let resolve = try BuiltExecutable(path: "/usr/bin/env").run([
+        // Seconds of work: waited for off Swift's cooperative pool, which the other tests share.
+        let resolve = try await BuiltExecutable(path: "/usr/bin/env").runOffThePool([
             "swift", "package", "resolve", "--package-path", directory
         ])
         try #require(resolve.status == 0, "\(resolve.stderr)")
@@ -38,15 +39,15 @@ struct PackageWeightTests {
 
     @Test(
         "an app on Keepsake + KeepsakeDefaults with traits off resolves 3 packages: Keepsake, swift-log, swift-metrics")
-    func desktopApp() throws {
-        let packages = try resolved(products: ["Keepsake", "KeepsakeDefaults"], traits: "[]")
+    func desktopApp() async throws {
+        let packages = try await resolved(products: ["Keepsake", "KeepsakeDefaults"], traits: "[]")
         print("Keepsake + KeepsakeDefaults, traits off: keepsake, \(packages.joined(separator: ", "))")
         #expect(packages == ["swift-log", "swift-metrics"])
     }
 
     @Test("turning on OpenBao brings async-http-client and not postgres-nio or swift-argument-parser")
-    func serverTraits() throws {
-        let openBao = try resolved(products: ["Keepsake", "KeepsakeOpenBao"], traits: #"["OpenBao"]"#)
+    func serverTraits() async throws {
+        let openBao = try await resolved(products: ["Keepsake", "KeepsakeOpenBao"], traits: #"["OpenBao"]"#)
         #expect(openBao.contains("async-http-client"))
         #expect(!openBao.contains("postgres-nio") && !openBao.contains("swift-argument-parser"))
         print("Keepsake + KeepsakeOpenBao, OpenBao on: \(openBao.count + 1) packages")

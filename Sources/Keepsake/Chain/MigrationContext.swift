@@ -141,6 +141,7 @@ public struct MigrationContext: Sendable {
     }
 
     /// Used only to re-decode a latest-version record, where no step runs.
+    @usableFromInline
     static let verification = MigrationContext(
         clock: { Date(timeIntervalSinceReferenceDate: 0) }, makeIdentifier: { "" }, deviceIdentity: nil)
 

@@ -126,7 +126,15 @@ struct DetectedRecord: Sendable {
     @usableFromInline var oldestReader: Int?
     /// The stored version's value, when detection already decoded it (a bare record matched to
     /// a version whose keys are not known ahead).
-    var decoded: (any ModelVersion)?
+    /// (A reference, so that copying a detection needs no look-up of an optional existential's
+    /// type, which unspecialised code makes through the runtime's cache every time.)
+    var decoded: Decoded?
+
+    /// A value detection decoded.
+    final class Decoded: Sendable {
+        let value: any ModelVersion
+        init(_ value: any ModelVersion) { self.value = value }
+    }
 }
 
 extension ModelChain {
@@ -174,7 +182,7 @@ extension ModelChain {
                 // `try?` is right here: a version that cannot decode the record is simply not a
                 // match; the record's error (unrecognised) is reported below if none matches.
                 var match = detected
-                match.decoded = decoded.value
+                match.decoded = DetectedRecord.Decoded(decoded.value)
                 matches.append(match)
             }
         }
@@ -288,13 +296,7 @@ extension ModelChain {
     /// it did).
     @usableFromInline
     func decodeStored<V: ModelVersion>(_: V.Type, _ detected: DetectedRecord) throws(KeepsakeError) -> V {
-        if let decoded = detected.decoded {
-            guard let value = decoded as? V else {
-                // Unreachable: detection decodes the version it detected.
-                throw KeepsakeError(.migrationFailed, "\(name) version \(V.version) was decoded as another type")
-            }
-            return value
-        }
+        if let decoded = detected.decoded { return try predecoded(V.self, decoded) }
         guard versions.indices.contains(V.version) else {
             // Unreachable: the walk stops at the stored version, which detection checked.
             throw KeepsakeError(.unrecognisedRecord, "\(name) has no version \(V.version)")
@@ -306,6 +308,17 @@ extension ModelChain {
         } catch {
             throw decodeFailure(error, detected)
         }
+    }
+
+    /// What detection decoded, as `V`. (Apart from ``decodeStored(_:_:)``, which would otherwise
+    /// look up the type of an optional `V` on every call, for the cast.)
+    @inline(never)
+    private func predecoded<V: ModelVersion>(_: V.Type, _ decoded: DetectedRecord.Decoded) throws(KeepsakeError) -> V {
+        guard let value = decoded.value as? V else {
+            // Unreachable: detection decodes the version it detected.
+            throw KeepsakeError(.migrationFailed, "\(name) version \(V.version) was decoded as another type")
+        }
+        return value
     }
 
     /// `detected` decoded as `V`, a version whose keys are not known ahead: the decode tells

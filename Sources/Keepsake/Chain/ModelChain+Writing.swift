@@ -30,48 +30,69 @@ extension ModelChain {
     ///    the encoding drops or changes is caught, which a byte comparison alone would miss when
     ///    decoding fills in the same default again), else by encoding it again and comparing what
     ///    would be written.
-    @usableFromInline
+    @inlinable
     func encodeVerified(_ value: Latest) throws(KeepsakeError) -> Data {
-        let (bytes, tree) = try encodeEnvelopeWithTree(value)
+        let encoded = try encodeEnvelope(value)
         do throws(KeepsakeError) {
-            let parsed: ParsedRecord
-            if let tree {
-                do throws(JSONSyntaxError) {
-                    parsed = ParsedRecord(root: try tree.readBack(), stringWrapped: false)
-                } catch {
-                    throw KeepsakeError(.corruptRecord, "the encoded bytes would not parse", cause: error.cause)
-                }
-            } else {
-                parsed = try ParsedRecord.parse(bytes)
-            }
-            let detected = try detect(parsed)
-            guard detected.version == latestVersion, detected.form == .envelope else {
-                throw KeepsakeError(.verificationFailed, "the encoded record was not read back as the latest envelope")
-            }
+            let detected = try readBackAsLatest(encoded)
             let decoded = try migrate(detected, context: .verification)
-            let same: Bool
-            if let equal = latestEquality {
-                same = equal(decoded, value)
-            } else if let tree {
-                same = try encodeEnvelopeWithTree(decoded).tree?.writesSame(as: tree) ?? false
-            } else {
-                same = try encodeEnvelopeWithTree(decoded).bytes == bytes
-            }
-            guard same else {
-                throw KeepsakeError(
-                    .verificationFailed,
-                    """
-                    \(name) version \(latestVersion) does not read back as the value written; \
-                    its Codable conformance loses or changes data
-                    """)
-            }
+            try checkSame(decoded, as: value, encoded)
         } catch {
-            if error.code == .verificationFailed { throw error }
-            throw KeepsakeError(
-                .verificationFailed, "the encoded \(name) record does not read back: \(error.message)",
-                cause: error.cause, underlying: error.underlying)
+            throw proofFailure(error)
         }
-        return bytes
+        return encoded.bytes
+    }
+
+    /// The encoded envelope read back as a reader would read it — from the encoder's own tree
+    /// when there is one, else by parsing the bytes — and detected as the latest envelope.
+    @usableFromInline
+    func readBackAsLatest(_ encoded: EncodedEnvelope) throws(KeepsakeError) -> DetectedRecord {
+        let parsed: ParsedRecord
+        if let tree = encoded.tree {
+            do throws(JSONSyntaxError) {
+                parsed = ParsedRecord(root: try tree.readBack(), stringWrapped: false)
+            } catch {
+                throw KeepsakeError(.corruptRecord, "the encoded bytes would not parse", cause: error.cause)
+            }
+        } else {
+            parsed = try ParsedRecord.parse(encoded.bytes)
+        }
+        let detected = try detect(parsed)
+        guard detected.version == latestVersion, detected.form == .envelope else {
+            throw KeepsakeError(.verificationFailed, "the encoded record was not read back as the latest envelope")
+        }
+        return detected
+    }
+
+    /// Throws unless `decoded`, read back from `encoded`, is `value`: by `==` when `Latest` is
+    /// `Equatable`, else by what encoding it again would write.
+    @usableFromInline
+    func checkSame(_ decoded: Latest, as value: Latest, _ encoded: EncodedEnvelope) throws(KeepsakeError) {
+        let same: Bool
+        if let equal = latestEquality {
+            same = equal(decoded, value)
+        } else if let tree = encoded.tree {
+            same = try encodeEnvelope(decoded).tree?.writesSame(as: tree) ?? false
+        } else {
+            same = try encodeEnvelope(decoded).bytes == encoded.bytes
+        }
+        guard same else {
+            throw KeepsakeError(
+                .verificationFailed,
+                """
+                \(name) version \(latestVersion) does not read back as the value written; \
+                its Codable conformance loses or changes data
+                """)
+        }
+    }
+
+    /// A failed proof as `.verificationFailed`, naming the model.
+    @usableFromInline
+    func proofFailure(_ error: KeepsakeError) -> KeepsakeError {
+        if error.code == .verificationFailed { return error }
+        return KeepsakeError(
+            .verificationFailed, "the encoded \(name) record does not read back: \(error.message)",
+            cause: error.cause, underlying: error.underlying)
     }
 
     /// `Latest`'s `==`, when it is `Equatable`: how a write-back compares the value it read
@@ -82,22 +103,46 @@ extension ModelChain {
     }
 
     private static func equality<E: Equatable & Sendable>(as _: E.Type) -> @Sendable (Latest, Latest) -> Bool {
-        { first, second in
-            guard let first = first as? E, let second = second as? E else { return false }
-            return first == second
+        guard E.self == Latest.self else {
+            // Unreachable: `E` is `Latest` opened as `Equatable`.
+            return { first, second in
+                guard let first = first as? E, let second = second as? E else { return false }
+                return first == second
+            }
+        }
+        // `E` is `Latest` (checked above): its `==` is called on the values in place, with no
+        // dynamic cast per record.
+        return { first, second in
+            withUnsafePointer(to: first) { first in
+                withUnsafePointer(to: second) { second in
+                    UnsafeRawPointer(first).assumingMemoryBound(to: E.self).pointee
+                        == UnsafeRawPointer(second).assumingMemoryBound(to: E.self).pointee
+                }
+            }
         }
     }
 
-    private func encodeEnvelopeWithTree(_ value: Latest) throws(KeepsakeError) -> (bytes: Data, tree: CanonicalNode?) {
+    /// `value`'s envelope: its bytes, and the encoder's tree they were written from.
+    @usableFromInline
+    func encodeEnvelope(_ value: Latest) throws(KeepsakeError) -> EncodedEnvelope {
         do {
             let oldestReader = Latest.oldestReader < latestVersion ? Latest.oldestReader : nil
-            return try CanonicalJSON.encodeEnvelopeWithTree(
+            let (bytes, tree) = try CanonicalJSON.encodeEnvelopeWithTree(
                 schema: name, version: latestVersion, oldestReader: oldestReader, data: value,
                 dates: Latest.dateEncoding)
+            return EncodedEnvelope(bytes: bytes, tree: tree)
         } catch {
             throw KeepsakeError(
                 .encodingFailed, "\(name) version \(latestVersion) could not be encoded",
                 cause: encodingCause(error), underlying: error)
         }
     }
+}
+
+/// An envelope as encoded: its bytes, and the encoder's tree they were written from (`nil` when
+/// `JSONEncoder` wrote them).
+@usableFromInline
+struct EncodedEnvelope {
+    @usableFromInline let bytes: Data
+    let tree: CanonicalNode?
 }
