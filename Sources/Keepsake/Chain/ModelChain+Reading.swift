@@ -13,6 +13,7 @@ extension ModelChain {
     ///   - bytes: The stored bytes; `nil` when nothing is stored (the outcome is `.absent`).
     ///   - context: Clock, identifiers and device identity for the steps.
     /// - Returns: The outcome. Errors in it name no store or key; callers that know them add them.
+    @inlinable
     public func outcome(of bytes: Data?, context: MigrationContext) -> RecordOutcome<Latest> {
         evaluate(bytes, context: context).outcome
     }
@@ -20,6 +21,7 @@ extension ModelChain {
     /// The pipeline over stored bytes, with what its callers inside Keepsake need beside the
     /// outcome (``ChainEvaluation``): the detection a save over the same bytes decides from,
     /// and — with `encodeLatest` — the verified latest envelope of an outdated record.
+    @inlinable
     package func evaluate(
         _ bytes: Data?, context: MigrationContext, encodeLatest: Bool = false
     ) -> ChainEvaluation<Latest> {

@@ -14,6 +14,7 @@ extension ModelChain {
     /// - Throws: `.encodingFailed` (its cause names the field, e.g. `at data.startDate: …`) or
     ///   `.verificationFailed`.
     /// - Important: Nothing is written anywhere; when this throws there are no bytes to store.
+    @inlinable
     public func encode(_ value: Latest) throws(KeepsakeError) -> Data {
         try encodeVerified(value)
     }

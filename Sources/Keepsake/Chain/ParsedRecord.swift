@@ -23,6 +23,7 @@ struct ParsedRecord: Sendable {
     /// Parses stored bytes. A JSON string is unwrapped once and its text parsed as the record.
     ///
     /// - Throws: `.corruptRecord` when the bytes, or the text of the string they hold, are not JSON.
+    @usableFromInline
     static func parse(_ bytes: Data) throws(KeepsakeError) -> ParsedRecord {
         let value: JSONValue
         do throws(JSONSyntaxError) {

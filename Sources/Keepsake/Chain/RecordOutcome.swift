@@ -91,6 +91,7 @@ public enum RecordOutcome<Model: Sendable>: Sendable {
     }
 
     /// The same outcome with its error naming `store` and `key`.
+    @usableFromInline
     func located(store: String?, key: String?) -> RecordOutcome {
         switch self {
         case let .newer(error, stored): return .newer(error.located(store: store, key: key), stored: stored)

@@ -8,6 +8,7 @@ import CoreMetrics
 /// |---|---|---|
 /// | `keepsake_migrations_total` | counter | scheme |
 /// | `keepsake_write_backs_total` | counter | scheme, outcome (`ok` or a `KeepsakeError` code) |
+@usableFromInline
 enum VaultMetrics {
     /// The scheme of `uri` (`postgresql`, `defaults`, …), the one store label.
     static func scheme(of uri: String) -> String {
@@ -21,6 +22,7 @@ enum VaultMetrics {
     private static var counting: Bool { !(MetricsSystem.factory is NOOPMetricsHandler) }
 
     /// A load read an older version and migrated it in memory.
+    @usableFromInline
     static func migrated(store uri: String) {
         guard counting else { return }
         Counter(label: "keepsake_migrations_total", dimensions: [("scheme", scheme(of: uri))]).increment()

@@ -201,6 +201,7 @@ public struct KeepsakeError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// A copy naming `store` and `key` where they were not yet set.
+    @usableFromInline
     package func located(store: String?, key: String?) -> KeepsakeError {
         var copy = self
         if copy.store == nil { copy.store = store }

@@ -122,6 +122,7 @@ extension RecordStore {
         try commitOne(StoreWrite(key: key, value: nil))
     }
 
+    @usableFromInline
     func commitOne(_ write: StoreWrite) throws(KeepsakeError) {
         try Self.settled(try commit([write]), of: write, store: uri)
     }
@@ -200,6 +201,7 @@ public struct StoreWrite: Sendable {
     package var valueIsVerified = false
 
     /// The same write, marked as Keepsake's own verified encoding (``valueIsVerified``).
+    @usableFromInline
     package var verified: StoreWrite {
         var write = self
         write.valueIsVerified = true

@@ -19,6 +19,12 @@ public struct LoadedRecord<Model: Sendable>: Sendable {
     /// Whether the migrated record was written back.
     public let writeBack: WriteBack
 
+    @usableFromInline
+    init(record: DecodedRecord<Model>, writeBack: WriteBack) {
+        self.record = record
+        self.writeBack = writeBack
+    }
+
     /// The record at the latest version.
     public var value: Model { record.value }
     /// The version it was stored at.

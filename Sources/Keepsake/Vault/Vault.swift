@@ -68,6 +68,7 @@ public struct Vault: Sendable {
     ///   `.deviceIdentityUnavailable`, or the store's own (`.locked`, `.unavailable`, …).
     ///   A failed write-back does not throw: see ``LoadedRecord/writeBack``.
     /// - Important: If this throws, the stored bytes are exactly as they were.
+    @inlinable
     public func load<Latest>(_ key: RecordKey<Latest>) throws(KeepsakeError) -> LoadedRecord<Latest>? {
         try load(key.chain, forKey: key.name)
     }
@@ -315,6 +316,7 @@ public struct Vault: Sendable {
     /// to the latest version, or `nil` when nothing is stored. See `load(_:)`, for typed keys.
     ///
     /// - Important: If this throws, the stored bytes are exactly as they were.
+    @inlinable
     public func load<Latest>(
         _ chain: ModelChain<Latest>, forKey key: String? = nil
     ) throws(KeepsakeError) -> LoadedRecord<Latest>? {
@@ -337,6 +339,7 @@ public struct Vault: Sendable {
 
     /// What a load does once the stored bytes are read: answer, or write the migrated record
     /// back first (the write, encoded, verified and backed up, ready to commit).
+    @usableFromInline
     enum LoadStep<Latest: Sendable> {
         case done(LoadedRecord<Latest>?)
         case writeBack(DecodedRecord<Latest>, StoreWrite)
@@ -344,6 +347,7 @@ public struct Vault: Sendable {
 
     /// The step after reading `bytes`; a write-back that cannot be prepared is a loaded record
     /// whose ``LoadedRecord/writeBack`` failed, never a throw.
+    @inlinable
     func loadStep<Latest>(
         _ chain: ModelChain<Latest>, bytes: Data?, key: String
     ) throws(KeepsakeError) -> LoadStep<Latest> {
@@ -369,6 +373,7 @@ public struct Vault: Sendable {
     }
 
     /// Logs how a write-back ended, and returns it.
+    @usableFromInline
     func wroteBack<Latest>(
         _ outcome: LoadedRecord<Latest>.WriteBack, chain: ModelChain<Latest>, key: String
     ) -> LoadedRecord<Latest>.WriteBack {
@@ -430,6 +435,7 @@ public struct Vault: Sendable {
         return chain.outcome(of: try store.data(forKey: key), context: context).located(store: store.uri, key: key)
     }
 
+    @usableFromInline
     func resolve<Latest>(_ key: String?, _ chain: ModelChain<Latest>) throws(KeepsakeError) -> String {
         guard let key = key ?? chain.defaultKeys.first else {
             throw KeepsakeError(
