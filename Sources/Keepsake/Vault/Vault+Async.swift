@@ -11,6 +11,7 @@ extension Vault {
     /// The synchronous `load(_:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the stored bytes are exactly as they were.
+    @inlinable
     public func load<Latest>(_ key: RecordKey<Latest>) async throws(KeepsakeError) -> LoadedRecord<Latest>? {
         try await load(key.chain, forKey: key.name)
     }
@@ -103,6 +104,7 @@ extension Vault {
     /// The synchronous `load(_:forKey:)`, without blocking the cooperative thread pool.
     ///
     /// - Important: If this throws, the stored bytes are exactly as they were.
+    @inlinable
     public func load<Latest>(
         _ chain: ModelChain<Latest>, forKey key: String? = nil
     ) async throws(KeepsakeError) -> LoadedRecord<Latest>? {
@@ -173,6 +175,7 @@ extension Vault {
 /// Runs blocking work (a store's calls: file locks, fsync, D-Bus) off Swift's cooperative thread
 /// pool: the one helper for that in the package (the CLI's watch and the configuration provider
 /// use it too).
+@usableFromInline
 package enum Blocking {
     /// Runs `work` on a thread that may block and suspends the calling task until it is done.
     ///
@@ -189,6 +192,7 @@ package enum Blocking {
     }
 
     /// Runs throwing `work` on the queue; what it returns or throws.
+    @usableFromInline
     package static func run<T: Sendable>(
         _ work: @escaping @Sendable () throws(KeepsakeError) -> T
     ) async throws(KeepsakeError) -> T {
@@ -201,6 +205,7 @@ package enum Blocking {
 
 extension AsyncRecordStore {
     /// Commits one write, without blocking a thread; a conflict or a failure is a throw.
+    @usableFromInline
     func commitOne(_ write: StoreWrite) async throws(KeepsakeError) {
         try Self.settled(try await commit([write]), of: write, store: uri)
     }
