@@ -177,17 +177,13 @@ extension Vault {
 /// use it too).
 @usableFromInline
 package enum Blocking {
-    /// Runs `work` on a thread that may block and suspends the calling task until it is done.
-    ///
-    /// Each call gets a serial queue of its own: such a queue runs on Dispatch's overcommitting
-    /// pool, which starts a thread whenever none is free, so a call never waits behind others
-    /// that block (a flock wait, a D-Bus call that times out). One shared concurrent queue runs on
-    /// a pool as wide as the machine's cores, which on Linux adds a thread for blocked ones only
-    /// now and then: a watcher's first look was seen waiting there over 30 s while other work
-    /// blocked. Idle threads are reused; making the queue costs an allocation.
+    /// A concurrent queue whose threads may block; Dispatch adds threads as they do.
+    static let queue = DispatchQueue(label: "org.keepsake.blocking", attributes: .concurrent)
+
+    /// Runs `work` on the queue and suspends the calling task until it is done.
     package static func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            DispatchQueue(label: "org.keepsake.blocking").async { continuation.resume(returning: work()) }
+            queue.async { continuation.resume(returning: work()) }
         }
     }
 
