@@ -246,8 +246,13 @@ package enum Syscall {
     /// into the buffer type the caller keeps (`Data` or `[UInt8]`: no copy after); `size` is the
     /// size `fstat` gave for it, a hint: the buffer starts at that size (at most `limit`) and
     /// doubles while the file goes on.
+    ///
+    /// The hint is trusted up to 1 GiB by default: a buffer that must grow is zero-filled as it
+    /// grows, so a 99 MB suite read into a buffer that started smaller held 160 MiB resident;
+    /// started at its size it holds its size. The limit only keeps a size that lies (a file cut
+    /// short after `fstat`) from reserving more than that.
     package static func readToEnd<Bytes: ReadableBuffer>(
-        _ fd: Int32, size: Int, as type: Bytes.Type = [UInt8].self, limit: Int = 64 << 20
+        _ fd: Int32, size: Int, as type: Bytes.Type = [UInt8].self, limit: Int = 1 << 30
     ) throws(SystemFailure) -> Bytes {
         // Room for the size fstat gave, plus a byte to see the end.
         var bytes = Bytes(zeroes: max(4096, min(size, limit) + 1))

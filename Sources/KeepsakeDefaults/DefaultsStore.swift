@@ -24,7 +24,7 @@ import Glibc
 /// under that lock too (``exclusiveUpdate(forKey:_:)``): writers of the suite take turns. Values a
 /// change does not touch keep their exact bytes. A document that is not a JSON object is an
 /// error — it is never treated as empty and never overwritten.
-public final class DefaultsStore: RecordStore {
+public final class DefaultsStore: RecordStore, BatchCommittingStore {
     /// The suite file.
     public let path: String
     public let uri: String
@@ -95,6 +95,18 @@ public final class DefaultsStore: RecordStore {
     }
 
     public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
+        try commit(collection: writes)
+    }
+
+    /// ``commit(_:)`` of a migration run's batch as the run holds it (`BatchCommittingStore`),
+    /// each write built as it is read.
+    package func commit(batch writes: WriteBatch.Writes) throws(KeepsakeError) -> [StoreWriteResult] {
+        try commit(collection: writes)
+    }
+
+    private func commit<Writes: RandomAccessCollection<StoreWrite>>(collection writes: Writes) throws(KeepsakeError)
+        -> [StoreWriteResult] where Writes.Index == Int
+    {
         for write in writes {
             try validateKey(write.key)
             // A value the migrator encoded and verified is one JSON value already.
@@ -136,9 +148,9 @@ public final class DefaultsStore: RecordStore {
 
     /// Applies `writes` (checked by the caller) to `document`, the suite as read with the lock
     /// held, and replaces the suite file durably when anything changed. Call with the lock held.
-    private func apply(_ writes: [StoreWrite], to document: DefaultsDocument) throws(KeepsakeError)
-        -> [StoreWriteResult]
-    {
+    private func apply<Writes: RandomAccessCollection<StoreWrite>>(
+        _ writes: Writes, to document: DefaultsDocument
+    ) throws(KeepsakeError) -> [StoreWriteResult] where Writes.Index == Int {
         // Only the written keys are looked at: the other members keep their bytes, copied once
         // from the document into the new one.
         var results: [StoreWriteResult] = []
@@ -152,7 +164,8 @@ public final class DefaultsStore: RecordStore {
             applied.reserveCapacity(writes.count)
             // The members are sorted too: found by walking both lists once, not by a search each.
             var member = document.entries.startIndex
-            for (position, write) in writes.enumerated() {
+            for position in writes.indices {
+                let write = writes[position]
                 while member < document.entries.endIndex, document.entries[member].key.precedesExactly(write.key) {
                     member += 1
                 }
@@ -641,8 +654,8 @@ struct DefaultsDocument: Sendable {
 
 /// The writes of a batch that apply, in order, as the (key, value) changes a document is
 /// written with: indices into the batch rather than a copy of it.
-struct AppliedWrites: RandomAccessCollection {
-    let writes: [StoreWrite]
+struct AppliedWrites<Writes: RandomAccessCollection<StoreWrite>>: RandomAccessCollection where Writes.Index == Int {
+    let writes: Writes
     let applied: [Int]
 
     var startIndex: Int { 0 }

@@ -205,8 +205,8 @@ public struct Migrator: Sendable {
     }
 
     /// ``run(backup:progress:)``, its reports held compactly (``RecordReports``): what
-    /// `migrate run` uses. The records to write are held as slices of one buffer per block of
-    /// records, not one allocation each.
+    /// `migrate run` uses. The records to write are held in a ``WriteBatch`` (one buffer per
+    /// block of records, 40 bytes a write), not one allocation each.
     package func runReports(
         backup: BackupDirectory? = nil,
         progress: (@Sendable (MigrationProgress) -> Void)? = nil
@@ -221,66 +221,50 @@ public struct Migrator: Sendable {
                 """)
         }
         var reports = RecordReports()
-        var writes: [StoreWrite] = []
-        var writeIndex: [Int] = []  // report index for each write
-        var originals: [(key: String, bytes: Data)] = []  // each write's record as read, for the backup
+        var batch = WriteBatch()
         var conflicted: [Int] = []  // records another writer changed meanwhile
         var count = 0
-        // The current block's records to write: their bytes one after the other in `arena`.
-        var arena: [UInt8] = []
-        var pending: [(key: String, range: Range<Int>, original: Data)] = []
         let inBlocks = store.capabilities.contains(.commitsRunInBlocks)
         var failure: KeepsakeError?  // a block's commit that threw: the run stops there
         var committed = false  // whether any batch was sent
         /// Backs up and commits the writes gathered so far, and notes how each ended.
         func commitGathered() throws(KeepsakeError) {
-            if let backup, !writes.isEmpty {
-                (writes, writeIndex) = backUp(originals, in: backup, writes: writes, writeIndex: writeIndex, &reports)
-            }
-            originals = []
-            guard !writes.isEmpty else { return }
+            batch.endBlock()
+            if let backup, !batch.isEmpty { backUp(&batch, in: backup, &reports) }
+            guard !batch.isEmpty else { return }
             committed = true
-            let results = try store.commit(writes)
-            writes = []
-            for (index, result) in zip(writeIndex, results) {
+            let results = try commit(batch.writes(keyedBy: reports))
+            for (entry, result) in zip(batch.entries, results) {
                 switch result {
                 case .applied:
-                    reports.setState(.migrated, at: index)
+                    reports.setState(.migrated, at: entry.report)
                 case .conflict:
-                    conflicted.append(index)
+                    conflicted.append(entry.report)
                 case let .failed(error):
-                    reports.update(index) { $0.error = error }
+                    reports.update(entry.report) { $0.error = error }
                 }
             }
-            writeIndex = []
+            batch.removeAll()
         }
         try forEachEvaluation(
             encodeLatest: true,
             { offset, total, bytes, evaluation in
-                if offset == 0 { reports.reserveCapacity(total) }
+                if offset == 0 {
+                    reports.reserveCapacity(total)
+                    // One batch: room for every record at once (pages never written are never
+                    // resident), rather than copies while it doubles.
+                    if !inBlocks { batch.reserveCapacity(total) }
+                }
                 count = total
                 if let encoded = evaluation.encoded, let bytes, failure == nil {
-                    let key = evaluation.report.key
-                    let start = arena.count
-                    arena.append(contentsOf: encoded)
-                    pending.append((key, start..<arena.count, bytes))
-                    writeIndex.append(reports.count)
-                    if backup != nil { originals.append((key, bytes)) }
+                    batch.append(encoded, over: bytes, report: reports.count)
                 }
                 reports.append(evaluation.report)
                 progress?(MigrationProgress(evaluated: offset + 1, total: total, written: false))
             },
             endOfBlock: {
-                guard !pending.isEmpty, failure == nil else { return }
-                let block = Data(arena)
-                for write in pending {
-                    var verified = StoreWrite(
-                        key: write.key, value: block[write.range], expectation: .unchanged(write.original))
-                    verified.valueIsVerified = true
-                    writes.append(verified)
-                }
-                arena.removeAll(keepingCapacity: true)
-                pending.removeAll(keepingCapacity: true)
+                guard failure == nil else { return }
+                batch.endBlock()
                 guard inBlocks else { return }
                 do throws(KeepsakeError) {
                     try commitGathered()
@@ -294,6 +278,30 @@ public struct Migrator: Sendable {
         if committed { progress?(MigrationProgress(evaluated: count, total: count, written: true)) }
         Log.engine.ranMigration(reports, store: store.uri)
         return reports
+    }
+
+    /// Commits `writes`: as they are held when the store takes any collection, else as an array.
+    private func commit(_ writes: WriteBatch.Writes) throws(KeepsakeError) -> [StoreWriteResult] {
+        if let store = store as? any BatchCommittingStore { return try store.commit(batch: writes) }
+        return try store.commit(Array(writes))
+    }
+
+    /// Saves each write's record as read in `backup`, as one durable batch, and keeps in `batch`
+    /// the writes whose record was backed up; a record whose backup failed keeps its bytes, and
+    /// its report says why.
+    private func backUp(_ batch: inout WriteBatch, in backup: BackupDirectory, _ reports: inout RecordReports) {
+        let originals = batch.entries.map { (key: reports.key(at: $0.report), bytes: $0.original) }
+        let saved = backup.saveAll(originals, store: store.uri)
+        for (entry, saved) in zip(batch.entries, saved) {
+            switch saved {
+            case let .success(file): reports.update(entry.report) { $0.backupPath = file }
+            case let .failure(error): reports.update(entry.report) { $0.error = error }
+            }
+        }
+        batch.filter { position in
+            guard case .success = saved[position] else { return false }
+            return true
+        }
     }
 
     /// Saves `originals` (each write's record as read) in `backup`, as one durable batch, and

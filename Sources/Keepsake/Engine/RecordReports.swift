@@ -3,27 +3,32 @@
 ///
 /// An array of ``RecordReport`` holds about 200 bytes per record (a report has room for an
 /// error, a backup path, a note and a list of steps, which most records leave empty); this holds a
-/// record that has none of them in 40 (its key, and its model as an index into the pass's
-/// model names), and keeps a whole ``RecordReport`` only for the records that need one. That is
+/// record that has none of them in 32 (its key, its versions, and its model and steps as indices
+/// into the pass's model names and step lists), and keeps a whole ``RecordReport`` only for the records that need one. That is
 /// what lets `migrate status`, `plan` and `run` over a million-record suite hold little more
 /// than the suite itself.
 package struct RecordReports: RandomAccessCollection, Sendable {
+    /// 32 bytes (``compactStride``): a version that does not fit, a 65th model name or list of
+    /// steps, keeps the report whole instead.
     private struct Compact: Sendable {
         var key: String
-        /// Index in `schemas`; -1 for none.
-        var schema: Int32
-        /// `Int32.min` for none.
-        var storedVersion: Int32
+        /// Index in `full` of this record's whole report; -1 when the fields below are all of it.
+        var full: Int32
         /// `Int32.min` for none.
         var latestVersion: Int32
+        /// `Int16.min` for none.
+        var storedVersion: Int16
+        /// Index in `schemas`; -1 for none.
+        var schema: Int8
+        /// Index in `stepLists` of the report's steps; -1 for none.
+        var steps: Int8
         var state: RecordReport.State
         var form: RecordForm?
         var stringWrapped: Bool
-        /// Index in `stepLists` of the report's steps; -1 for none.
-        var steps: Int32
-        /// Index in `full` of this record's whole report; -1 when the fields above are all of it.
-        var full: Int
     }
+
+    /// The bytes a record's report takes when it has no error, backup path or note.
+    static let compactStride = MemoryLayout<Compact>.stride
 
     private var compact: [Compact] = []
     private var schemas: [String] = []
@@ -38,7 +43,7 @@ package struct RecordReports: RandomAccessCollection, Sendable {
 
     package subscript(position: Int) -> RecordReport {
         let record = compact[position]
-        if record.full >= 0 { return full[record.full] }
+        if record.full >= 0 { return full[Int(record.full)] }
         let stored = record.storedVersion == .min ? nil : Int(record.storedVersion)
         let latest = record.latestVersion == .min ? nil : Int(record.latestVersion)
         let steps = record.steps < 0 ? [] : stepLists[Int(record.steps)]
@@ -49,6 +54,9 @@ package struct RecordReports: RandomAccessCollection, Sendable {
     }
 
     package mutating func reserveCapacity(_ count: Int) { compact.reserveCapacity(count) }
+
+    /// The key of the report at `position`, without building the report.
+    package func key(at position: Int) -> String { compact[position].key }
 
     /// Adds `report` after the others.
     package mutating func append(_ report: RecordReport) {
@@ -62,7 +70,7 @@ package struct RecordReports: RandomAccessCollection, Sendable {
         if let small = compacted(report) {
             compact[position] = small
         } else if compact[position].full >= 0 {
-            full[compact[position].full] = report
+            full[Int(compact[position].full)] = report
             compact[position].state = report.state  // what `count(of:)` reads
         } else {
             compact[position] = fullEntry(report)
@@ -73,19 +81,19 @@ package struct RecordReports: RandomAccessCollection, Sendable {
     package mutating func setState(_ state: RecordReport.State, at position: Int) {
         // The compact entry's state is the one `count(of:)` reads, whole report or not.
         compact[position].state = state
-        if compact[position].full >= 0 { full[compact[position].full].state = state }
+        if compact[position].full >= 0 { full[Int(compact[position].full)].state = state }
     }
 
     /// Hands `body`, in key order, each report held whole: every report with an error, a
     /// backup path or a note among them (the compact ones have none).
     package func forEachWhole(_ body: (RecordReport) -> Void) {
-        for record in compact where record.full >= 0 { body(full[record.full]) }
+        for record in compact where record.full >= 0 { body(full[Int(record.full)]) }
     }
 
     /// The first report, in key order, with an error.
     package var firstError: KeepsakeError? {
         for record in compact where record.full >= 0 {
-            if let error = full[record.full].error { return error }
+            if let error = full[Int(record.full)].error { return error }
         }
         return nil
     }
@@ -96,47 +104,53 @@ package struct RecordReports: RandomAccessCollection, Sendable {
     }
 
     private mutating func fullEntry(_ report: RecordReport) -> Compact {
+        // A pass holds far fewer than 2³¹ whole reports (each is about 200 bytes).
+        guard let index = Int32(exactly: full.count) else {
+            preconditionFailure("RecordReports: more than \(Int32.max) reports with an error, backup or note")
+        }
         full.append(report)
         return Compact(
-            key: report.key, schema: -1, storedVersion: .min, latestVersion: .min, state: report.state, form: nil,
-            stringWrapped: false, steps: -1, full: full.count - 1)
+            key: report.key, full: index, latestVersion: .min, storedVersion: .min, schema: -1, steps: -1,
+            state: report.state, form: nil, stringWrapped: false)
     }
 
     /// `report` in compact form, or `nil` when it holds what the compact form has no room for.
     private mutating func compacted(_ report: RecordReport) -> Compact? {
         guard report.error == nil, report.backupPath == nil, report.note == nil else { return nil }
-        guard let stored = Self.small(report.storedVersion), let latest = Self.small(report.latestVersion) else {
+        guard let stored = Self.small(report.storedVersion, as: Int16.self),
+            let latest = Self.small(report.latestVersion, as: Int32.self)
+        else {
             return nil
         }
-        var steps: Int32 = -1
+        var steps: Int8 = -1
         if !report.steps.isEmpty {
             if let known = stepLists.firstIndex(of: report.steps) {
-                steps = Int32(known)
+                steps = Int8(known)
             } else {
                 guard stepLists.count < 64 else { return nil }  // keep unusual ones whole
                 stepLists.append(report.steps)
-                steps = Int32(stepLists.count - 1)
+                steps = Int8(stepLists.count - 1)
             }
         }
-        var schema: Int32 = -1
+        var schema: Int8 = -1
         if let name = report.schema {
             if let known = schemas.firstIndex(where: { $0.isExactly(name) }) {
-                schema = Int32(known)
+                schema = Int8(known)
             } else {
                 guard schemas.count < 64 else { return nil }  // names of unknown envelopes: keep them whole
                 schemas.append(name)
-                schema = Int32(schemas.count - 1)
+                schema = Int8(schemas.count - 1)
             }
         }
         return Compact(
-            key: report.key, schema: schema, storedVersion: stored, latestVersion: latest, state: report.state,
-            form: report.form, stringWrapped: report.stringWrapped, steps: steps, full: -1)
+            key: report.key, full: -1, latestVersion: latest, storedVersion: stored, schema: schema, steps: steps,
+            state: report.state, form: report.form, stringWrapped: report.stringWrapped)
     }
 
-    /// A version as an `Int32` (`Int32.min` for none), or `nil` when it does not fit.
-    private static func small(_ version: Int?) -> Int32? {
+    /// A version as `Small` (`Small.min` for none), or `nil` when it does not fit.
+    private static func small<Small: FixedWidthInteger & SignedInteger>(_ version: Int?, as _: Small.Type) -> Small? {
         guard let version else { return .min }
-        guard version > Int(Int32.min), version <= Int(Int32.max) else { return nil }
-        return Int32(version)
+        guard version > Int(Small.min), let small = Small(exactly: version) else { return nil }
+        return small
     }
 }

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+@testable import Keepsake
+
+/// What a run holds per record until its batch is written: its report (``RecordReports``) and
+/// its write (``WriteBatch``), each at a fixed size, and each giving back exactly what went in.
+@Suite("A run's reports and writes held compactly")
+struct WriteBatchTests {
+    /// Reports of every kind the compact form holds, and of the kinds it keeps whole.
+    static let reports: [RecordReport] = [
+        RecordReport(
+            key: "a", schema: "Person", storedVersion: 0, latestVersion: 3, state: .outdated, form: .envelope,
+            steps: [1, 2, 3]),
+        RecordReport(key: "b", state: .unmanaged),
+        RecordReport(
+            key: "c-a-key-longer-than-fifteen-bytes", schema: "TrialInfo", storedVersion: 2, latestVersion: 2,
+            state: .current, form: .inlineVersion, stringWrapped: true),
+        // A stored version too large for the compact form: kept whole.
+        RecordReport(
+            key: "d", schema: "Person", storedVersion: 40_000, latestVersion: 3, state: .newer, form: .envelope),
+        RecordReport(
+            key: "e", schema: "Person", latestVersion: 3, state: .unreadable,
+            error: KeepsakeError(.corruptRecord, store: "memory:x", key: "e", "bad")),
+        RecordReport(key: "f", schema: "Other", storedVersion: -3, latestVersion: nil, state: .unmanaged),
+    ]
+
+    @Test("reports read back as they were appended, at 32 bytes each when compact")
+    func reportsRoundTrip() {
+        #expect(RecordReports.compactStride == 32)
+        var reports = RecordReports()
+        for report in Self.reports { reports.append(report) }
+        #expect(reports.count == Self.reports.count)
+        for (position, report) in Self.reports.enumerated() {
+            let read = reports[position]
+            #expect(read.key == report.key)
+            #expect(reports.key(at: position) == report.key)
+            #expect(read.schema == report.schema)
+            #expect(read.storedVersion == report.storedVersion, "\(report.key)")
+            #expect(read.latestVersion == report.latestVersion)
+            #expect(read.state == report.state)
+            #expect(read.form == report.form)
+            #expect(read.stringWrapped == report.stringWrapped)
+            #expect(read.steps == report.steps)
+            #expect(read.error?.message == report.error?.message)
+        }
+        reports.setState(.migrated, at: 0)
+        reports.update(4) { $0.state = .outdated }
+        #expect(reports[0].state == .migrated && reports[0].steps == [1, 2, 3])
+        #expect(reports[4].state == .outdated && reports[4].error?.key == "e")
+        #expect(reports.count(of: .unmanaged) == 2)
+        #expect(reports.firstError?.key == "e")
+    }
+
+    @Test("a batch over several blocks gives back each write's key, bytes and expectation")
+    func batchAcrossBlocks() {
+        var reports = RecordReports()
+        var batch = WriteBatch()
+        var expected: [(key: String, value: Data, original: Data)] = []
+        // Three blocks of unequal sizes, one of them empty, and a record written as zero bytes.
+        for (block, size) in [5, 0, 1, 7].enumerated() {
+            for index in 0..<size {
+                let key = "k\(block)-\(index)"
+                let value = Data((0...(index * 3 % 11)).map { UInt8(truncatingIfNeeded: $0 + block) })
+                let original = Data("old \(key)".utf8)
+                batch.append(index == 3 ? Data() : value, over: original, report: reports.count)
+                reports.append(RecordReport(key: key, state: .outdated))
+                expected.append((key, index == 3 ? Data() : value, original))
+            }
+            batch.endBlock()
+        }
+        let writes = batch.writes(keyedBy: reports)
+        #expect(writes.count == expected.count)
+        for (write, want) in zip(writes, expected) {
+            #expect(write.key == want.key)
+            #expect(write.value == want.value, "\(want.key)")
+            #expect(write.expectation == .unchanged(want.original))
+            #expect(write.valueIsVerified)
+        }
+
+        // Keep every other write: the kept ones still give back their own bytes.
+        batch.filter { $0 % 2 == 0 }
+        let kept = Array(batch.writes(keyedBy: reports))
+        #expect(kept.map(\.key) == expected.enumerated().filter { $0.offset % 2 == 0 }.map(\.element.key))
+        #expect(kept.map(\.value) == expected.enumerated().filter { $0.offset % 2 == 0 }.map(\.element.value))
+
+        // Emptied, the batch is reused for the next block from its start.
+        batch.removeAll()
+        #expect(batch.isEmpty)
+        batch.append(Data("new".utf8), over: Data("old".utf8), report: 0)
+        batch.endBlock()
+        #expect(Array(batch.writes(keyedBy: reports)).map(\.value) == [Data("new".utf8)])
+    }
+}
