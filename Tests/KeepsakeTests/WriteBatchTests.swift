@@ -22,7 +22,7 @@ struct WriteBatchTests {
         RecordReport(
             key: "e", schema: "Person", latestVersion: 3, state: .unreadable,
             error: KeepsakeError(.corruptRecord, store: "memory:x", key: "e", "bad")),
-        RecordReport(key: "f", schema: "Other", storedVersion: -3, latestVersion: nil, state: .unmanaged),
+        RecordReport(key: "f", schema: "Other", storedVersion: -3, latestVersion: nil, state: .unmanaged)
     ]
 
     @Test("reports read back as they were appended, at 32 bytes each when compact")

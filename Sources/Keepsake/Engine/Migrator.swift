@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Migrates every managed record of a store: what `migrate status`, `plan` and `run` use.
 ///
@@ -71,54 +72,100 @@ public struct Migrator: Sendable {
     /// On more than one core, a large store's records are evaluated in parallel, a block at a
     /// time, and handed to `body` in order as each block completes: records are independent (each
     /// step gets a context scoped to its record), and only the evaluation runs in parallel —
-    /// never `body`, the store or the reports.
+    /// never `body`, the store or the reports. The blocks go through two stages: while this
+    /// thread hands one block's evaluations to `body` (and `endOfBlock` commits them, on a store
+    /// that commits in blocks), the other threads already evaluate the next block, and this
+    /// thread joins them once it is done.
     private func forEachEvaluation(
         encodeLatest: Bool,
         _ body: (_ offset: Int, _ total: Int, _ bytes: Data?, _ evaluation: Evaluation) -> Void,
         endOfBlock: () -> Void = {}
     ) throws(KeepsakeError) {
-        var block: [(key: String, result: Result<Data, KeepsakeError>)] = []
+        var block: [Entry] = []
+        // The block evaluated last, not yet handed on, and its evaluations.
+        var evaluated: [Entry] = []
         var results = [Evaluation?](repeating: nil, count: Self.parallelBlock)
+        var next = [Evaluation?](repeating: nil, count: Self.parallelBlock)
         var offset = 0
         var total = 0
         var workers = 1
-        func finishBlock() {
-            let count = block.count
-            if workers > 1 {
-                let entries = block
-                results.withUnsafeMutableBufferPointer { buffer in
-                    nonisolated(unsafe) let slots = buffer
-                    let part = (count + workers - 1) / workers
-                    DispatchQueue.concurrentPerform(iterations: workers) { worker in
-                        let first = worker * part
-                        guard first < count else { return }
-                        for index in first..<min(first + part, count) {
-                            slots[index] = evaluate(entries[index], encodeLatest: encodeLatest)
-                        }
-                    }
-                }
-            } else {
-                for index in 0..<count { results[index] = evaluate(block[index], encodeLatest: encodeLatest) }
-            }
-            for index in 0..<count {
-                guard let evaluation = results[index] else { continue }  // every slot was filled above
+        func handOver() {
+            guard !evaluated.isEmpty else { return }
+            for index in evaluated.indices {
+                guard let evaluation = results[index] else { continue }  // every slot was filled
                 results[index] = nil
-                body(offset, total, Self.bytes(of: block[index]), evaluation)
+                body(offset, total, Self.bytes(of: evaluated[index]), evaluation)
                 offset += 1
             }
-            block.removeAll(keepingCapacity: true)
+            evaluated.removeAll(keepingCapacity: true)
             endOfBlock()
+        }
+        func finishBlock() {
+            if workers > 1 {
+                // Evaluate `block` into `next` on the other threads while the block before it is
+                // handed on here, then help with what is left.
+                let entries = block
+                next.withUnsafeMutableBufferPointer { buffer in
+                    let work = BlockWork(entries: entries, slots: buffer)
+                    let group = DispatchGroup()
+                    for _ in 1..<workers {
+                        DispatchQueue.global().async(group: group) {
+                            work.evaluate { self.evaluate($0, encodeLatest: encodeLatest) }
+                        }
+                    }
+                    handOver()
+                    work.evaluate { self.evaluate($0, encodeLatest: encodeLatest) }
+                    group.wait()
+                }
+                swap(&results, &next)
+                swap(&evaluated, &block)
+            } else {
+                for index in block.indices { results[index] = evaluate(block[index], encodeLatest: encodeLatest) }
+                swap(&evaluated, &block)
+                handOver()
+            }
+            block.removeAll(keepingCapacity: true)
         }
         try store.forEachRecord { count, key, result in
             if total == 0 {
                 total = count
                 workers = Self.workers(for: count)
                 block.reserveCapacity(min(count, Self.parallelBlock))
+                evaluated.reserveCapacity(min(count, Self.parallelBlock))
             }
             block.append((key, result))
             if block.count == Self.parallelBlock { finishBlock() }
         }
         if !block.isEmpty { finishBlock() }
+        if !evaluated.isEmpty { handOver() }
+    }
+
+    /// A record as the store handed it over.
+    private typealias Entry = (key: String, result: Result<Data, KeepsakeError>)
+
+    /// One block's evaluation shared by the threads doing it: each takes the next run of
+    /// ``chunk`` records not yet taken, until none is left.
+    private final class BlockWork: Sendable {
+        static let chunk = 64
+        let entries: [Entry]
+        /// Each record's evaluation goes to its own slot: no two threads write one.
+        nonisolated(unsafe) let slots: UnsafeMutableBufferPointer<Evaluation?>
+        let taken = Atomic<Int>(0)
+
+        init(entries: [Entry], slots: UnsafeMutableBufferPointer<Evaluation?>) {
+            self.entries = entries
+            self.slots = slots
+        }
+
+        func evaluate(_ evaluation: (Entry) -> Evaluation) {
+            while true {
+                let first = taken.add(Self.chunk, ordering: .relaxed).oldValue
+                guard first < entries.count else { return }
+                for index in first..<min(first + Self.chunk, entries.count) {
+                    slots[index] = evaluation(entries[index])
+                }
+            }
+        }
     }
 
     /// How many records are evaluated (in parallel, on more than one core) before they are
@@ -134,13 +181,12 @@ public struct Migrator: Sendable {
 
     /// The bytes the store read for `entry`; `nil` when it could not read them (the
     /// evaluation is then `unreadable`, and nothing is written).
-    private static func bytes(of entry: (key: String, result: Result<Data, KeepsakeError>)) -> Data? {
+    private static func bytes(of entry: Entry) -> Data? {
         guard case let .success(bytes) = entry.result else { return nil }
         return bytes
     }
 
-    private func evaluate(_ entry: (key: String, result: Result<Data, KeepsakeError>), encodeLatest: Bool) -> Evaluation
-    {
+    private func evaluate(_ entry: Entry, encodeLatest: Bool) -> Evaluation {
         switch entry.result {
         case let .success(bytes): return evaluate(key: entry.key, bytes: bytes, encodeLatest: encodeLatest)
         case let .failure(error): return unreadable(key: entry.key, error)
