@@ -23,6 +23,10 @@ package struct JSONSyntaxError: Error, Sendable {
 package struct JSONParser: ~Copyable {
     let bytes: UnsafeRawBufferPointer
     package internal(set) var offset: Int = 0
+    /// The plain member names of the objects ``skipValue(depth:)`` is inside, innermost last:
+    /// one array for the whole document (each object truncates it back when it ends), not one
+    /// per object — indexing a million-record suite allocated five arrays a record.
+    private var plainNames: [Range<Int>] = []
     /// How deep arrays and objects may nest: deeper input is refused, not recursed into.
     static let maxDepth = 256
 
@@ -140,25 +144,26 @@ package struct JSONParser: ~Copyable {
             // Duplicate names are found without building strings while names are plain (ASCII,
             // no escape: their bytes are the name) and few; then by a set of the names, so the
             // check stays linear in the object's size.
-            var plain: [Range<Int>] = []
+            let base = plainNames.count
+            defer { plainNames.removeSubrange(base...) }
             var seen: Set<ExactString>?
             while true {
                 guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a member name") }
                 let nameStart = offset
-                if seen == nil, let raw = skipPlainString(), plain.count < JSONObject.indexThreshold {
-                    for other in plain
+                if seen == nil, let raw = skipPlainString(), plainNames.count - base < JSONObject.indexThreshold {
+                    for other in plainNames[base...]
                     where other.count == raw.count
                         && memcmp(bytes.baseAddress! + other.lowerBound, bytes.baseAddress! + raw.lowerBound, raw.count)
                             == 0
                     {
                         throw JSONSyntaxError(offset: nameStart, reason: "duplicate member name")
                     }
-                    plain.append(raw)
+                    plainNames.append(raw)
                 } else {
                     offset = nameStart
                     if seen == nil {
                         seen = Set(
-                            plain.map {
+                            plainNames[base...].map {
                                 ExactString(
                                     String(decoding: UnsafeRawBufferPointer(rebasing: bytes[$0]), as: UTF8.self))
                             })

@@ -40,11 +40,15 @@ extension Migrate {
                 say("Store \(migrator.store.uri)")
                 if !reports.isEmpty {
                     printTable(["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"], count: reports.count) {
-                        let report = reports[$0]
-                        return [
-                            report.key, report.schema ?? "-", report.storedText, report.latestText,
-                            report.state.rawValue, report.errorText ?? report.formText
-                        ]
+                        index, cells in
+                        let report = reports[index]
+                        // Appended one by one: an array literal would be one more allocation per row.
+                        cells.append(report.key)
+                        cells.append(report.schema ?? "-")
+                        cells.append(report.storedText)
+                        cells.append(report.latestText)
+                        cells.append(report.state.rawValue)
+                        cells.append(report.errorText ?? report.formText)
                     }
                 }
                 if let hint = unmanagedHint(reports) { say(hint) }

@@ -56,16 +56,21 @@ var standardErrorIsTerminal: Bool { isatty(2) == 1 }
 /// Prints rows as a left-aligned table with a header; every cell is escaped for the terminal
 /// first, so a key holding a newline or an escape sequence stays in its own cell.
 func printTable(_ header: [String], _ rows: [[String]]) {
-    printTable(header, count: rows.count) { rows[$0] }
+    printTable(header, count: rows.count) { $1.append(contentsOf: rows[$0]) }
 }
 
-/// Prints a table of `count` rows, `row(i)` giving the cells of row `i` — called twice per row
-/// (once to measure the columns, once to print), so that no table of all the rows is held:
-/// at a million records that table would take more memory than the suite.
-func printTable(_ header: [String], count: Int, row: (Int) -> [String]) {
+/// Prints a table of `count` rows, `row(i, &cells)` appending the cells of row `i` to `cells`
+/// (empty, one array reused for every row) — called twice per row (once to measure the
+/// columns, once to print), so that no table of all the rows is held: at a million records
+/// that table would take more memory than the suite.
+func printTable(_ header: [String], count: Int, row: (Int, inout [String]) -> Void) {
     var widths = header.map(columns)
+    var cells: [String] = []
+    cells.reserveCapacity(header.count)
     for index in 0..<count {
-        for (column, cell) in row(index).enumerated() where column < widths.count {
+        cells.removeAll(keepingCapacity: true)
+        row(index, &cells)
+        for (column, cell) in cells.enumerated() where column < widths.count {
             widths[column] = max(widths[column], plainWidth(cell) ?? columns(escapedForTerminal(cell)))
         }
     }
@@ -109,7 +114,11 @@ func printTable(_ header: [String], count: Int, row: (Int) -> [String]) {
     }
     out.reserveCapacity(1 << 16 + 4096)
     line(header)
-    for index in 0..<count { line(row(index)) }
+    for index in 0..<count {
+        cells.removeAll(keepingCapacity: true)
+        row(index, &cells)
+        line(cells)
+    }
     flush()
 }
 
