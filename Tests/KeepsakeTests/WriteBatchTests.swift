@@ -91,4 +91,19 @@ struct WriteBatchTests {
         batch.endBlock()
         #expect(Array(batch.writes(keyedBy: reports)).map(\.value) == [Data("new".utf8)])
     }
+
+    @Test("the step lists a report names are the versions passed through, shared for small versions")
+    func stepLists() {
+        for from in -2..<20 {
+            for to in (from + 1)..<22 {
+                #expect(StepLists.steps(from: from, to: to) == Array((from + 1)...to), "\(from) → \(to)")
+            }
+        }
+        // Shared: the same buffer every time, so a run's reports compare them by identity.
+        let first = StepLists.steps(from: 0, to: 3)
+        let second = StepLists.steps(from: 0, to: 3)
+        first.withUnsafeBufferPointer { a in
+            second.withUnsafeBufferPointer { b in #expect(a.baseAddress == b.baseAddress) }
+        }
+    }
 }

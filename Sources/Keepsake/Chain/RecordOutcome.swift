@@ -151,7 +151,7 @@ public struct DecodedRecord<Model: Sendable>: Sendable {
     public var isNewer: Bool { storedVersion > latestVersion }
 
     /// The versions the record passed through: `[1, 2, 3]` from version 0 to 3.
-    public var steps: [Int] { wasMigrated ? Array((storedVersion + 1)...latestVersion) : [] }
+    public var steps: [Int] { wasMigrated ? StepLists.steps(from: storedVersion, to: latestVersion) : [] }
 
     /// What was stored, as a ``StoredInfo``.
     public var stored: StoredInfo { StoredInfo(version: storedVersion, form: form, stringWrapped: stringWrapped) }
@@ -166,3 +166,20 @@ public struct DecodedRecord<Model: Sendable>: Sendable {
 }
 
 extension DecodedRecord: Equatable where Model: Equatable {}
+
+/// The lists of steps between small versions, made once and shared: a run reports the same
+/// `[1, 2, 3]` for every record it migrates, and a list shared is compared by identity.
+enum StepLists {
+    /// Versions below this have their lists made once.
+    static let shared = 16
+    /// `table[from][to - from - 1]` is `[from + 1 … to]`.
+    private static let table: [[[Int]]] = (0..<shared).map { from in
+        (from + 1..<shared).map { to in Array((from + 1)...to) }
+    }
+
+    /// The versions a record passes through from `from` to `to` (`from < to`): `[from + 1 … to]`.
+    static func steps(from: Int, to: Int) -> [Int] {
+        guard from >= 0, to < shared else { return Array((from + 1)...to) }
+        return table[from][to - from - 1]
+    }
+}

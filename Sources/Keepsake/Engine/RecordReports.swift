@@ -56,7 +56,11 @@ package struct RecordReports: RandomAccessCollection, Sendable {
     package mutating func reserveCapacity(_ count: Int) { compact.reserveCapacity(count) }
 
     /// The key of the report at `position`, without building the report.
-    package func key(at position: Int) -> String { compact[position].key }
+    @inlinable
+    package func key(at position: Int) -> String { keyOfCompact(at: position) }
+
+    @usableFromInline
+    func keyOfCompact(at position: Int) -> String { compact[position].key }
 
     /// Adds `report` after the others.
     package mutating func append(_ report: RecordReport) {
@@ -88,6 +92,18 @@ package struct RecordReports: RandomAccessCollection, Sendable {
     /// backup path or a note among them (the compact ones have none).
     package func forEachWhole(_ body: (RecordReport) -> Void) {
         for record in compact where record.full >= 0 { body(full[Int(record.full)]) }
+    }
+
+    /// Hands `body`, in key order, the key of each report in `state`, without building the
+    /// reports.
+    package func forEachKey(in state: RecordReport.State, _ body: (String) -> Void) {
+        for record in compact where record.state == state { body(record.key) }
+    }
+
+    /// Whether a report held whole satisfies `predicate` (the compact ones have no error, backup
+    /// path or note).
+    package func containsWhole(where predicate: (RecordReport) -> Bool) -> Bool {
+        full.contains(where: predicate)
     }
 
     /// The first report, in key order, with an error.

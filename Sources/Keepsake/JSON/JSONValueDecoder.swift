@@ -110,37 +110,42 @@ struct JSONValueDecoder: Decoder {
     }
 }
 
-private func mismatch(_ type: Any.Type, _ value: JSONValue, _ path: [any CodingKey]) -> DecodingError {
-    .typeMismatch(type, .init(codingPath: path, debugDescription: "Expected \(type) but found \(value.kindName)."))
+// The leaves take their coding path as an autoclosure: it is an array built only for an error,
+// not once per field decoded.
+private func mismatch(_ type: Any.Type, _ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) -> DecodingError
+{
+    .typeMismatch(type, .init(codingPath: path(), debugDescription: "Expected \(type) but found \(value.kindName)."))
 }
 
-private func decodeBool(_ value: JSONValue, _ path: [any CodingKey]) throws -> Bool {
-    guard case let .bool(flag) = value else { throw mismatch(Bool.self, value, path) }
+private func decodeBool(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
+    guard case let .bool(flag) = value else { throw mismatch(Bool.self, value, path()) }
     return flag
 }
 
-private func decodeString(_ value: JSONValue, _ path: [any CodingKey]) throws -> String {
-    guard case let .string(text) = value else { throw mismatch(String.self, value, path) }
+private func decodeString(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> String {
+    guard case let .string(text) = value else { throw mismatch(String.self, value, path()) }
     return text
 }
 
 private func decodeFloat<T: BinaryFloatingPoint & LosslessStringConvertible>(
-    _ type: T.Type, _ value: JSONValue, _ path: [any CodingKey]
+    _ type: T.Type, _ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]
 ) throws -> T {
-    guard case let .number(text) = value, let number = T(text) else { throw mismatch(T.self, value, path) }
+    guard case let .number(text) = value, let number = T(text) else { throw mismatch(T.self, value, path()) }
     return number
 }
 
-private func decodeInteger<T: FixedWidthInteger>(_ type: T.Type, _ value: JSONValue, _ path: [any CodingKey]) throws
+private func decodeInteger<T: FixedWidthInteger>(
+    _ type: T.Type, _ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]
+) throws
     -> T
 {
-    guard case let .number(text) = value else { throw mismatch(T.self, value, path) }
+    guard case let .number(text) = value else { throw mismatch(T.self, value, path()) }
     if let number = T(text) { return number }
     // 1e3 or 2.0: accept when the value is integral and fits.
     if let double = Double(text), double.rounded() == double, let number = T(exactly: double) { return number }
     throw DecodingError.dataCorrupted(
         .init(
-            codingPath: path, debugDescription: "Number does not fit in \(T.self)."))
+            codingPath: path(), debugDescription: "Number does not fit in \(T.self)."))
 }
 
 private struct IndexKey: CodingKey {

@@ -79,8 +79,10 @@ extension Migrate {
                 throw error
             }
             meter?.finish()
-            if let destination, !reports.contains(where: { $0.backupPath != nil }) { destination.removeIfEmpty() }
-            let kept = destination.flatMap { reports.contains(where: { $0.backupPath != nil }) ? $0.path : nil }
+            // A report with a backup path is held whole: only those are looked at.
+            let backedUp = reports.containsWhole { $0.backupPath != nil }
+            if let destination, !backedUp { destination.removeIfEmpty() }
+            let kept = destination.flatMap { backedUp ? $0.path : nil }
             try finish(
                 reports, store: migrator.store.uri, json: output.json,
                 extra: ["dryRun": false, "backupDirectory": JSONValue(kept)]

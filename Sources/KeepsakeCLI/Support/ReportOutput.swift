@@ -60,14 +60,19 @@ func unmanagedHint(_ reports: some Collection<RecordReport>) -> String? {
     var count = 0
     var first: [String] = []
     var shared: Substring?  // the prefix every unmanaged key shares
-    for report in reports where report.state == .unmanaged {
+    func unmanaged(_ key: String) {
         count += 1
-        if first.count < 3 { first.append(escapedForTerminal(report.key)) }
+        if first.count < 3 { first.append(escapedForTerminal(key)) }
         if let prefix = shared {
-            shared = prefix.commonPrefix(with: report.key)[...]
+            shared = prefix.commonPrefix(with: key)[...]
         } else {
-            shared = report.key[...]
+            shared = key[...]
         }
+    }
+    if let compact = reports as? RecordReports {
+        compact.forEachKey(in: .unmanaged, unmanaged)  // no report built per record
+    } else {
+        for report in reports where report.state == .unmanaged { unmanaged(report.key) }
     }
     guard count > 0 else { return nil }
     let keys = first.joined(separator: ", ") + (count > first.count ? ", …" : "")
