@@ -95,18 +95,16 @@ public final class DefaultsStore: RecordStore, BatchCommittingStore {
     }
 
     public func commit(_ writes: [StoreWrite]) throws(KeepsakeError) -> [StoreWriteResult] {
-        try commit(collection: writes)
+        try commit(WriteList(count: writes.count) { writes[$0] })
     }
 
     /// ``commit(_:)`` of a migration run's batch as the run holds it (`BatchCommittingStore`),
     /// each write built as it is read.
     package func commit(batch writes: WriteBatch.Writes) throws(KeepsakeError) -> [StoreWriteResult] {
-        try commit(collection: writes)
+        try commit(WriteList(count: writes.count) { writes.write(at: $0) })
     }
 
-    private func commit<Writes: RandomAccessCollection<StoreWrite>>(collection writes: Writes) throws(KeepsakeError)
-        -> [StoreWriteResult] where Writes.Index == Int
-    {
+    private func commit(_ writes: WriteList) throws(KeepsakeError) -> [StoreWriteResult] {
         for write in writes {
             try validateKey(write.key)
             // A value the migrator encoded and verified is one JSON value already.
@@ -148,9 +146,9 @@ public final class DefaultsStore: RecordStore, BatchCommittingStore {
 
     /// Applies `writes` (checked by the caller) to `document`, the suite as read with the lock
     /// held, and replaces the suite file durably when anything changed. Call with the lock held.
-    private func apply<Writes: RandomAccessCollection<StoreWrite>>(
-        _ writes: Writes, to document: DefaultsDocument
-    ) throws(KeepsakeError) -> [StoreWriteResult] where Writes.Index == Int {
+    private func apply(_ writes: WriteList, to document: DefaultsDocument) throws(KeepsakeError)
+        -> [StoreWriteResult]
+    {
         // Only the written keys are looked at: the other members keep their bytes, copied once
         // from the document into the new one.
         var results: [StoreWriteResult] = []
@@ -446,7 +444,7 @@ extension DefaultsStore: ExclusiveUpdateStore {
             let value = try change(current)
             try Self.checkValue(value, store: uri, key: key)
             let write = StoreWrite(key: key, value: value, expectation: .unchanged(current))
-            return try apply([write], to: document).first
+            return try apply(WriteList(count: 1) { _ in write }, to: document).first
         }
         switch result {
         case .applied?: return
@@ -654,8 +652,8 @@ struct DefaultsDocument: Sendable {
 
 /// The writes of a batch that apply, in order, as the (key, value) changes a document is
 /// written with: indices into the batch rather than a copy of it.
-struct AppliedWrites<Writes: RandomAccessCollection<StoreWrite>>: RandomAccessCollection where Writes.Index == Int {
-    let writes: Writes
+struct AppliedWrites: RandomAccessCollection {
+    let writes: WriteList
     let applied: [Int]
 
     var startIndex: Int { 0 }
@@ -664,4 +662,15 @@ struct AppliedWrites<Writes: RandomAccessCollection<StoreWrite>>: RandomAccessCo
         let write = writes[applied[position]]
         return (write.key, write.value)
     }
+}
+
+/// A commit's writes, each read through `write`: an array's, or a migration run's batch, whose
+/// writes are built one at a time as they are read (never all held as ``StoreWrite``s).
+struct WriteList: RandomAccessCollection {
+    let count: Int
+    let write: (Int) -> StoreWrite
+
+    var startIndex: Int { 0 }
+    var endIndex: Int { count }
+    subscript(position: Int) -> StoreWrite { write(position) }
 }

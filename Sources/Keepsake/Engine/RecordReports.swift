@@ -56,11 +56,7 @@ package struct RecordReports: RandomAccessCollection, Sendable {
     package mutating func reserveCapacity(_ count: Int) { compact.reserveCapacity(count) }
 
     /// The key of the report at `position`, without building the report.
-    @inlinable
-    package func key(at position: Int) -> String { keyOfCompact(at: position) }
-
-    @usableFromInline
-    func keyOfCompact(at position: Int) -> String { compact[position].key }
+    package func key(at position: Int) -> String { compact[position].key }
 
     /// Adds `report` after the others.
     package mutating func append(_ report: RecordReport) {

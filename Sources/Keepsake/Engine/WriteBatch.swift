@@ -8,18 +8,17 @@ import Foundation
 /// An array of ``StoreWrite`` and each write's report position took 64 bytes a write: for a
 /// million-record suite, 24 MB more at the commit, when the run holds the most.
 package struct WriteBatch: Sendable {
-    @usableFromInline
     struct Entry: Sendable {
         /// The record's bytes as read: the write applies only if the key still holds them.
-        @usableFromInline let original: Data
+        let original: Data
         /// Where the new bytes lie, counted over the blocks one after the other.
         let start: Int
         let end: Int
         /// The position of the record's report (its key is the report's).
-        @usableFromInline let report: Int
+        let report: Int
     }
 
-    @usableFromInline private(set) var entries: [Entry] = []
+    private(set) var entries: [Entry] = []
     /// The new bytes of each block of writes, and where each block starts (counted as `start`).
     private var blocks: [Data] = []
     private var blockStarts: [Int] = []
@@ -67,7 +66,6 @@ package struct WriteBatch: Sendable {
     }
 
     /// The new bytes of `entry`, sharing its block's buffer.
-    @usableFromInline
     func value(of entry: Entry) -> Data {
         // The last block starting at or before `entry.start`: a binary search over a few
         // hundred blocks for a million records.
@@ -90,18 +88,19 @@ package struct WriteBatch: Sendable {
 
     /// The batch's writes, each verified (``StoreWrite/valueIsVerified``), applied only over the
     /// bytes that were read.
-    ///
-    /// Its members are inlinable so that the store reading it (another module) builds each write
-    /// in place: through the collection's witness, each read of a write allocated a frame.
     package struct Writes: RandomAccessCollection, Sendable {
-        @usableFromInline let batch: WriteBatch
-        @usableFromInline let reports: RecordReports
+        let batch: WriteBatch
+        let reports: RecordReports
 
-        @inlinable package var startIndex: Int { 0 }
-        @inlinable package var endIndex: Int { batch.entries.count }
+        package var startIndex: Int { 0 }
+        package var endIndex: Int { batch.entries.count }
 
-        @inlinable
-        package subscript(position: Int) -> StoreWrite {
+        package subscript(position: Int) -> StoreWrite { write(at: position) }
+
+        /// The write at `position`, by a plain call: a store in another module reading the
+        /// batch through the collection's subscript went through its witness, whose read
+        /// allocated a frame for each write.
+        package func write(at position: Int) -> StoreWrite {
             let entry = batch.entries[position]
             var write = StoreWrite(
                 key: reports.key(at: entry.report), value: batch.value(of: entry),

@@ -198,7 +198,7 @@ public struct StoreWrite: Sendable {
     /// Whether ``value`` was written by Keepsake's own encoder and verified to read back (a
     /// ``Migrator`` write, a `Vault` save, update or write-back of the latest envelope): then a
     /// store need not check it is well-formed JSON again.
-    @usableFromInline package var valueIsVerified = false
+    package var valueIsVerified = false
 
     /// The same write, marked as Keepsake's own verified encoding (``valueIsVerified``).
     @usableFromInline
