@@ -105,14 +105,22 @@ public final class DefaultsStore: RecordStore, BatchCommittingStore {
     }
 
     private func commit(_ writes: WriteList) throws(KeepsakeError) -> [StoreWriteResult] {
+        // One pass: each key checked, each value not verified already checked, and whether the
+        // keys come sorted, each once (a migration run's batch does).
+        var sorted = true
+        var previous: String?
         for write in writes {
             try validateKey(write.key)
             // A value the migrator encoded and verified is one JSON value already.
             if let value = write.value, !write.valueIsVerified {
                 try Self.checkValue(value, store: uri, key: write.key)
             }
+            if sorted, let previous, !previous.precedesExactly(write.key) { sorted = false }
+            previous = write.key
         }
-        return try holdingLock { () throws(KeepsakeError) in try apply(writes, to: try readDocument()) }
+        return try holdingLock { () throws(KeepsakeError) in
+            try apply(writes, sorted: sorted, to: try readDocument())
+        }
     }
 
     /// Runs `body` holding the suite's writer lock (an exclusive `flock` on `<file>.lock`, made
@@ -146,7 +154,7 @@ public final class DefaultsStore: RecordStore, BatchCommittingStore {
 
     /// Applies `writes` (checked by the caller) to `document`, the suite as read with the lock
     /// held, and replaces the suite file durably when anything changed. Call with the lock held.
-    private func apply(_ writes: WriteList, to document: DefaultsDocument) throws(KeepsakeError)
+    private func apply(_ writes: WriteList, sorted: Bool, to document: DefaultsDocument) throws(KeepsakeError)
         -> [StoreWriteResult]
     {
         // Only the written keys are looked at: the other members keep their bytes, copied once
@@ -155,7 +163,7 @@ public final class DefaultsStore: RecordStore, BatchCommittingStore {
         results.reserveCapacity(writes.count)
         var changed = false
         let newDocument: Data
-        if zip(writes, writes.dropFirst()).allSatisfy({ $0.key.precedesExactly($1.key) }) {
+        if sorted {
             // Each key once, in order (a migration run's batch): no index of the changes needed,
             // only which writes apply.
             var applied: [Int] = []
@@ -444,7 +452,7 @@ extension DefaultsStore: ExclusiveUpdateStore {
             let value = try change(current)
             try Self.checkValue(value, store: uri, key: key)
             let write = StoreWrite(key: key, value: value, expectation: .unchanged(current))
-            return try apply(WriteList(count: 1) { _ in write }, to: document).first
+            return try apply(WriteList(count: 1) { _ in write }, sorted: true, to: document).first
         }
         switch result {
         case .applied?: return
@@ -620,18 +628,24 @@ struct DefaultsDocument: Sendable {
             try value.withUnsafeBytes { buffer in Result { () throws(Failure) in try member(key, buffer) } }.get()
         }
         // Merge the sorted members with the sorted changed keys.
+        // Each change is read once (a run's batch builds it as it is read).
         var next = changes.startIndex
+        var change: (key: String, value: Data?)? = next < changes.endIndex ? changes[next] : nil
+        func advance() {
+            next += 1
+            change = next < changes.endIndex ? changes[next] : nil
+        }
         try bytes.withUnsafeBytes { raw in
             Result { () throws(Failure) in
                 let base = bytes.startIndex
                 for entry in entries {
-                    while next < changes.endIndex, changes[next].key.precedesExactly(entry.key) {
-                        if let value = changes[next].value { try member(changes[next].key, value) }
-                        next += 1
+                    while let pending = change, pending.key.precedesExactly(entry.key) {
+                        if let value = pending.value { try member(pending.key, value) }
+                        advance()
                     }
-                    if next < changes.endIndex, changes[next].key.isExactly(entry.key) {
-                        if let value = changes[next].value { try member(entry.key, value) }
-                        next += 1
+                    if let pending = change, pending.key.isExactly(entry.key) {
+                        if let value = pending.value { try member(entry.key, value) }
+                        advance()
                         continue
                     }
                     try member(
@@ -641,9 +655,9 @@ struct DefaultsDocument: Sendable {
                 }
             }
         }.get()
-        while next < changes.endIndex {
-            if let value = changes[next].value { try member(changes[next].key, value) }
-            next += 1
+        while let pending = change {
+            if let value = pending.value { try member(pending.key, value) }
+            advance()
         }
         out.append(contentsOf: Array((first ? "}\n" : "\n}\n").utf8))
         try flush()
