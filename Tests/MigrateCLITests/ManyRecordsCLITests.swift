@@ -33,6 +33,26 @@ struct ManyRecordsCLITests {
         #expect(status.result.stdout.hasSuffix("\(Self.count) outdated\n"))
         #expect(!status.result.stdout.contains("no model"))
         #expect(status.result.stdout.split(separator: "\n").count == Self.count + 3)  // store, header, summary
+        // The table is measured and built on every core, a window of rows at a time: every record
+        // has its row, in key order, each column where the header puts it.
+        let lines = status.result.stdout.split(separator: "\n").map { Array($0.utf8) }
+        let header = lines[1]
+        let modelColumn = (0..<header.count).first { Array(header[$0...].prefix(5)) == Array("MODEL".utf8) }
+        let stateColumn = (0..<header.count).first { Array(header[$0...].prefix(5)) == Array("STATE".utf8) }
+        var misplaced: [Int] = []
+        for index in 0..<Self.count {
+            let line = lines[index + 2]
+            let key = Array(("tenant-" + String(100_000 + index).dropFirst()).utf8)
+            guard let modelColumn, let stateColumn, line.starts(with: key),
+                line.count > stateColumn,
+                Array(line[modelColumn...].prefix(6)) == Array("Person".utf8),
+                Array(line[stateColumn...].prefix(8)) == Array("outdated".utf8)
+            else {
+                misplaced.append(index)
+                continue
+            }
+        }
+        #expect(misplaced.isEmpty, "rows out of place: \(misplaced.prefix(5))")
 
         let run = try migrate.runMeasuringPeakMemory(
             ["run", "--store", suite.store, "--device-id", "test-device", "--model", "tenant-*=Person"])

@@ -89,33 +89,36 @@ extension Migrate {
             ) {
                 say("Run on \(migrator.store.uri)")
                 if !reports.isEmpty {
-                    // Most records of a run take the same steps: each list is spelled once, and
-                    // the last one is found again without hashing it.
-                    var stepsText: [[Int]: String] = [:]
-                    var lastSteps: (steps: [Int], text: String) = ([], "")
-                    printTable(["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"], count: reports.count) { index, cells in
-                        let report = reports[index]
-                        var note = report.errorText ?? ""
-                        if report.errorText == nil, report.state == .migrated {
-                            if !lastSteps.steps.isEmpty, report.steps == lastSteps.steps {
-                                note = lastSteps.text
-                            } else if let known = stepsText[report.steps] {
-                                note = known
-                            } else {
-                                note = "steps " + report.steps.map { "v\($0)" }.joined(separator: ", ")
-                                stepsText[report.steps] = note
+                    printTable(["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"], count: reports.count) {
+                        // Most records of a run take the same steps: each list is spelled once (by
+                        // each thread building rows), and the last one is found again without
+                        // hashing it.
+                        var stepsText: [[Int]: String] = [:]
+                        var lastSteps: (steps: [Int], text: String) = ([], "")
+                        return { index, cells in
+                            let report = reports[index]
+                            var note = report.errorText ?? ""
+                            if report.errorText == nil, report.state == .migrated {
+                                if !lastSteps.steps.isEmpty, report.steps == lastSteps.steps {
+                                    note = lastSteps.text
+                                } else if let known = stepsText[report.steps] {
+                                    note = known
+                                } else {
+                                    note = "steps " + report.steps.map { "v\($0)" }.joined(separator: ", ")
+                                    stepsText[report.steps] = note
+                                }
+                                lastSteps = (report.steps, note)
                             }
-                            lastSteps = (report.steps, note)
+                            // What became of a record another writer changed meanwhile, before the rest.
+                            if let changed = report.note { note = note.isEmpty ? changed : changed + "; " + note }
+                            // Appended one by one: an array literal would be one more allocation per row.
+                            cells.append(report.key)
+                            cells.append(report.schema ?? "-")
+                            cells.append(report.storedText)
+                            cells.append(report.latestText)
+                            cells.append(report.state.rawValue)
+                            cells.append(note)
                         }
-                        // What became of a record another writer changed meanwhile, before the rest.
-                        if let changed = report.note { note = note.isEmpty ? changed : changed + "; " + note }
-                        // Appended one by one: an array literal would be one more allocation per row.
-                        cells.append(report.key)
-                        cells.append(report.schema ?? "-")
-                        cells.append(report.storedText)
-                        cells.append(report.latestText)
-                        cells.append(report.state.rawValue)
-                        cells.append(note)
                     }
                 }
                 if let hint = unmanagedHint(reports) { say(hint) }

@@ -40,15 +40,16 @@ extension Migrate {
                 say("Store \(migrator.store.uri)")
                 if !reports.isEmpty {
                     printTable(["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"], count: reports.count) {
-                        index, cells in
-                        let report = reports[index]
-                        // Appended one by one: an array literal would be one more allocation per row.
-                        cells.append(report.key)
-                        cells.append(report.schema ?? "-")
-                        cells.append(report.storedText)
-                        cells.append(report.latestText)
-                        cells.append(report.state.rawValue)
-                        cells.append(report.errorText ?? report.formText)
+                        { index, cells in
+                            let report = reports[index]
+                            // Appended one by one: an array literal would be one more allocation per row.
+                            cells.append(report.key)
+                            cells.append(report.schema ?? "-")
+                            cells.append(report.storedText)
+                            cells.append(report.latestText)
+                            cells.append(report.state.rawValue)
+                            cells.append(report.errorText ?? report.formText)
+                        }
                     }
                 }
                 if let hint = unmanagedHint(reports) { say(hint) }

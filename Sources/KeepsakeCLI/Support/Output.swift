@@ -56,70 +56,123 @@ var standardErrorIsTerminal: Bool { isatty(2) == 1 }
 /// Prints rows as a left-aligned table with a header; every cell is escaped for the terminal
 /// first, so a key holding a newline or an escape sequence stays in its own cell.
 func printTable(_ header: [String], _ rows: [[String]]) {
-    printTable(header, count: rows.count) { $1.append(contentsOf: rows[$0]) }
+    printTable(header, count: rows.count) { { $1.append(contentsOf: rows[$0]) } }
 }
 
-/// Prints a table of `count` rows, `row(i, &cells)` appending the cells of row `i` to `cells`
-/// (empty, one array reused for every row) — called twice per row (once to measure the
-/// columns, once to print), so that no table of all the rows is held: at a million records
-/// that table would take more memory than the suite.
-func printTable(_ header: [String], count: Int, row: (Int, inout [String]) -> Void) {
+/// Prints a table of `count` rows. `makeRow()` gives a function that appends the cells of row `i`
+/// to `cells` (empty, one array reused for every row); each thread that builds rows makes its own,
+/// so one may keep caches of its own. Each row is built twice (once to measure the columns, once
+/// to print), so that no table of all the rows is held: at a million records that table would
+/// take more memory than the suite.
+///
+/// A large table is measured and built on every core: the rows are split among the threads, and
+/// printed a window of rows at a time, each thread building its part of the window into a buffer
+/// of its own, written in order (the table of a million records was a quarter of `migrate status`
+/// on one thread).
+func printTable(
+    _ header: [String], count: Int, makeRow: @Sendable () -> (_ index: Int, _ cells: inout [String]) -> Void
+) {
+    // Threads pay off from a few thousand rows.
+    let threads = count >= 8_192 ? max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8)) : 1
+    // Each part of the rows measured by a thread of its own, then the widths combined.
     var widths = header.map(columns)
-    var cells: [String] = []
-    cells.reserveCapacity(header.count)
-    for index in 0..<count {
-        cells.removeAll(keepingCapacity: true)
-        row(index, &cells)
-        for (column, cell) in cells.enumerated() where column < widths.count {
-            widths[column] = max(widths[column], plainWidth(cell) ?? columns(escapedForTerminal(cell)))
+    var partWidths = [[Int]](repeating: widths, count: threads)
+    partWidths.withUnsafeMutableBufferPointer { buffer in
+        nonisolated(unsafe) let parts = buffer
+        DispatchQueue.concurrentPerform(iterations: threads) { part in
+            let row = makeRow()
+            var cells: [String] = []
+            var local = parts[part]
+            for index in TableRows.part(part, of: threads, in: 0..<count) {
+                cells.removeAll(keepingCapacity: true)
+                row(index, &cells)
+                for (column, cell) in cells.enumerated() where column < local.count {
+                    local[column] = max(local[column], plainWidth(cell) ?? columns(escapedForTerminal(cell)))
+                }
+            }
+            parts[part] = local
         }
     }
+    for part in partWidths {
+        for column in widths.indices { widths[column] = max(widths[column], part[column]) }
+    }
+    let fixedWidths = widths
     // Built as bytes and written to descriptor 1 in large chunks, after flushing what `print`
     // buffered (so lines keep their order): at 100k rows, a `String` and a `print` per line
     // cost a third of `migrate status`. A cell of printable ASCII (nearly every one) is checked
     // and copied in one pass over its bytes; only the others are escaped.
+    fflush(nil)
     var out: [UInt8] = []
-    func line(_ cells: [String]) {
-        for (index, cell) in cells.enumerated() {
-            if index > 0 { out.append(contentsOf: [0x20, 0x20]) }
-            let width: Int
-            if let plain = appendPlain(cell, to: &out) {
-                width = plain
-            } else {
-                let escaped = escapedForTerminal(cell)
-                out.append(contentsOf: escaped.utf8)
-                width = columns(escaped)
-            }
-            if index < cells.count - 1, index < widths.count {
-                let padding = widths[index] - width
-                if padding > 0 { out.append(contentsOf: repeatElement(0x20, count: padding)) }
-            }
-        }
-        out.append(0x0A)
-        if out.count >= 1 << 16 { flush() }
-    }
-    func flush() {
-        fflush(nil)
-        out.withUnsafeBytes { bytes in
-            guard let base = bytes.baseAddress else { return }
-            var done = 0
-            while done < bytes.count {
-                let count = Glibc.write(1, base + done, bytes.count - done)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { return }  // standard output closed: nothing more to do
-                done += count
+    appendTableLine(header, widths: fixedWidths, to: &out)
+    writeToStandardOutput(out)
+    var buffers = [[UInt8]](repeating: [], count: threads)
+    var window = 0
+    while window < count {
+        let rows = window..<min(window + tableWindow, count)
+        buffers.withUnsafeMutableBufferPointer { buffer in
+            nonisolated(unsafe) let parts = buffer
+            DispatchQueue.concurrentPerform(iterations: threads) { part in
+                let row = makeRow()
+                var cells: [String] = []
+                var bytes = parts[part]
+                bytes.removeAll(keepingCapacity: true)
+                for index in TableRows.part(part, of: threads, in: rows) {
+                    cells.removeAll(keepingCapacity: true)
+                    row(index, &cells)
+                    appendTableLine(cells, widths: fixedWidths, to: &bytes)
+                }
+                parts[part] = bytes
             }
         }
-        out.removeAll(keepingCapacity: true)
+        for bytes in buffers { writeToStandardOutput(bytes) }
+        window = rows.upperBound
     }
-    out.reserveCapacity(1 << 16 + 4096)
-    line(header)
-    for index in 0..<count {
-        cells.removeAll(keepingCapacity: true)
-        row(index, &cells)
-        line(cells)
+}
+
+/// How many rows of a table are built before they are written.
+private let tableWindow = 1 << 14
+
+private enum TableRows {
+    /// Part `part` of `threads` contiguous parts of `rows`.
+    static func part(_ part: Int, of threads: Int, in rows: Range<Int>) -> Range<Int> {
+        let size = (rows.count + threads - 1) / threads
+        let start = min(rows.lowerBound + part * size, rows.upperBound)
+        return start..<min(start + size, rows.upperBound)
     }
-    flush()
+}
+
+/// Appends one line of a table: `cells` escaped and padded to `widths` (the last left as it is).
+private func appendTableLine(_ cells: [String], widths: [Int], to out: inout [UInt8]) {
+    for (index, cell) in cells.enumerated() {
+        if index > 0 { out.append(contentsOf: [0x20, 0x20]) }
+        let width: Int
+        if let plain = appendPlain(cell, to: &out) {
+            width = plain
+        } else {
+            let escaped = escapedForTerminal(cell)
+            out.append(contentsOf: escaped.utf8)
+            width = columns(escaped)
+        }
+        if index < cells.count - 1, index < widths.count {
+            let padding = widths[index] - width
+            if padding > 0 { out.append(contentsOf: repeatElement(0x20, count: padding)) }
+        }
+    }
+    out.append(0x0A)
+}
+
+/// Writes `bytes` to descriptor 1 whole; a closed standard output ends it quietly.
+private func writeToStandardOutput(_ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { bytes in
+        guard let base = bytes.baseAddress else { return }
+        var done = 0
+        while done < bytes.count {
+            let count = Glibc.write(1, base + done, bytes.count - done)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return }  // standard output closed: nothing more to do
+            done += count
+        }
+    }
 }
 
 /// How many columns a table cell takes: its characters (its UTF-8 length when it is ASCII).
