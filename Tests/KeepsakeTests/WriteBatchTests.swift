@@ -90,6 +90,12 @@ struct WriteBatchTests {
         batch.append(Data("new".utf8), over: Data("old".utf8), report: 0)
         batch.endBlock()
         #expect(Array(batch.writes(keyedBy: reports)).map(\.value) == [Data("new".utf8)])
+
+        // A batch of nothing but an empty value has no block at all, and still reads back.
+        batch.removeAll()
+        batch.append(Data(), over: Data("old".utf8), report: 1)
+        batch.endBlock()
+        #expect(Array(batch.writes(keyedBy: reports)).map(\.value) == [Data()])
     }
 
     @Test("the step lists a report names are the versions passed through, shared for small versions")

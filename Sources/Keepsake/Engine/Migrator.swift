@@ -350,28 +350,6 @@ public struct Migrator: Sendable {
         }
     }
 
-    /// Saves `originals` (each write's record as read) in `backup`, as one durable batch, and
-    /// returns the writes whose record was backed up, with their report indices; a record whose
-    /// backup failed keeps its bytes, and its report says why.
-    private func backUp(
-        _ originals: [(key: String, bytes: Data)], in backup: BackupDirectory, writes: [StoreWrite],
-        writeIndex: [Int], _ reports: inout RecordReports
-    ) -> (writes: [StoreWrite], writeIndex: [Int]) {
-        var kept: [StoreWrite] = []
-        var keptIndex: [Int] = []
-        for ((write, index), saved) in zip(zip(writes, writeIndex), backup.saveAll(originals, store: store.uri)) {
-            switch saved {
-            case let .success(file):
-                reports.update(index) { $0.backupPath = file }
-                kept.append(write)
-                keptIndex.append(index)
-            case let .failure(error):
-                reports.update(index) { $0.error = error }
-            }
-        }
-        return (kept, keptIndex)
-    }
-
     // MARK: Another writer
 
     /// How many times a run writes one record: a record another writer changed while the run
@@ -406,9 +384,7 @@ public struct Migrator: Sendable {
         var conflicted = conflicted
         var attempt = 1  // writes made of each record in `conflicted`
         while !conflicted.isEmpty {
-            var writes: [StoreWrite] = []
-            var writeIndex: [Int] = []
-            var originals: [(key: String, bytes: Data)] = []
+            var batch = WriteBatch()
             for index in conflicted {
                 let previous = reports[index]
                 let key = previous.key
@@ -439,11 +415,7 @@ public struct Migrator: Sendable {
                 report.backupPath = previous.backupPath
                 if let encoded = evaluation.encoded {
                     if attempt < Self.writeAttempts {
-                        var write = StoreWrite(key: key, value: encoded, expectation: .unchanged(bytes))
-                        write.valueIsVerified = true
-                        writes.append(write)
-                        writeIndex.append(index)
-                        if backup != nil { originals.append((key, bytes)) }
+                        batch.append(encoded, over: bytes, report: index)
                     } else {
                         report.error = KeepsakeError(
                             .conflict, store: store.uri, key: key,
@@ -463,30 +435,30 @@ public struct Migrator: Sendable {
             }
             conflicted = []
             attempt += 1
-            if let backup, !writes.isEmpty {
-                (writes, writeIndex) = backUp(originals, in: backup, writes: writes, writeIndex: writeIndex, &reports)
-            }
-            guard !writes.isEmpty else { break }
+            batch.endBlock()
+            if let backup, !batch.isEmpty { backUp(&batch, in: backup, &reports) }
+            guard !batch.isEmpty else { break }
             let results: [StoreWriteResult]
             do throws(KeepsakeError) {
-                results = try store.commit(writes)
+                results = try commit(batch.writes(keyedBy: reports))
             } catch {
-                for (write, index) in zip(writes, writeIndex) {
-                    reports.update(index) { $0.error = error.located(store: store.uri, key: write.key) }
+                for entry in batch.entries {
+                    let key = reports.key(at: entry.report)
+                    reports.update(entry.report) { $0.error = error.located(store: store.uri, key: key) }
                 }
                 break
             }
-            for (index, result) in zip(writeIndex, results) {
+            for (entry, result) in zip(batch.entries, results) {
                 switch result {
                 case .applied:
-                    reports.update(index) {
+                    reports.update(entry.report) {
                         $0.state = .migrated
                         $0.note = Note.migratedAgain
                     }
                 case .conflict:
-                    conflicted.append(index)
+                    conflicted.append(entry.report)
                 case let .failed(error):
-                    reports.update(index) { $0.error = error }
+                    reports.update(entry.report) { $0.error = error }
                 }
             }
         }

@@ -67,6 +67,7 @@ package struct WriteBatch: Sendable {
 
     /// The new bytes of `entry`, sharing its block's buffer.
     func value(of entry: Entry) -> Data {
+        guard entry.start < entry.end else { return Data() }  // no block need hold an empty value
         // The last block starting at or before `entry.start`: a binary search over a few
         // hundred blocks for a million records.
         var low = 0

@@ -77,20 +77,9 @@ func printTable(
     // Each part of the rows measured by a thread of its own, then the widths combined.
     var widths = header.map(columns)
     var partWidths = [[Int]](repeating: widths, count: threads)
-    partWidths.withUnsafeMutableBufferPointer { buffer in
-        nonisolated(unsafe) let parts = buffer
-        DispatchQueue.concurrentPerform(iterations: threads) { part in
-            let row = makeRow()
-            var cells: [String] = []
-            var local = parts[part]
-            for index in TableRows.part(part, of: threads, in: 0..<count) {
-                cells.removeAll(keepingCapacity: true)
-                row(index, &cells)
-                for (column, cell) in cells.enumerated() where column < local.count {
-                    local[column] = max(local[column], plainWidth(cell) ?? columns(escapedForTerminal(cell)))
-                }
-            }
-            parts[part] = local
+    buildRows(0..<count, into: &partWidths, makeRow: makeRow) { cells, local in
+        for (column, cell) in cells.enumerated() where column < local.count {
+            local[column] = max(local[column], plainWidth(cell) ?? columns(escapedForTerminal(cell)))
         }
     }
     for part in partWidths {
@@ -109,20 +98,9 @@ func printTable(
     var window = 0
     while window < count {
         let rows = window..<min(window + tableWindow, count)
-        buffers.withUnsafeMutableBufferPointer { buffer in
-            nonisolated(unsafe) let parts = buffer
-            DispatchQueue.concurrentPerform(iterations: threads) { part in
-                let row = makeRow()
-                var cells: [String] = []
-                var bytes = parts[part]
-                bytes.removeAll(keepingCapacity: true)
-                for index in TableRows.part(part, of: threads, in: rows) {
-                    cells.removeAll(keepingCapacity: true)
-                    row(index, &cells)
-                    appendTableLine(cells, widths: fixedWidths, to: &bytes)
-                }
-                parts[part] = bytes
-            }
+        for part in buffers.indices { buffers[part].removeAll(keepingCapacity: true) }
+        buildRows(rows, into: &buffers, makeRow: makeRow) { cells, bytes in
+            appendTableLine(cells, widths: fixedWidths, to: &bytes)
         }
         for bytes in buffers { writeToStandardOutput(bytes) }
         window = rows.upperBound
@@ -131,6 +109,29 @@ func printTable(
 
 /// How many rows of a table are built before they are written.
 private let tableWindow = 1 << 14
+
+/// Builds the rows `rows` on `slots.count` threads at once: each thread takes its own contiguous
+/// part of them, makes its own row function and hands `use` each row's cells with its own slot.
+private func buildRows<Slot>(
+    _ rows: Range<Int>, into slots: inout [Slot], makeRow: @Sendable () -> (Int, inout [String]) -> Void,
+    _ use: @Sendable (_ cells: [String], _ slot: inout Slot) -> Void
+) {
+    let threads = slots.count
+    slots.withUnsafeMutableBufferPointer { buffer in
+        nonisolated(unsafe) let parts = buffer
+        DispatchQueue.concurrentPerform(iterations: threads) { part in
+            let row = makeRow()
+            var cells: [String] = []
+            var slot = parts[part]
+            for index in TableRows.part(part, of: threads, in: rows) {
+                cells.removeAll(keepingCapacity: true)
+                row(index, &cells)
+                use(cells, &slot)
+            }
+            parts[part] = slot
+        }
+    }
+}
 
 private enum TableRows {
     /// Part `part` of `threads` contiguous parts of `rows`.
