@@ -15,8 +15,8 @@ import Foundation
 /// versions (`ModelChain.detect`).
 @usableFromInline
 struct ParsedRecord: Sendable {
-    /// The record's top-level value, after unwrapping a JSON string that held JSON.
-    let root: JSONValue
+    /// The record parsed (``JSONDocument``), after unwrapping a JSON string that held JSON.
+    let document: JSONDocument
     /// Whether the stored value was a JSON string holding the record (UserDefaults-era apps).
     @usableFromInline let stringWrapped: Bool
 
@@ -25,33 +25,36 @@ struct ParsedRecord: Sendable {
     /// - Throws: `.corruptRecord` when the bytes, or the text of the string they hold, are not JSON.
     @usableFromInline
     static func parse(_ bytes: Data) throws(KeepsakeError) -> ParsedRecord {
-        let value: JSONValue
+        let document: JSONDocument
         do throws(JSONSyntaxError) {
-            value = try JSONParser.parse(bytes)
+            document = try JSONDocument.parse(bytes)
         } catch {
             throw KeepsakeError(.corruptRecord, "the stored bytes are not valid JSON", cause: error.cause)
         }
-        if case let .string(text) = value {
+        if let text = document.root.string {
             do throws(JSONSyntaxError) {
-                return ParsedRecord(root: try JSONParser.parse(text), stringWrapped: true)
+                return ParsedRecord(document: try JSONDocument.parse(Data(text.utf8)), stringWrapped: true)
             } catch {
                 throw KeepsakeError(
                     .corruptRecord, "the stored value is a JSON string that does not hold JSON",
                     cause: error.cause)
             }
         }
-        return ParsedRecord(root: value, stringWrapped: false)
+        return ParsedRecord(document: document, stringWrapped: false)
     }
+
+    /// The record's top-level value.
+    var root: JSONNode { document.root }
 
     /// How a record's top level is laid out: which stored form it has.
     enum Layout {
         /// An ``Envelope``: its members are read by ``StoredEnvelope/version(of:expecting:)``
         /// and ``StoredEnvelope/fields(of:)``.
-        case envelope(JSONObject)
+        case envelope(JSONNode)
         /// The model's fields with a top-level `version`, whose value is not yet checked.
-        case inlineVersion(JSONObject, version: JSONValue)
+        case inlineVersion(JSONNode, version: JSONNode)
         /// The model's fields alone.
-        case bare(JSONObject)
+        case bare(JSONNode)
     }
 
     /// The stored form of the record, told by its top level alone.
@@ -59,7 +62,8 @@ struct ParsedRecord: Sendable {
     /// - Throws: `.unrecognisedRecord` when the record is not a JSON object (`name` is the
     ///   model it was read as, for the message).
     func layout(for name: String) throws(KeepsakeError) -> Layout {
-        guard case let .object(object) = root else {
+        let object = root
+        guard object.kind == .object else {
             throw KeepsakeError(
                 .unrecognisedRecord, "expected a JSON object for \(withArticle(name)) record but found \(root.kindName)"
             )
@@ -72,7 +76,6 @@ struct ParsedRecord: Sendable {
     /// The envelope's `schema`, when the record is an envelope: how the ``Migrator`` routes a
     /// record to its chain.
     var envelopeSchema: String? {
-        guard case let .object(object) = root else { return nil }
-        return StoredEnvelope.schema(of: object)
+        StoredEnvelope.schema(of: root)
     }
 }
