@@ -53,8 +53,8 @@ struct JSONParserTests {
             let d: Double
             let e: Int
         }
-        let value = try JSONDocument.parse(Data(#"{"i":-42,"big":9007199254740993,"d":0.1,"e":1e3}"#.utf8)).root
-        let decoded = try JSONDocumentDecoder.decode(N.self, from: value)
+        let value = try JSONParser.parse(Data(#"{"i":-42,"big":9007199254740993,"d":0.1,"e":1e3}"#.utf8))
+        let decoded = try JSONValueDecoder.decode(N.self, from: value)
         #expect(decoded.i == -42)
         #expect(decoded.big == 9_007_199_254_740_993)
         #expect(decoded.d == 0.1)
@@ -65,8 +65,8 @@ struct JSONParserTests {
     func decoderPath() throws {
         struct Inner: Decodable { let n: Int }
         struct Outer: Decodable { let items: [Inner] }
-        let value = try JSONDocument.parse(Data(#"{"items":[{"n":1},{"n":"two"}]}"#.utf8)).root
-        #expect { try JSONDocumentDecoder.decode(Outer.self, from: value) } throws: { error in
+        let value = try JSONParser.parse(Data(#"{"items":[{"n":1},{"n":"two"}]}"#.utf8))
+        #expect { try JSONValueDecoder.decode(Outer.self, from: value) } throws: { error in
             guard case let .typeMismatch(_, context) = error as? DecodingError else { return false }
             return context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue } == ["items", "1", "n"]
         }
@@ -86,7 +86,7 @@ struct JSONParserTests {
         }
         let json =
             #"{"name":"n","nickname":null,"scores":[1.5,2],"nested":{"a":[1,2]},"blob":"AQID","flag":false,"url":"https://example.com/x"}"#
-        let ours = try JSONDocumentDecoder.decode(Sample.self, from: JSONDocument.parse(Data(json.utf8)).root)
+        let ours = try JSONValueDecoder.decode(Sample.self, from: JSONParser.parse(Data(json.utf8)))
         let foundation = try JSONDecoder().decode(Sample.self, from: Data(json.utf8))
         #expect(ours == foundation)
     }

@@ -81,9 +81,8 @@ extension Envelope: Encodable where Model: Encodable {
     }
 }
 
-/// An envelope as stored: its data not yet decoded. Its members are read where they were parsed
-/// (a ``JSONNode`` of the record's ``JSONDocument``), by static functions, rather than copied
-/// into a value.
+/// An envelope as stored: its data a parsed tree, not yet decoded. Its members are read where
+/// they were parsed, by static functions, rather than copied into a value.
 typealias StoredEnvelope = Envelope<JSONValue>
 
 extension Envelope where Model == JSONValue {
@@ -95,10 +94,9 @@ extension Envelope where Model == JSONValue {
     /// string), `version` and `data`, and `oldestReader` when the writer declared older
     /// readers compatible — or `nil`. The other members' values are checked by
     /// ``version(of:expecting:)`` and ``fields(of:)``.
-    static func schema(of object: JSONNode) -> String? {
-        guard object.kind == .object,
-            object.count == 3 || (object.count == 4 && object[Member.oldestReader.rawValue] != nil),
-            let schema = object[Member.schema.rawValue]?.string,
+    static func schema(of object: JSONObject) -> String? {
+        guard object.count == 3 || (object.count == 4 && object[Member.oldestReader.rawValue] != nil),
+            case let .string(schema)? = object[Member.schema.rawValue],
             object[Member.version.rawValue] != nil, object[Member.data.rawValue] != nil
         else { return nil }
         return schema
@@ -113,18 +111,18 @@ extension Envelope where Model == JSONValue {
     ///   its version or oldest reader is not an integer, or the oldest reader is not between 0
     ///   and the version.
     static func version(
-        of object: JSONNode, expecting name: String
+        of object: JSONObject, expecting name: String
     ) throws(KeepsakeError) -> (version: Int, oldestReader: Int?) {
-        guard let schema = object[Member.schema.rawValue]?.string, schema.isExactly(name) else {
+        guard case let .string(schema)? = object[Member.schema.rawValue], schema.isExactly(name) else {
             let found: String
-            if let schema = object[Member.schema.rawValue]?.string {
+            if case let .string(schema)? = object[Member.schema.rawValue] {
                 found = "'\(schema)'"
             } else {
                 found = "none"
             }
             throw KeepsakeError(.schemaMismatch, "the envelope's schema is \(found), expected '\(name)'")
         }
-        let version = try (object[Member.version.rawValue] ?? JSONDocument.null.root).recordVersion(
+        let version = try (object[Member.version.rawValue] ?? .null).recordVersion(
             at: "the envelope's \"\(Member.version.rawValue)\"")
         guard let value = object[Member.oldestReader.rawValue] else { return (version, nil) }
         let reader = try value.recordVersion(at: "the envelope's \"\(Member.oldestReader.rawValue)\"")
@@ -139,12 +137,26 @@ extension Envelope where Model == JSONValue {
     /// The record's fields: the `data` of the envelope `object` holds, which must be an object.
     ///
     /// - Throws: `.corruptRecord` naming what `data` is instead.
-    static func fields(of object: JSONNode) throws(KeepsakeError) -> JSONNode {
-        guard let fields = object[Member.data.rawValue], fields.kind == .object else {
-            let found = (object[Member.data.rawValue] ?? JSONDocument.null.root).kindName
+    static func fields(of object: JSONObject) throws(KeepsakeError) -> JSONObject {
+        guard case let .object(fields)? = object[Member.data.rawValue] else {
+            let found = (object[Member.data.rawValue] ?? .null).kindName
             throw KeepsakeError(
                 .corruptRecord, "the envelope's \"\(Member.data.rawValue)\" is \(found), expected an object")
         }
         return fields
+    }
+}
+
+extension JSONValue {
+    /// The value as a record's version number (an envelope's `version` or `oldestReader`, an
+    /// inline `version`).
+    ///
+    /// - Throws: `.corruptRecord` naming `place` (made only then) when the value is not an
+    ///   integer.
+    func recordVersion(at place: @autoclosure () -> String) throws(KeepsakeError) -> Int {
+        guard case let .number(text) = self, let version = Int(text) else {
+            throw KeepsakeError(.corruptRecord, "\(place()) is \(kindName), expected an integer")
+        }
+        return version
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 // The one pipeline from stored bytes to a ``RecordOutcome``: parse once (`ParsedRecord`, which
-// tells the stored forms apart), detect the stored version on the parsed tape (`JSONDocument`), decode once into
+// tells the stored forms apart), detect the stored version on the parsed tree, decode once into
 // that version, run the steps, and — only when a write follows — encode and verify the latest
 // envelope (`ModelChain+Writing.swift`).
 
@@ -123,8 +123,7 @@ struct DetectedRecord: Sendable {
     @usableFromInline let version: Int
     @usableFromInline let form: RecordForm
     @usableFromInline let stringWrapped: Bool
-    /// The record's fields (for an envelope, its `data`).
-    let fields: JSONNode
+    let fields: JSONValue
     /// The envelope's `oldestReader`: the oldest version whose readers can read the record.
     @usableFromInline var oldestReader: Int?
     /// The stored version's value, when detection already decoded it (a bare record matched to
@@ -170,7 +169,7 @@ extension ModelChain {
 
     /// A bare record is the version whose key set it matches exactly; a version whose keys are
     /// not known ahead matches when it decodes the record and reads every one of its keys.
-    private func detectBare(_ object: JSONNode, record: ParsedRecord) throws(KeepsakeError) -> DetectedRecord {
+    private func detectBare(_ object: JSONObject, record: ParsedRecord) throws(KeepsakeError) -> DetectedRecord {
         var matches: [DetectedRecord] = []
         let candidates = versions.filter(\.storedWithoutVersion)
         for entry in candidates {
@@ -178,9 +177,9 @@ extension ModelChain {
                 version: entry.version, form: .bare, stringWrapped: record.stringWrapped,
                 fields: record.root)
             if let keys = entry.keys {
-                if keys.matches(object.lazyKeys) { matches.append(detected) }
+                if keys.matches(object.keys) { matches.append(detected) }
             } else if let decoded = try? entry.decodeTrackingKeys(record.root),
-                object.lazyKeys.allSatisfy({ decoded.readKeys.contains(ExactString($0)) })
+                object.members.allSatisfy({ decoded.readKeys.contains(ExactString($0.key)) })
             {
                 // `try?` is right here: a version that cannot decode the record is simply not a
                 // match; the record's error (unrecognised) is reported below if none matches.
@@ -217,27 +216,25 @@ extension ModelChain {
             """)
     }
 
-    private func detectEnvelope(_ object: JSONNode, stringWrapped: Bool) throws(KeepsakeError) -> DetectedRecord {
+    private func detectEnvelope(_ object: JSONObject, stringWrapped: Bool) throws(KeepsakeError) -> DetectedRecord {
         let (version, oldestReader) = try StoredEnvelope.version(of: object, expecting: name)
         guard version <= latestVersion else {
             return DetectedRecord(
                 version: version, form: .envelope, stringWrapped: stringWrapped,
-                fields: try StoredEnvelope.fields(of: object), oldestReader: oldestReader)
+                fields: .object(try StoredEnvelope.fields(of: object)), oldestReader: oldestReader)
         }
         let entry = try entry(forVersion: version)
         let fields = try StoredEnvelope.fields(of: object)
-        if let keys = entry.keys, !keys.matches(fields.lazyKeys) {
+        if let keys = entry.keys, !keys.matches(fields.members.lazy.map(\.key)) {
             try checkKeys(fields.keys, of: entry, keys: keys)
         }
-        if let inner = fields[StoredEnvelope.versionKey], inner.kind == .number,
-            (inner.plainInteger(Int.self) ?? Int(inner.numberText)) != version
-        {
+        if let inner = fields[StoredEnvelope.versionKey], case let .number(text) = inner, Int(text) != version {
             throw KeepsakeError(
                 .corruptRecord,
-                "the envelope says version \(version) but its data says version \(inner.numberText)")
+                "the envelope says version \(version) but its data says version \(text)")
         }
         return DetectedRecord(
-            version: version, form: .envelope, stringWrapped: stringWrapped, fields: fields,
+            version: version, form: .envelope, stringWrapped: stringWrapped, fields: .object(fields),
             oldestReader: oldestReader)
     }
 
@@ -309,7 +306,7 @@ extension ModelChain {
         let entry = versions[V.version]
         guard entry.knowsKeys else { return try decodeTrackingKeys(V.self, detected, entry: entry) }
         do {
-            return try JSONDocumentDecoder.decode(V.self, from: detected.fields, dates: V.dateEncoding)
+            return try JSONValueDecoder.decode(V.self, from: detected.fields, dates: V.dateEncoding)
         } catch {
             throw decodeFailure(error, detected)
         }
@@ -335,14 +332,14 @@ extension ModelChain {
         let value: V
         let read: Set<ExactString>
         do {
-            (value, read) = try JSONDocumentDecoder.decodeTrackingKeys(
+            (value, read) = try JSONValueDecoder.decodeTrackingKeys(
                 V.self, from: detected.fields, dates: V.dateEncoding)
         } catch {
             throw decodeFailure(error, detected)
         }
-        if detected.fields.kind == .object {
+        if case let .object(object) = detected.fields {
             let inline = detected.form == .inlineVersion
-            let unknown = detected.fields.keys.filter {
+            let unknown = object.keys.filter {
                 !read.contains(ExactString($0)) && !(inline && $0.isExactly(StoredEnvelope.versionKey))
             }
             if !unknown.isEmpty { throw fieldsMismatch(entry, missing: [], unknown: unknown.sorted()) }

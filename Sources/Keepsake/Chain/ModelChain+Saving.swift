@@ -70,17 +70,9 @@ extension ModelChain {
             plain = bytes
             return bytes
         }
-        guard let reader = detected.oldestReader, reader <= latestVersion, detected.fields.kind == .object else {
-            throw newerError(detected.version)
-        }
-        // The fields as a tree: a merge walks them beside this release's values.
-        let tree: JSONValue
-        do throws(JSONSyntaxError) {
-            tree = try detected.fields.value()
-        } catch {
-            throw KeepsakeError(.corruptRecord, "the stored newer record does not parse again", cause: error.cause)
-        }
-        guard case let .object(newerFields) = tree else { throw newerError(detected.version) }
+        guard let reader = detected.oldestReader, reader <= latestVersion,
+            case let .object(newerFields) = detected.fields
+        else { throw newerError(detected.version) }
         return try merge(
             value, into: newerFields, version: detected.version, oldestReader: reader, stored: stored,
             stringWrapped: detected.stringWrapped)

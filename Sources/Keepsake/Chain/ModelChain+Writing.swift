@@ -22,9 +22,10 @@ extension ModelChain {
     /// The envelope bytes for `value`, proven to read back as `value` before anything writes them.
     ///
     /// The proof, paid once per record written:
-    /// 1. the envelope's bytes are parsed as a reader parses them (``JSONDocument``: a tape of
-    ///    where each value lies, no tree) and detected as the latest envelope, with the stored
-    ///    keys the latest version declares;
+    /// 1. the envelope is read back as a reader would read it — from the encoder's own tree, which
+    ///    is what `JSONParser` reads from these bytes (`CanonicalNode.readBack(depth:)`), or by
+    ///    parsing the bytes when `JSONEncoder` wrote them — and detected as the latest envelope,
+    ///    with the stored keys the latest version declares;
     /// 2. its data is decoded into `Latest`;
     /// 3. that value is compared with `value`: by `==` when `Latest` is `Equatable` (so a field
     ///    the encoding drops or changes is caught, which a byte comparison alone would miss when
@@ -43,13 +44,19 @@ extension ModelChain {
         return encoded.bytes
     }
 
-    /// The encoded envelope read back as a reader reads it — its bytes parsed — and detected as
-    /// the latest envelope.
+    /// The encoded envelope read back as a reader would read it — from the encoder's own tree
+    /// when there is one, else by parsing the bytes — and detected as the latest envelope.
     @usableFromInline
     func readBackAsLatest(_ encoded: EncodedEnvelope) throws(KeepsakeError) -> DetectedRecord {
-        let parsed = try ParsedRecord.parse(encoded.bytes)
-        guard !parsed.stringWrapped else {
-            throw KeepsakeError(.verificationFailed, "the encoded record was not read back as the latest envelope")
+        let parsed: ParsedRecord
+        if let tree = encoded.tree {
+            do throws(JSONSyntaxError) {
+                parsed = ParsedRecord(root: try tree.readBack(), stringWrapped: false)
+            } catch {
+                throw KeepsakeError(.corruptRecord, "the encoded bytes would not parse", cause: error.cause)
+            }
+        } else {
+            parsed = try ParsedRecord.parse(encoded.bytes)
         }
         let detected = try detect(parsed)
         guard detected.version == latestVersion, detected.form == .envelope else {

@@ -347,10 +347,10 @@ final class VersionEntry: Sendable {
     let dateEncoding: DateEncoding
     /// Whether a record stored without a version may be this version.
     let storedWithoutVersion: Bool
-    /// Decodes the version from a parsed record's fields.
-    let decode: @Sendable (JSONNode) throws -> any ModelVersion
-    /// Decodes the version from a parsed record's fields and says which of its top-level keys it read.
-    let decodeTrackingKeys: @Sendable (JSONNode) throws -> (value: any ModelVersion, readKeys: Set<ExactString>)
+    /// Decodes the version from a parsed tree.
+    let decode: @Sendable (JSONValue) throws -> any ModelVersion
+    /// Decodes the version from a parsed tree and says which of its top-level keys it read.
+    let decodeTrackingKeys: @Sendable (JSONValue) throws -> (value: any ModelVersion, readKeys: Set<ExactString>)
     /// Probes the version's `Decodable` conformance.
     private let probe: @Sendable () -> VersionProbe
     /// Held while ``probe`` runs, so that it runs once.
@@ -367,9 +367,9 @@ final class VersionEntry: Sendable {
         oldestReader = V.oldestReader
         dateEncoding = V.dateEncoding
         storedWithoutVersion = V.storedWithoutVersion
-        decode = { value in try JSONDocumentDecoder.decode(V.self, from: value, dates: V.dateEncoding) }
+        decode = { value in try JSONValueDecoder.decode(V.self, from: value, dates: V.dateEncoding) }
         decodeTrackingKeys = { value in
-            let (decoded, readKeys) = try JSONDocumentDecoder.decodeTrackingKeys(
+            let (decoded, readKeys) = try JSONValueDecoder.decodeTrackingKeys(
                 V.self, from: value, dates: V.dateEncoding)
             return (decoded, readKeys)
         }

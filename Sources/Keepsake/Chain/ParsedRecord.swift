@@ -15,8 +15,8 @@ import Foundation
 /// versions (`ModelChain.detect`).
 @usableFromInline
 struct ParsedRecord: Sendable {
-    /// The record parsed (``JSONDocument``), after unwrapping a JSON string that held JSON.
-    let document: JSONDocument
+    /// The record's top-level value, after unwrapping a JSON string that held JSON.
+    let root: JSONValue
     /// Whether the stored value was a JSON string holding the record (UserDefaults-era apps).
     @usableFromInline let stringWrapped: Bool
 
@@ -25,36 +25,33 @@ struct ParsedRecord: Sendable {
     /// - Throws: `.corruptRecord` when the bytes, or the text of the string they hold, are not JSON.
     @usableFromInline
     static func parse(_ bytes: Data) throws(KeepsakeError) -> ParsedRecord {
-        let document: JSONDocument
+        let value: JSONValue
         do throws(JSONSyntaxError) {
-            document = try JSONDocument.parse(bytes)
+            value = try JSONParser.parse(bytes)
         } catch {
             throw KeepsakeError(.corruptRecord, "the stored bytes are not valid JSON", cause: error.cause)
         }
-        if let text = document.root.string {
+        if case let .string(text) = value {
             do throws(JSONSyntaxError) {
-                return ParsedRecord(document: try JSONDocument.parse(Data(text.utf8)), stringWrapped: true)
+                return ParsedRecord(root: try JSONParser.parse(text), stringWrapped: true)
             } catch {
                 throw KeepsakeError(
                     .corruptRecord, "the stored value is a JSON string that does not hold JSON",
                     cause: error.cause)
             }
         }
-        return ParsedRecord(document: document, stringWrapped: false)
+        return ParsedRecord(root: value, stringWrapped: false)
     }
-
-    /// The record's top-level value.
-    var root: JSONNode { document.root }
 
     /// How a record's top level is laid out: which stored form it has.
     enum Layout {
         /// An ``Envelope``: its members are read by ``StoredEnvelope/version(of:expecting:)``
         /// and ``StoredEnvelope/fields(of:)``.
-        case envelope(JSONNode)
+        case envelope(JSONObject)
         /// The model's fields with a top-level `version`, whose value is not yet checked.
-        case inlineVersion(JSONNode, version: JSONNode)
+        case inlineVersion(JSONObject, version: JSONValue)
         /// The model's fields alone.
-        case bare(JSONNode)
+        case bare(JSONObject)
     }
 
     /// The stored form of the record, told by its top level alone.
@@ -62,8 +59,7 @@ struct ParsedRecord: Sendable {
     /// - Throws: `.unrecognisedRecord` when the record is not a JSON object (`name` is the
     ///   model it was read as, for the message).
     func layout(for name: String) throws(KeepsakeError) -> Layout {
-        let object = root
-        guard object.kind == .object else {
+        guard case let .object(object) = root else {
             throw KeepsakeError(
                 .unrecognisedRecord, "expected a JSON object for \(withArticle(name)) record but found \(root.kindName)"
             )
@@ -76,6 +72,7 @@ struct ParsedRecord: Sendable {
     /// The envelope's `schema`, when the record is an envelope: how the ``Migrator`` routes a
     /// record to its chain.
     var envelopeSchema: String? {
-        StoredEnvelope.schema(of: root)
+        guard case let .object(object) = root else { return nil }
+        return StoredEnvelope.schema(of: object)
     }
 }

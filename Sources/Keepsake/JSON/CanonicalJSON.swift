@@ -32,8 +32,8 @@ package enum CanonicalJSON {
 
     /// ``encodeEnvelope(schema:version:oldestReader:data:dates:)``, with the encoder's tree the
     /// bytes were written from — `nil` when `JSONEncoder` wrote them (a value holding a type
-    /// Keepsake's encoder leaves to it). A write-back of a type that is not `Equatable` compares
-    /// trees (`CanonicalNode.writesSame(as:depth:)`) instead of writing the value twice.
+    /// Keepsake's encoder leaves to it). A write-back verifies on the tree
+    /// (`CanonicalNode.readBack(depth:)`) instead of parsing the bytes again.
     static func encodeEnvelopeWithTree<T: Encodable>(
         schema: String, version: Int, oldestReader: Int?, data: T, dates: DateEncoding = .deferredToDate
     ) throws -> (bytes: Data, tree: CanonicalNode?) {

@@ -1,7 +1,7 @@
 import Foundation
 
 // How each `DateEncoding` reads a stored JSON value and writes a `Date`, exactly: the one place
-// `JSONDocumentDecoder`, `CanonicalEncoder` and `CanonicalJSON.foundationEncode` turn dates into
+// `JSONValueDecoder`, `CanonicalEncoder` and `CanonicalJSON.foundationEncode` turn dates into
 // JSON and back.
 
 extension DateEncoding {

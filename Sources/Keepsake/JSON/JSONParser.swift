@@ -229,7 +229,7 @@ package struct JSONParser: ~Copyable {
         return nil
     }
 
-    mutating func literal(_ word: StaticString) throws(JSONSyntaxError) {
+    private mutating func literal(_ word: StaticString) throws(JSONSyntaxError) {
         let count = word.utf8CodeUnitCount
         guard offset + count <= bytes.count else { throw fail("invalid literal") }
         let expected = UnsafeRawBufferPointer(start: word.utf8Start, count: count)

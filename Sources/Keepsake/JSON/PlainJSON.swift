@@ -7,6 +7,6 @@ package enum PlainJSON {
     ///
     /// - Throws: `JSONSyntaxError` when `bytes` are not JSON; `DecodingError` when they are not a `T`.
     package static func decode<T: Decodable>(_ type: T.Type, from bytes: Data) throws -> T {
-        try JSONDocumentDecoder.decode(type, from: JSONDocument.parse(bytes).root)
+        try JSONValueDecoder.decode(type, from: JSONParser.parse(bytes))
     }
 }
