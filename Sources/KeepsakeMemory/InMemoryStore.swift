@@ -113,10 +113,11 @@ extension InMemoryStore: ObservableStore {
         let (stream, continuation) = StoreChanges.makeStream(bufferingPolicy: .bufferingNewest(1024))
         let id = UUID()
         watchers.withLock { $0[id] = continuation }
-        WatchCount.opened()
+        let uri = self.uri
+        WatchCount.opened(store: uri)
         continuation.onTermination = { [weak self] _ in
             self?.watchers.withLock { $0[id] = nil }
-            WatchCount.closed()
+            WatchCount.closed(store: uri)
         }
         return stream
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Keepsake
 import Synchronization
 
 /// An executable of the package under test — an app's own `migrate`, say — found where SwiftPM
@@ -75,7 +76,7 @@ public struct BuiltExecutable: Sendable {
         let errorText = Mutex(Data())
         let group = DispatchGroup()
         group.enter()
-        DispatchQueue.global().async {
+        Blocking.start {
             let data = errors.fileHandleForReading.readDataToEndOfFile()
             errorText.withLock { $0 = data }
             group.leave()

@@ -193,11 +193,11 @@ public enum ObservableStoreContract {
         try await offPool { try Vault(store: writer).save(Tick(tick: tick), in: tickChain, forKey: key) }
     }
 
-    /// Runs `work` on a Dispatch thread, so that a store's blocking call never holds Swift's
-    /// cooperative pool (which the watch under test needs).
+    /// Runs `work` on a thread of its own (`Blocking`), so that a store's blocking call never
+    /// holds Swift's cooperative pool (which the watch under test needs).
     static func offPool(_ work: @escaping @Sendable () throws -> Void) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+            Blocking.start { continuation.resume(with: Result { try work() }) }
         }
     }
 }

@@ -107,7 +107,7 @@ extension OpenBaoServerTests {
             Thread.sleep(forTimeInterval: 1.5)
             try server.bao(["kv", "put", "secret/apps/\(folder)/person", "name=Grace", "age=85"])
             let done = DispatchSemaphore(value: 0)
-            DispatchQueue.global().async {
+            Blocking.start {
                 watch.waitUntilExit()
                 done.signal()
             }

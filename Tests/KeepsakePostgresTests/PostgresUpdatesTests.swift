@@ -41,12 +41,12 @@ private func describe(_ update: RecordUpdate<PersonV3>) -> String {
     }
 }
 
-/// Runs `work` (a child process, psql) on a Dispatch thread, so that waiting for it holds no
-/// thread of the shared pool.
+/// Runs `work` (a child process, psql) on a thread of its own (`Blocking`), so that waiting
+/// for it holds no thread of a shared pool.
 @discardableResult
 private func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        Blocking.start { continuation.resume(with: Result { try work() }) }
     }
 }
 

@@ -65,10 +65,15 @@ struct ObservingExampleTests {
         let watching = Task { await app.watch(store) }
         defer { watching.cancel() }
         func waitFor(_ count: Int) async throws {
-            // Generous: in a full parallel run the watcher may wait long for a thread of Swift's
-            // pool, which every test shares (a bound on failure only; a pass takes milliseconds).
+            // Generous, a bound on failure only: a pass takes milliseconds. (When blocking calls
+            // shared one Dispatch queue, a full parallel run once kept the watcher's first read
+            // waiting over 120 s behind other tests' calls blocked on locks; see BlockingTests.)
             let deadline = ContinuousClock.now + .seconds(120)
-            while app.applied.withLock({ $0.count }) < count, ContinuousClock.now < deadline {
+            while app.applied.withLock({ $0.count }) < count {
+                guard ContinuousClock.now < deadline else {
+                    Issue.record("the watcher applied \(app.applied.withLock { $0 }), not \(count) updates, in 120 s")
+                    return
+                }
                 try await Task.sleep(for: .milliseconds(10))
             }
         }
@@ -92,7 +97,11 @@ struct ObservingExampleTests {
         defer { watching.cancel() }
         func waitFor(_ expected: [String: Theme]) async throws {
             let deadline = ContinuousClock.now + .seconds(120)  // generous, as above
-            while app.themes.withLock({ $0 }) != expected, ContinuousClock.now < deadline {
+            while app.themes.withLock({ $0 }) != expected {
+                guard ContinuousClock.now < deadline else {
+                    Issue.record("the watcher had \(app.themes.withLock { $0 }), not \(expected), after 120 s")
+                    return
+                }
                 try await Task.sleep(for: .milliseconds(10))
             }
         }

@@ -262,10 +262,12 @@ struct UpdatesTests {
 
     @Test("a change to another key yields nothing; cancelling releases every watch")
     func otherKeysAndCancellation() async throws {
-        // Earlier tests' watches close as their threads end.
-        for _ in 0..<100 where WatchCount.open != 0 { try await Task.sleep(for: .milliseconds(20)) }
-        let before = WatchCount.open
-        for store in try stores() {
+        // Stores no other test watches: tests running meanwhile open and close watches of their own.
+        let stores: [any RecordStore] = [
+            InMemoryStore(name: "cancel-\(UUID().uuidString)"),
+            DefaultsStore(path: try temporaryDirectory() + "/sub/suite.json")
+        ]
+        for store in stores {
             let vault = Vault(store: store)
             let observed = Task {
                 await collect(vault.updates(for: .count), limit: .seconds(2)) { _ in false }.map(describe)
@@ -273,12 +275,13 @@ struct UpdatesTests {
             try await Task.sleep(for: .milliseconds(200))
             try store.setData(Data("1".utf8), forKey: "other")
             try await Task.sleep(for: .milliseconds(200))
-            #expect(WatchCount.open > before, "\(store.uri): a watch is open while observed")
+            #expect(WatchCount.open(store: store.uri) == 1, "\(store.uri): a watch is open while observed")
             #expect(await observed.value == ["absent"], "\(store.uri)")
         }
         // The consumers have stopped: their watches close, their threads end.
-        for _ in 0..<50 where WatchCount.open != before { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(WatchCount.open == before)
+        func allClosed() -> Bool { stores.allSatisfy { WatchCount.open(store: $0.uri) == 0 } }
+        for _ in 0..<50 where !allClosed() { try await Task.sleep(for: .milliseconds(20)) }
+        for store in stores { #expect(WatchCount.open(store: store.uri) == 0, "\(store.uri)") }
     }
 }
 

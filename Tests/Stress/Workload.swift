@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Keepsake
 
@@ -146,7 +145,7 @@ struct Workload: Sendable {
         let bytes = Data(#"{"data":{"count":\#(seq),"owner":"\#(id)"},"schema":"Tally","version":0}"#.utf8)
         let store = self.store
         do throws(KeepsakeError) {
-            let result = try await offThePool { () throws(KeepsakeError) in
+            let result = try await Blocking.run { () throws(KeepsakeError) in
                 try store.commit([StoreWrite(key: key, value: bytes, expectation: .unchanged(nil))])
             }
             switch result.first {
@@ -180,7 +179,7 @@ struct Workload: Sendable {
         var entry = Entry(op: "move", task: task, seq: seq, key: moves.from.uri, ok: true)
         let transfer = StoreTransfer(from: moves.from, to: moves.to, chains: stressChains, context: .live())
         do throws(KeepsakeError) {
-            let report = try await offThePool { () throws(KeepsakeError) in
+            let report = try await Blocking.run { () throws(KeepsakeError) in
                 try transfer.run(.all, options: .init(move: true, lockTimeout: .seconds(30)))
             }
             entry.migrated = report.records.filter { $0.state == .moved }.map(\.key)
@@ -200,7 +199,7 @@ struct Workload: Sendable {
         var entry = Entry(op: "migrate", task: task, seq: seq, key: store.uri, ok: true)
         let migrator = Migrator(store: store, chains: stressChains, context: .live())
         do throws(KeepsakeError) {
-            let reports = try await offThePool { () throws(KeepsakeError) in try migrator.run() }
+            let reports = try await Blocking.run { () throws(KeepsakeError) in try migrator.run() }
             entry.migrated = reports.filter { $0.state == .migrated }.map(\.key)
             entry.unreadable = reports.filter { $0.state == .unreadable }.map {
                 "\($0.key): \($0.error?.code.rawValue ?? "?"): \($0.error?.message ?? "")"
@@ -228,20 +227,4 @@ extension Entry {
         self.code = code
         self.message = message
     }
-}
-
-/// Runs a blocking store call on a Dispatch thread, not on Swift's cooperative pool.
-func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws(KeepsakeError) -> T) async throws(KeepsakeError)
-    -> T
-{
-    let result: Result<T, KeepsakeError> = await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
-            do throws(KeepsakeError) {
-                continuation.resume(returning: .success(try work()))
-            } catch {
-                continuation.resume(returning: .failure(error))
-            }
-        }
-    }
-    return try result.get()
 }

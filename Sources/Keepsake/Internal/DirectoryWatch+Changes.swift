@@ -11,7 +11,7 @@ extension AsyncStream where Element == StoreChange {
         let watch: DirectoryWatch
         do throws(SystemFailure) {
             watch = try DirectoryWatch(
-                directory, opened: { WatchCount.opened() }, closed: { WatchCount.closed() },
+                directory, opened: { WatchCount.opened(store: store) }, closed: { WatchCount.closed(store: store) },
                 report: { name in
                     guard let name else {
                         continuation.yield(.any)

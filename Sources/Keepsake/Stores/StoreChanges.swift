@@ -66,22 +66,32 @@ extension ObservableStore {
     public var settleAfterUnlock: Duration { .zero }
 }
 
-/// Counts the watches that are open in this process, so that tests can check that cancelling
-/// releases every one. Debug builds count; in release builds the calls do nothing.
+/// Counts the watches that are open in this process, in all and by store, so that tests can
+/// check that cancelling releases every one (by store: tests running in parallel open and close
+/// watches of their own meanwhile). Debug builds count; in release builds the calls do nothing.
 package enum WatchCount {
     #if DEBUG
-    private static let count = Mutex(0)
+    private static let counts = Mutex((all: 0, byStore: [String: Int]()))
     /// Watches open now.
-    package static var open: Int { count.withLock { $0 } }
+    package static var open: Int { counts.withLock { $0.all } }
+    /// Watches of the store at `uri` open now (those opened with its URI).
+    package static func open(store uri: String) -> Int { counts.withLock { $0.byStore[uri, default: 0] } }
     #endif
-    package static func opened() {
+    package static func opened(store uri: String? = nil) {
         #if DEBUG
-        count.withLock { $0 += 1 }
+        counts.withLock { counts in
+            counts.all += 1
+            if let uri { counts.byStore[uri, default: 0] += 1 }
+        }
         #endif
     }
-    package static func closed() {
+    package static func closed(store uri: String? = nil) {
         #if DEBUG
-        count.withLock { $0 -= 1 }
+        counts.withLock { counts in
+            counts.all -= 1
+            if let uri { counts.byStore[uri, default: 0] -= 1 }
+            if let uri, counts.byStore[uri] == 0 { counts.byStore[uri] = nil }
+        }
         #endif
     }
 }

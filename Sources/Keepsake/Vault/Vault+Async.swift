@@ -173,21 +173,33 @@ extension Vault {
 }
 
 /// Runs blocking work (a store's calls: file locks, fsync, D-Bus) off Swift's cooperative thread
-/// pool: the one helper for that in the package (the CLI's watch and the configuration provider
-/// use it too).
+/// pool: the one helper for that in the package (the CLI's watch, the configuration provider and
+/// the test kit use it too).
+///
+/// Each call gets a thread of its own at once, so a call never waits behind others that block.
+/// A shared concurrent queue does not give that: Dispatch on Linux adds a thread to it about
+/// once a second while its threads block: behind 8 calls waiting for a lock another process
+/// holds, the next call (an observer's read, a load of another key) waited 6 s, and behind 64
+/// more than 30 s. `BlockingTests` holds 64 calls and waits for the next one.
 @usableFromInline
 package enum Blocking {
-    /// A concurrent queue whose threads may block; Dispatch adds threads as they do.
-    static let queue = DispatchQueue(label: "org.keepsake.blocking", attributes: .concurrent)
-
-    /// Runs `work` on the queue and suspends the calling task until it is done.
+    /// Runs `work` on a thread of its own and suspends the calling task until it is done.
     package static func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: work()) }
+            start { continuation.resume(returning: work()) }
         }
     }
 
-    /// Runs throwing `work` on the queue; what it returns or throws.
+    /// Starts `work` on a thread of its own and returns at once.
+    ///
+    /// A serial queue made for the call: Dispatch runs such queues on its overcommitting pool,
+    /// which takes an idle thread or makes one for each (up to its own limit of 255 threads,
+    /// past which work waits for one to be free).
+    package static func start(_ work: @escaping @Sendable () -> Void) {
+        DispatchQueue(label: "org.keepsake.blocking").async(execute: work)
+    }
+
+    /// Runs throwing `work` on a thread of its own; what it returns or throws.
     @usableFromInline
     package static func run<T: Sendable>(
         _ work: @escaping @Sendable () throws(KeepsakeError) -> T
