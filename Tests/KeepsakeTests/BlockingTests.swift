@@ -2,8 +2,8 @@ import Dispatch
 import FileKit
 import Foundation
 import Keepsake
-import Migrations
 import KeepsakeDefaults
+import Migrations
 import Synchronization
 import Testing
 
