@@ -1,4 +1,5 @@
 import Foundation
+import Keepsake
 import Testing
 
 /// Two `migrate copy --move` processes from one source at once (issue 21): moves take turns on
@@ -49,7 +50,11 @@ struct ConcurrentMoveCLITests {
             let err = Box()
             let done = DispatchGroup()
             let handle = errors.fileHandleForReading
-            DispatchQueue.global().async(group: done) { err.data = handle.readDataToEndOfFile() }
+            done.enter()
+            Blocking.start {
+                err.data = handle.readDataToEndOfFile()
+                done.leave()
+            }
             let out = output.fileHandleForReading.readDataToEndOfFile()
             done.wait()
             process.waitUntilExit()

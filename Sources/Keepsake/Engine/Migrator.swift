@@ -92,8 +92,8 @@ public struct Migrator: Sendable {
         func handOver() {
             guard !evaluated.isEmpty else { return }
             for index in evaluated.indices {
-                guard let evaluation = results[index] else { continue }  // every slot was filled
-                results[index] = nil
+                // Moved out of its slot, not copied and then destroyed.
+                guard let evaluation = results[index].take() else { continue }  // every slot was filled
                 body(offset, total, Self.bytes(of: evaluated[index]), evaluation)
                 offset += 1
             }
