@@ -89,8 +89,10 @@ package enum WatchCount {
         #if DEBUG
         counts.withLock { counts in
             counts.all -= 1
-            if let uri { counts.byStore[uri, default: 0] -= 1 }
-            if let uri, counts.byStore[uri] == 0 { counts.byStore[uri] = nil }
+            if let uri {
+                counts.byStore[uri, default: 0] -= 1
+                if counts.byStore[uri] == 0 { counts.byStore[uri] = nil }
+            }
         }
         #endif
     }
