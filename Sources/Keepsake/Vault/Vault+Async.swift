@@ -178,9 +178,10 @@ extension Vault {
 ///
 /// Each call gets a thread of its own at once, so a call never waits behind others that block.
 /// A shared concurrent queue does not give that: Dispatch on Linux adds a thread to it about
-/// once a second while its threads block: behind 8 calls waiting for a lock another process
-/// holds, the next call (an observer's read, a load of another key) waited 6 s, and behind 64
-/// more than 30 s. `BlockingTests` holds 64 calls and waits for the next one.
+/// once a second while its threads block: measured with calls blocked on a semaphore, the next
+/// call waited 6 s behind 8 of them and more than 30 s behind 64. Calls waiting for a lock
+/// another process holds block the same way, and the next call may be an observer's read or a
+/// load of another store. `BlockingTests` holds 64 calls and times the next one.
 @usableFromInline
 package enum Blocking {
     /// Runs `work` on a thread of its own and suspends the calling task until it is done.
