@@ -7,13 +7,15 @@ import Testing
 /// Flatpak and Snap detection, from an injected environment and file root: runs everywhere.
 @Suite("Sandbox detection")
 struct SandboxTests {
-    /// A directory standing for `/`, holding `.flatpak-info` with `text` (none when `nil`).
-    func root(flatpakInfo text: String?) throws -> String {
+    /// What `Sandbox.detect` finds with `environment` and a directory standing for `/` that holds
+    /// `.flatpak-info` with `text` (none when `nil`); the directory is removed afterwards.
+    func detect(environment: [String: String], flatpakInfo text: String?) throws -> Sandbox {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "sandbox-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }  // scratch files only
         if let text { try Data(text.utf8).write(to: directory.appendingPathComponent(".flatpak-info")) }
-        return directory.path
+        return Sandbox.detect(environment: environment, root: directory.path)
     }
 
     static let grantedInfo = """
@@ -31,7 +33,7 @@ struct SandboxTests {
 
     @Test("no FLATPAK_ID, /.flatpak-info or SNAP: unconfined, and the keyring promises what it always did")
     func unconfined() throws {
-        let sandbox = Sandbox.detect(environment: ["PATH": "/usr/bin"], root: try root(flatpakInfo: nil))
+        let sandbox = try detect(environment: ["PATH": "/usr/bin"], flatpakInfo: nil)
         #expect(sandbox == .unconfined)
         #expect(sandbox.description == "none")
         let store = try KeyringStore(service: "com.example.app", sandbox: sandbox)
@@ -40,7 +42,7 @@ struct SandboxTests {
 
     @Test("a Flatpak whose /.flatpak-info grants org.freedesktop.secrets: granted, with the app's name")
     func flatpakGranted() throws {
-        let sandbox = Sandbox.detect(environment: [:], root: try root(flatpakInfo: Self.grantedInfo))
+        let sandbox = try detect(environment: [:], flatpakInfo: Self.grantedInfo)
         #expect(sandbox == Sandbox(kind: .flatpak, appID: "org.example.Notes", secretServiceAccess: .granted))
         #expect(
             sandbox.secretServiceNote
@@ -60,7 +62,7 @@ struct SandboxTests {
         ])
     func flatpakGrantedOtherwise(_ info: String) throws {
         #expect(
-            Sandbox.detect(environment: ["FLATPAK_ID": "org.example.Notes"], root: try root(flatpakInfo: info))
+            try detect(environment: ["FLATPAK_ID": "org.example.Notes"], flatpakInfo: info)
                 == Sandbox(kind: .flatpak, appID: "org.example.Notes", secretServiceAccess: .granted))
     }
 
@@ -76,8 +78,8 @@ struct SandboxTests {
             org.freedesktop.secrets=see
             org.freedesktop.secretsX=talk
             """
-        let sandbox = Sandbox.detect(
-            environment: ["FLATPAK_ID": "org.example.Notes"], root: try root(flatpakInfo: info))
+        let sandbox = try detect(
+            environment: ["FLATPAK_ID": "org.example.Notes"], flatpakInfo: info)
         #expect(sandbox == Sandbox(kind: .flatpak, appID: "org.example.Notes", secretServiceAccess: .notGranted))
         #expect(
             sandbox.secretServiceNote == """
@@ -93,7 +95,7 @@ struct SandboxTests {
 
     @Test("FLATPAK_ID without a readable /.flatpak-info: a Flatpak, access undetermined")
     func flatpakUndetermined() throws {
-        let sandbox = Sandbox.detect(environment: ["FLATPAK_ID": "org.example.Notes"], root: try root(flatpakInfo: nil))
+        let sandbox = try detect(environment: ["FLATPAK_ID": "org.example.Notes"], flatpakInfo: nil)
         #expect(sandbox == Sandbox(kind: .flatpak, appID: "org.example.Notes", secretServiceAccess: .undetermined))
         #expect(sandbox.secretServiceNote.contains("only if the app requests --talk-name=org.freedesktop.secrets"))
         #expect(try KeyringStore(service: "s", sandbox: sandbox).capabilities == [.survivesReinstall, .encryptedAtRest])
@@ -102,19 +104,19 @@ struct SandboxTests {
     @Test("/.flatpak-info alone is a Flatpak; a huge or binary one is parsed in bounds or not at all")
     func flatpakInfoAlone() throws {
         #expect(
-            Sandbox.detect(environment: [:], root: try root(flatpakInfo: "[Application]\nname=org.example.Solo\n"))
+            try detect(environment: [:], flatpakInfo: "[Application]\nname=org.example.Solo\n")
                 == Sandbox(kind: .flatpak, appID: "org.example.Solo", secretServiceAccess: .notGranted))
         let huge = String(repeating: "[Session Bus Policy]\norg.freedesktop.secrets=talk\n", count: 30_000)
         #expect(
-            Sandbox.detect(environment: [:], root: try root(flatpakInfo: huge)).secretServiceAccess == .undetermined)
+            try detect(environment: [:], flatpakInfo: huge).secretServiceAccess == .undetermined)
         let binary = String(decoding: (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) }, as: UTF8.self)
-        #expect(Sandbox.detect(environment: [:], root: try root(flatpakInfo: binary)).kind == .flatpak)
+        #expect(try detect(environment: [:], flatpakInfo: binary).kind == .flatpak)
     }
 
     @Test("SNAP: a Snap, access undetermined, the note names the password-manager-service interface")
     func snap() throws {
-        let sandbox = Sandbox.detect(
-            environment: ["SNAP": "/snap/notes/12", "SNAP_NAME": "notes"], root: try root(flatpakInfo: nil))
+        let sandbox = try detect(
+            environment: ["SNAP": "/snap/notes/12", "SNAP_NAME": "notes"], flatpakInfo: nil)
         #expect(sandbox == Sandbox(kind: .snap, appID: "notes", secretServiceAccess: .undetermined))
         #expect(sandbox.secretServiceNote.contains("snap connect notes:password-manager-service"))
         #expect(sandbox.reinstallNote.contains("survive `snap remove`"))
