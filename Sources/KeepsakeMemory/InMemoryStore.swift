@@ -50,19 +50,29 @@ public final class InMemoryStore: RecordStore {
 
     /// Applies `writes` as one unit and tells the watchers. Call as the writer whose turn it is.
     private func apply(_ writes: [StoreWrite]) -> [StoreWriteResult] {
-        let results = storage.withLock { contents in
-            writes.map { write in
+        var results: [StoreWriteResult] = []
+        results.reserveCapacity(writes.count)
+        storage.withLock { contents in
+            for write in writes {
+                // One look-up of the key, for its expectation and its change.
                 let key = ExactString(write.key)
-                guard write.expects(contents[key]) else { return StoreWriteResult.conflict }
-                contents[key] = write.value
-                return .applied
+                let index = contents.index(forKey: key)
+                guard write.expects(index.map { contents.values[$0] }) else {
+                    results.append(.conflict)
+                    continue
+                }
+                switch (index, write.value) {
+                case let (index?, value?): contents.values[index] = value
+                case let (index?, nil): contents.remove(at: index)
+                case let (nil, value?): contents[key] = value
+                case (nil, nil): break
+                }
+                results.append(.applied)
             }
         }
-        let changed = zip(writes, results).filter { $0.1 == .applied }.map(\.0.key)
-        if !changed.isEmpty {
-            for watcher in watchers.withLock({ Array($0.values) }) {
-                for key in changed { watcher.yield(.key(key)) }
-            }
+        let watching = watchers.withLock { $0.isEmpty ? [] : Array($0.values) }
+        for watcher in watching {
+            for (write, result) in zip(writes, results) where result == .applied { watcher.yield(.key(write.key)) }
         }
         return results
     }

@@ -4,12 +4,15 @@
 //   keepsake-bench defaults-get RECORDS READS       (one key from a suite, beside reading its bytes)
 //   keepsake-bench files RECORDS DIRECTORY          (encrypted file store: batched put, run, run --backup)
 //   keepsake-bench defaults-run RECORDS DIRECTORY   (defaults suite: run, run --backup)
+//   keepsake-bench front-door LOADS                 (Vault.load of a Person V0 with its write-back,
+//                                                    in a loop of its own: for a profiler)
 //
 // Each prints `name value` lines that the scripts put in a table.
 import Foundation
 import Keepsake
 import KeepsakeDefaults
 import KeepsakeKeyring
+import KeepsakeMemory
 import KeepsakeSodium
 import Migrations
 
@@ -205,6 +208,26 @@ func defaultsRunBench(_ arguments: [String]) throws {
     print(String(format: "run %.4f\nrun-backup %.4f", run, backedUp))
 }
 
+/// `front-door LOADS`: `Vault.load` of a bare Person V0 from an in-memory store, migrated and
+/// written back, LOADS times (the store put back to V0 before each) — the codec benchmark's
+/// front-door row alone, for `perf record`. Prints the mean µs per call, reset included.
+func frontDoorBench(_ arguments: [String]) throws {
+    guard arguments.count == 1, let loads = Int(arguments[0]), loads > 0 else {
+        throw BenchUsage("usage: keepsake-bench front-door LOADS")
+    }
+    let store = InMemoryStore(name: "bench")
+    let vault = Vault(
+        store: store, context: .fixed(now: Date(timeIntervalSince1970: 0), deviceIdentity: "bench"))
+    let storedV0 = Data(#"{"age":"36","name":"Ada"}"#.utf8)
+    let elapsed = try seconds {
+        for _ in 0..<loads {
+            try store.setData(storedV0, forKey: "person")
+            guard case .written = try vault.load(Person.chain)?.writeBack else { fatalError("no write-back") }
+        }
+    }
+    print(String(format: "front-door %.3f", elapsed / Double(loads) * 1e6))
+}
+
 struct BenchUsage: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
@@ -216,7 +239,8 @@ func runStoreBench() -> Bool {
     let arguments = Array(CommandLine.arguments.dropFirst())
     guard let name = arguments.first else { return false }
     let benches: [String: ([String]) throws -> Void] = [
-        "keyring": keyringBench, "defaults-get": defaultsGetBench, "files": filesBench, "defaults-run": defaultsRunBench
+        "keyring": keyringBench, "defaults-get": defaultsGetBench, "files": filesBench,
+        "defaults-run": defaultsRunBench, "front-door": frontDoorBench
     ]
     guard let bench = benches[name] else {
         FileHandle.standardError.write(

@@ -170,32 +170,40 @@ extension ModelChain {
     /// A bare record is the version whose key set it matches exactly; a version whose keys are
     /// not known ahead matches when it decodes the record and reads every one of its keys.
     private func detectBare(_ object: JSONObject, record: ParsedRecord) throws(KeepsakeError) -> DetectedRecord {
-        var matches: [DetectedRecord] = []
-        let candidates = versions.filter(\.storedWithoutVersion)
-        for entry in candidates {
-            let detected = DetectedRecord(
-                version: entry.version, form: .bare, stringWrapped: record.stringWrapped,
-                fields: record.root)
+        // The first match is held apart, so that the usual record — one version matches — costs
+        // no array; versions are matched on the object's own member names, not a copy of them.
+        var first: DetectedRecord?
+        var others: [DetectedRecord] = []
+        for entry in versions where entry.storedWithoutVersion {
+            var decodedValue: DetectedRecord.Decoded?
             if let keys = entry.keys {
-                if keys.matches(object.keys) { matches.append(detected) }
-            } else if let decoded = try? entry.decodeTrackingKeys(record.root),
-                object.members.allSatisfy({ decoded.readKeys.contains(ExactString($0.key)) })
-            {
+                // Member names are distinct (the parser rejects duplicates), so a count outside
+                // what the version allows rules it out before any name is compared.
+                let count = object.count
+                guard count >= keys.required.count, count <= keys.required.count + keys.optional.count,
+                    keys.matches(object.members.lazy.map(\.key))
+                else { continue }
+            } else {
                 // `try?` is right here: a version that cannot decode the record is simply not a
                 // match; the record's error (unrecognised) is reported below if none matches.
-                var match = detected
-                match.decoded = DetectedRecord.Decoded(decoded.value)
-                matches.append(match)
+                guard let decoded = try? entry.decodeTrackingKeys(record.root),
+                    object.members.allSatisfy({ decoded.readKeys.contains(ExactString($0.key)) })
+                else { continue }
+                decodedValue = DetectedRecord.Decoded(decoded.value)
             }
+            var match = DetectedRecord(
+                version: entry.version, form: .bare, stringWrapped: record.stringWrapped, fields: record.root)
+            match.decoded = decodedValue
+            if first == nil { first = match } else { others.append(match) }
         }
-        if matches.count == 1 { return matches[0] }
-        // Versions that declare the oldest match's readers compatible only add keys to it: the
-        // record is read as that oldest match (release bare records predate them all).
-        if let oldest = matches.first,
-            matches.dropFirst().allSatisfy({ versions[$0.version].readable(byReadersOf: oldest.version) })
-        {
-            return oldest
+        if let oldest = first {
+            if others.isEmpty { return oldest }
+            // Versions that declare the oldest match's readers compatible only add keys to it: the
+            // record is read as that oldest match (release bare records predate them all).
+            if others.allSatisfy({ versions[$0.version].readable(byReadersOf: oldest.version) }) { return oldest }
         }
+        let matches = first.map { [$0] + others } ?? []
+        let candidates = versions.filter(\.storedWithoutVersion)
         let keyList = "{" + abridged(object.keys.sorted()) + "}"
         if matches.isEmpty {
             let expected = candidates.map { "v\($0.version) \($0.keys?.description ?? "(keys read by decoding)")" }
