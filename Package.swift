@@ -42,7 +42,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        // `swift package generate-documentation` (scripts/docs): builds the DocC catalogs.
+        // `swift package generate-documentation`: builds the DocC catalogs (scripts/docs calls the
+        // toolchain's docc itself, on the modules the debug build already made).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // Logging: a logger per module (migrations, write-backs, conflicts, waits; never a secret).
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
