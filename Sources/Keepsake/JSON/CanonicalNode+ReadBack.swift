@@ -26,9 +26,11 @@ extension CanonicalNode {
         case let .object(object):
             guard depth < JSONParser.maxDepth else { throw JSONParser.tooDeep }
             let written = object.writtenMembers
-            var members: [(key: String, value: JSONValue)] = []
+            var members: [JSONMember] = []
             members.reserveCapacity(written.count)
-            for member in written { members.append((member.key, try member.value.readBack(depth: depth + 1))) }
+            for member in written {
+                members.append(JSONMember(key: member.key, value: try member.value.readBack(depth: depth + 1)))
+            }
             guard members.count > JSONObject.indexThreshold else { return .object(JSONObject(members: members)) }
             var index = [ExactString: Int](minimumCapacity: 2 * members.count)
             for (position, member) in members.enumerated() { index[ExactString(member.key)] = position }
@@ -73,7 +75,7 @@ extension CanonicalNode {
 
 extension CanonicalObject {
     /// The members in the order they are written: sorted by their names' UTF-8 bytes.
-    var writtenMembers: [(key: String, value: CanonicalNode)] {
+    var writtenMembers: [CanonicalMember] {
         if members.count <= 1 || zip(members, members.dropFirst()).allSatisfy({ $0.key.precedesExactly($1.key) }) {
             return members
         }

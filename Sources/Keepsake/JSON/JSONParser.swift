@@ -242,7 +242,7 @@ package struct JSONParser: ~Copyable {
     private mutating func parseObject(depth: Int) throws(JSONSyntaxError) -> JSONObject {
         guard depth < Self.maxDepth else { throw fail("nesting deeper than \(Self.maxDepth) levels") }
         offset += 1  // {
-        var members: [(key: String, value: JSONValue)] = []
+        var members: [JSONMember] = []
         if try peek() == UInt8(ascii: "}") {
             offset += 1
             return JSONObject(members: members)
@@ -271,7 +271,7 @@ package struct JSONParser: ~Copyable {
                 }
             }
             try expect(UInt8(ascii: ":"), "':'")
-            members.append((name, try parseValue(depth: depth)))
+            members.append(JSONMember(key: name, value: try parseValue(depth: depth)))
             if try peek() == UInt8(ascii: ",") {
                 offset += 1
                 continue

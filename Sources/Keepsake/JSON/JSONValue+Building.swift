@@ -34,7 +34,7 @@ extension JSONValue {
 extension JSONObject {
     /// An object of `members`, in the order of their names' UTF-8 bytes.
     init(sorting members: [String: JSONValue]) {
-        let sorted = members.sorted { $0.key.precedesExactly($1.key) }.map { (key: $0.key, value: $0.value) }
+        let sorted = members.sorted { $0.key.precedesExactly($1.key) }.map { JSONMember(key: $0.key, value: $0.value) }
         guard sorted.count > Self.indexThreshold else {
             self.init(members: sorted)
             return

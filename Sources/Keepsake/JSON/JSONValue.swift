@@ -37,13 +37,13 @@ package struct JSONObject: Sendable {
     /// Up to this many members, lookups scan; above it, they use ``index``.
     static let indexThreshold = 16
 
-    package let members: [(key: String, value: JSONValue)]
+    package let members: [JSONMember]
     /// Member name → position in ``members``, for objects above ``indexThreshold`` members.
     private let index: [ExactString: Int]?
 
     /// An object of `members`, whose names must be distinct byte sequences; `index`, when
     /// given, maps each name to its position.
-    init(members: [(key: String, value: JSONValue)], index: [ExactString: Int]? = nil) {
+    init(members: [JSONMember], index: [ExactString: Int]? = nil) {
         self.members = members
         self.index = index
     }
@@ -56,4 +56,12 @@ package struct JSONObject: Sendable {
 
     package var keys: [String] { members.map(\.key) }
     package var count: Int { members.count }
+}
+
+/// One member of a ``JSONObject``. A struct rather than a `(key:value:)` tuple: an array of
+/// tuples is copied and destroyed through the runtime's generic tuple witnesses, an array of
+/// structs through code compiled for this type.
+package struct JSONMember: Sendable {
+    package let key: String
+    package let value: JSONValue
 }
