@@ -14,7 +14,8 @@ import Synchronization
 /// with, never to the well-known `org.freedesktop.secrets`: a daemon that replaced it (a
 /// restart) is never shown a session it did not open. When that daemon is gone, the first
 /// request gets "the name has no owner"; ``call(timeout:_:)`` then opens a new session with
-/// the daemon that owns the name now and runs the call again once, within the same deadline.
+/// the daemon that owns the name now and runs the call again, within the same deadline (up to
+/// ``maximumReopenings`` new sessions a call).
 /// A session the daemon closed (`org.freedesktop.Secret.Error.NoSession`), a session whose key
 /// does not match the daemon's (KWallet, ``LibsecretCall/undecodable(_:)``) and a closed
 /// connection are replaced the same way. Only a call whose request was refused is run again:
@@ -34,20 +35,33 @@ final class LibsecretChannel: Sendable {
     {
         let deadline = LibsecretDeadline(timeout: timeout)
         defer { deadline.finish() }
-        var reopened = false
+        var reopenings = 0
         while true {
             var used: LibsecretLink?
             do throws(LibsecretFailure) {
                 let link = try self.link(deadline)
                 used = link
-                return try body(LibsecretCall(link: link, deadline: deadline, isRetry: reopened))
+                return try body(LibsecretCall(link: link, deadline: deadline, isRetry: reopenings > 0))
             } catch {
-                guard !reopened, error.isStaleLink || used?.isClosed == true else { throw error }
-                reopened = true
+                guard reopenings < Self.maximumReopenings, error.isStaleLink || used?.isClosed == true else {
+                    throw error
+                }
+                reopenings += 1
                 if let used { current.withLock { if $0 === used { $0 = nil } } }
             }
         }
     }
+
+    /// How many new sessions one call opens, one after another, when the one it ran on turned
+    /// out stale.
+    ///
+    /// One would do for a restarted daemon; the rest are for KWallet, which derives another key
+    /// for about one session in 256 (``LibsecretCall/undecodable(_:)``), independently each time.
+    /// A test run of the keyring target opens about a thousand sessions, so with a single new
+    /// session a run met two mismatched sessions in a row now and then (a CI run did); with four,
+    /// a call fails that way about once in 256⁴ stale calls. Each new session costs one
+    /// `OpenSession` round trip, and all of them share the call's deadline.
+    static let maximumReopenings = 4
 
     private func link(_ deadline: LibsecretDeadline) throws(LibsecretFailure) -> LibsecretLink {
         try current.withLock { (link: inout LibsecretLink?) throws(LibsecretFailure) -> LibsecretLink in
@@ -162,8 +176,8 @@ struct LibsecretCollection {
 struct LibsecretCall {
     let link: LibsecretLink
     let deadline: LibsecretDeadline
-    /// Whether this is the second run of the call, on a new session, after the first failed
-    /// with a stale link. The first run may have been applied partly: KWallet adds an item
+    /// Whether this is a later run of the call, on a new session, after an earlier one failed
+    /// with a stale link. An earlier run may have been applied partly: KWallet adds an item
     /// before it decrypts the secret of a `CreateItem`, and keeps it, without a secret, when
     /// the decryption fails.
     let isRetry: Bool
