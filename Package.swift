@@ -347,7 +347,9 @@ let package = Package(
                 "KeepsakeDefaults", "KeepsakeMemory",
                 "migrate", "custom-migrate", "keepsake-stress", "TestSupport", "Keepsake", "Migrations",
                 "KeepsakeTesting",
-                "KeepsakeCLI", "KeepsakeSodium", "FileKit", .product(name: "Logging", package: "swift-log")
+                "KeepsakeCLI", "KeepsakeSodium", "FileKit", .product(name: "Logging", package: "swift-log"),
+                // CommandNameTests: ArgumentParser's own derivation of a command's name, compared.
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["CLI"]))
             ]
         )
     ],

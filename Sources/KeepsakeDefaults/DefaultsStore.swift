@@ -518,7 +518,7 @@ struct DefaultsDocument: Sendable {
     }
 
     static func parse(_ bytes: Data) throws(JSONSyntaxError) -> DefaultsDocument {
-        let entries = try members(of: bytes, indexed: false)
+        let entries = try SuiteIndexer.members(of: bytes)
         // Keepsake writes suites sorted: check in one pass before sorting. A key written twice
         // shows as two equal neighbours once sorted; the parse is then repeated with an index to
         // name the second occurrence where it is.

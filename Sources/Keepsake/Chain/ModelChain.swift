@@ -363,7 +363,10 @@ final class VersionEntry: Sendable {
 
     init<V: ModelVersion>(_ type: V.Type) {
         version = V.version
-        typeName = String(describing: V.self)
+        // `_typeName` is what `String(describing:)` gives for a type, without first asking the
+        // runtime whether the type conforms to three printing protocols: each "no" scans every
+        // conformance record in the binary (about 2 million instructions a version, in `migrate`).
+        typeName = _typeName(V.self, qualified: false)
         oldestReader = V.oldestReader
         dateEncoding = V.dateEncoding
         storedWithoutVersion = V.storedWithoutVersion

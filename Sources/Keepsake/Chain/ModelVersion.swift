@@ -217,7 +217,7 @@ public struct StoredKeys: Sendable, Hashable, CustomStringConvertible {
         case let .failure(problem):
             let unknown = problem.unknownKeys(of: V.self)
             throw ChainError(
-                chain: nil, version: V.version, typeName: String(describing: V.self), field: unknown.field,
+                chain: nil, version: V.version, typeName: _typeName(V.self, qualified: false), field: unknown.field,
                 unknown.reason)
         }
     }

