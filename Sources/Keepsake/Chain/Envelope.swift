@@ -90,41 +90,72 @@ extension Envelope where Model == JSONValue {
     /// (`ParsedRecord.Layout.inlineVersion`).
     static var versionKey: String { Member.version.rawValue }
 
-    /// The `schema` of `object` when it is laid out as an envelope — exactly `schema` (a
-    /// string), `version` and `data`, and `oldestReader` when the writer declared older
-    /// readers compatible — or `nil`. The other members' values are checked by
-    /// ``version(of:expecting:)`` and ``fields(of:)``.
-    static func schema(of object: JSONObject) -> String? {
-        guard object.count == 3 || (object.count == 4 && object[Member.oldestReader.rawValue] != nil),
-            case let .string(schema)? = object[Member.schema.rawValue],
-            object[Member.version.rawValue] != nil, object[Member.data.rawValue] != nil
-        else { return nil }
-        return schema
+    /// The envelope's members of an object, found in one pass over its members (a record has a
+    /// few): what ``schema(of:)``, ``version(of:expecting:)`` and ``fields(of:)`` read, so that
+    /// a record's envelope is not looked up member by member, once for each of them.
+    struct Parts: Sendable {
+        var schema: JSONValue?
+        var version: JSONValue?
+        var data: JSONValue?
+        var oldestReader: JSONValue?
+        /// How many members the object has, the envelope's and any others.
+        var count: Int
+
+        init(_ object: JSONObject) {
+            count = object.count
+            for member in object.members {
+                // Each of the four names has a length of its own: one comparison a member.
+                switch member.key.utf8.count {
+                case 4: if member.key.isExactly(Member.data.rawValue) { data = member.value }
+                case 6: if member.key.isExactly(Member.schema.rawValue) { schema = member.value }
+                case 7: if member.key.isExactly(Member.version.rawValue) { version = member.value }
+                case 12: if member.key.isExactly(Member.oldestReader.rawValue) { oldestReader = member.value }
+                default: break
+                }
+            }
+        }
+
+        /// The `schema` when the object is laid out as an envelope — exactly `schema` (a
+        /// string), `version` and `data`, and `oldestReader` when the writer declared older
+        /// readers compatible — or `nil`.
+        var envelopeSchema: String? {
+            guard count == 3 || (count == 4 && oldestReader != nil), case let .string(name)? = schema,
+                version != nil, data != nil
+            else { return nil }
+            return name
+        }
     }
 
-    /// The version and oldest reader of the envelope `object` holds (recognised by
-    /// ``schema(of:)``), read as a record of the model `name`. Its data is read by
-    /// ``fields(of:)``, once the caller knows the version. Static, on the parsed object, so that
-    /// reading a record copies nothing out of it.
+    /// The `schema` of `object` when it is laid out as an envelope (``Parts/envelopeSchema``),
+    /// or `nil`. The other members' values are checked by ``version(of:expecting:)`` and
+    /// ``fields(of:)``.
+    static func schema(of object: JSONObject) -> String? {
+        Parts(object).envelopeSchema
+    }
+
+    /// The version and oldest reader of the envelope whose members are `parts` (recognised by
+    /// ``Parts/envelopeSchema``), read as a record of the model `name`. Its data is read by
+    /// ``fields(of:)``, once the caller knows the version. Static, on the parsed members, so
+    /// that reading a record copies nothing out of it.
     ///
     /// - Throws: `.schemaMismatch` when the envelope is another model's; `.corruptRecord` when
     ///   its version or oldest reader is not an integer, or the oldest reader is not between 0
     ///   and the version.
     static func version(
-        of object: JSONObject, expecting name: String
+        of parts: Parts, expecting name: String
     ) throws(KeepsakeError) -> (version: Int, oldestReader: Int?) {
-        guard case let .string(schema)? = object[Member.schema.rawValue], schema.isExactly(name) else {
+        guard case let .string(schema)? = parts.schema, schema.isExactly(name) else {
             let found: String
-            if case let .string(schema)? = object[Member.schema.rawValue] {
+            if case let .string(schema)? = parts.schema {
                 found = "'\(schema)'"
             } else {
                 found = "none"
             }
             throw KeepsakeError(.schemaMismatch, "the envelope's schema is \(found), expected '\(name)'")
         }
-        let version = try (object[Member.version.rawValue] ?? .null).recordVersion(
+        let version = try (parts.version ?? .null).recordVersion(
             at: "the envelope's \"\(Member.version.rawValue)\"")
-        guard let value = object[Member.oldestReader.rawValue] else { return (version, nil) }
+        guard let value = parts.oldestReader else { return (version, nil) }
         let reader = try value.recordVersion(at: "the envelope's \"\(Member.oldestReader.rawValue)\"")
         guard (0...version).contains(reader) else {
             throw KeepsakeError(
@@ -134,12 +165,13 @@ extension Envelope where Model == JSONValue {
         return (version, reader)
     }
 
-    /// The record's fields: the `data` of the envelope `object` holds, which must be an object.
+    /// The record's fields: the `data` of the envelope whose members are `parts`, which must be
+    /// an object.
     ///
     /// - Throws: `.corruptRecord` naming what `data` is instead.
-    static func fields(of object: JSONObject) throws(KeepsakeError) -> JSONObject {
-        guard case let .object(fields)? = object[Member.data.rawValue] else {
-            let found = (object[Member.data.rawValue] ?? .null).kindName
+    static func fields(of parts: Parts) throws(KeepsakeError) -> JSONObject {
+        guard case let .object(fields)? = parts.data else {
+            let found = (parts.data ?? .null).kindName
             throw KeepsakeError(
                 .corruptRecord, "the envelope's \"\(Member.data.rawValue)\" is \(found), expected an object")
         }

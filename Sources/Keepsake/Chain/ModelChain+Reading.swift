@@ -146,8 +146,8 @@ extension ModelChain {
     @usableFromInline
     func detect(_ record: ParsedRecord) throws(KeepsakeError) -> DetectedRecord {
         switch try record.layout(for: name) {
-        case let .envelope(object):
-            return try detectEnvelope(object, stringWrapped: record.stringWrapped)
+        case let .envelope(parts):
+            return try detectEnvelope(parts, stringWrapped: record.stringWrapped)
         case let .inlineVersion(object, versionValue):
             let version = try versionValue.recordVersion(at: "top-level \"\(StoredEnvelope.versionKey)\"")
             let detected = DetectedRecord(
@@ -224,15 +224,17 @@ extension ModelChain {
             """)
     }
 
-    private func detectEnvelope(_ object: JSONObject, stringWrapped: Bool) throws(KeepsakeError) -> DetectedRecord {
-        let (version, oldestReader) = try StoredEnvelope.version(of: object, expecting: name)
+    private func detectEnvelope(
+        _ parts: StoredEnvelope.Parts, stringWrapped: Bool
+    ) throws(KeepsakeError) -> DetectedRecord {
+        let (version, oldestReader) = try StoredEnvelope.version(of: parts, expecting: name)
         guard version <= latestVersion else {
             return DetectedRecord(
                 version: version, form: .envelope, stringWrapped: stringWrapped,
-                fields: .object(try StoredEnvelope.fields(of: object)), oldestReader: oldestReader)
+                fields: .object(try StoredEnvelope.fields(of: parts)), oldestReader: oldestReader)
         }
         let entry = try entry(forVersion: version)
-        let fields = try StoredEnvelope.fields(of: object)
+        let fields = try StoredEnvelope.fields(of: parts)
         if let keys = entry.keys, !keys.matches(fields.members.lazy.map(\.key)) {
             try checkKeys(fields.keys, of: entry, keys: keys)
         }

@@ -19,6 +19,21 @@ struct ParsedRecord: Sendable {
     let root: JSONValue
     /// Whether the stored value was a JSON string holding the record (UserDefaults-era apps).
     @usableFromInline let stringWrapped: Bool
+    /// The envelope's members when the record is laid out as an envelope, found once, when the
+    /// record is parsed: both the ``Migrator``'s routing (``envelopeSchema``) and the chain's
+    /// detection (``layout(for:)``) read them.
+    let envelope: StoredEnvelope.Parts?
+
+    init(root: JSONValue, stringWrapped: Bool) {
+        self.root = root
+        self.stringWrapped = stringWrapped
+        if case let .object(object) = root {
+            let parts = StoredEnvelope.Parts(object)
+            envelope = parts.envelopeSchema == nil ? nil : parts
+        } else {
+            envelope = nil
+        }
+    }
 
     /// Parses stored bytes. A JSON string is unwrapped once and its text parsed as the record.
     ///
@@ -45,9 +60,9 @@ struct ParsedRecord: Sendable {
 
     /// How a record's top level is laid out: which stored form it has.
     enum Layout {
-        /// An ``Envelope``: its members are read by ``StoredEnvelope/version(of:expecting:)``
-        /// and ``StoredEnvelope/fields(of:)``.
-        case envelope(JSONObject)
+        /// An ``Envelope``: its members, read by ``StoredEnvelope/version(of:expecting:)`` and
+        /// ``StoredEnvelope/fields(of:)``.
+        case envelope(StoredEnvelope.Parts)
         /// The model's fields with a top-level `version`, whose value is not yet checked.
         case inlineVersion(JSONObject, version: JSONValue)
         /// The model's fields alone.
@@ -64,7 +79,7 @@ struct ParsedRecord: Sendable {
                 .unrecognisedRecord, "expected a JSON object for \(withArticle(name)) record but found \(root.kindName)"
             )
         }
-        if StoredEnvelope.schema(of: object) != nil { return .envelope(object) }
+        if let envelope { return .envelope(envelope) }
         if let version = object[StoredEnvelope.versionKey] { return .inlineVersion(object, version: version) }
         return .bare(object)
     }
@@ -72,7 +87,6 @@ struct ParsedRecord: Sendable {
     /// The envelope's `schema`, when the record is an envelope: how the ``Migrator`` routes a
     /// record to its chain.
     var envelopeSchema: String? {
-        guard case let .object(object) = root else { return nil }
-        return StoredEnvelope.schema(of: object)
+        envelope?.envelopeSchema
     }
 }
