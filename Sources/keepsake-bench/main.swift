@@ -143,58 +143,82 @@ let latestPerson = Data(#"{"alias":"Countess","email":"ada@example.com"}"#.utf8)
 let latestTrial = Data(#"{"version":2,"startDate":700000000.123,"deviceId":"d2"}"#.utf8)
 let iterations = Int(ProcessInfo.processInfo.environment["BENCH_ITERATIONS"] ?? "") ?? 10_000
 
-let plainPerson = measure(iterations: iterations) { blackHole(try! decoder.decode(PersonV3.self, from: latestPerson)) }
-let plainTrial = measure(iterations: iterations) { blackHole(try! decoder.decode(TrialInfoV2.self, from: latestTrial)) }
+// A shared machine has slow phases lasting seconds, in which one measurement of the floor or of a
+// row can take twice as long (plain Person read 2.21–4.49 µs in four runs minutes apart). So the
+// rows are measured in two sweeps, each row keeping its faster sweep, and the floor beside every
+// row of both, each ratio taken against the fastest the floor ran: both sides as fast as they ran
+// in this run.
+func plainPersonOnce() -> Double {
+    measure(iterations: iterations) { blackHole(try! decoder.decode(PersonV3.self, from: latestPerson)) }
+}
+func plainTrialOnce() -> Double {
+    measure(iterations: iterations) { blackHole(try! decoder.decode(TrialInfoV2.self, from: latestTrial)) }
+}
+var plainPersonReadings = [plainPersonOnce()]
+var plainTrialReadings = [plainTrialOnce()]
 
 func f(_ nanoseconds: Double) -> String { String(format: "%.2f", nanoseconds / 1000) }
 func r(_ ratio: Double) -> String { String(format: "%.2fx", ratio) }
 func pad(_ text: String, _ width: Int) -> String { text.padding(toLength: width, withPad: " ", startingAt: 0) }
 
-print("Keepsake benchmark — \(iterations) records per round, median of 7 rounds, µs per record")
-print("plain decode of the latest type: Person \(f(plainPerson)) µs, TrialInfo \(f(plainTrial)) µs\n")
-let header = [
-    "model", "stored", "form", "keepsake", "+encode", "plain", "articles", "vs plain", "vs articles", "articles read as"
-]
-let widths = [10, 7, 14, 9, 8, 7, 9, 9, 12, 16]
-print(zip(header, widths).map { pad($0, $1) }.joined(separator: " "))
-for item in cases {
-    let isPerson = item.model == "Person"
+struct Row {
+    let item: Case
     let keepsake: Double
     let encode: Double
-    if isPerson {
-        keepsake = measure(iterations: iterations) { blackHole(try! Person.chain.read(item.bytes, context: context)) }
-        let value = try! Person.chain.read(item.bytes, context: context).value
-        encode = measure(iterations: iterations) { blackHole(try! Person.chain.encode(value)) }
-    } else {
-        keepsake = measure(iterations: iterations) {
-            blackHole(try! TrialInfo.chain.read(item.bytes, context: context))
-        }
-        let value = try! TrialInfo.chain.read(item.bytes, context: context).value
-        encode = measure(iterations: iterations) { blackHole(try! TrialInfo.chain.encode(value)) }
-    }
-    let plain = isPerson ? plainPerson : plainTrial
-    var articlesText = "-", ratioArticles = "-", readAs = "cannot read"
-    if !item.form.hasPrefix("envelope") {
-        let articles: Double
-        let detected: Int
+    let articles: Double?
+    let readAs: String
+}
+var rows: [Row] = []
+for sweep in 0..<2 {
+    for (index, item) in cases.enumerated() {
+        let isPerson = item.model == "Person"
+        let keepsake: Double
+        let encode: Double
         if isPerson {
-            articles = measure(iterations: iterations) {
-                blackHole(try! articlesPerson(unwrapIfString(item.bytes), context: context))
+            keepsake = measure(iterations: iterations) {
+                blackHole(try! Person.chain.read(item.bytes, context: context))
             }
-            detected = try! articlesPerson(unwrapIfString(item.bytes), context: context).1
+            let value = try! Person.chain.read(item.bytes, context: context).value
+            encode = measure(iterations: iterations) { blackHole(try! Person.chain.encode(value)) }
         } else {
-            articles = measure(iterations: iterations) { blackHole(try! articlesTrial(item.bytes, context: context)) }
-            detected = try! articlesTrial(item.bytes, context: context).1
+            keepsake = measure(iterations: iterations) {
+                blackHole(try! TrialInfo.chain.read(item.bytes, context: context))
+            }
+            let value = try! TrialInfo.chain.read(item.bytes, context: context).value
+            encode = measure(iterations: iterations) { blackHole(try! TrialInfo.chain.encode(value)) }
         }
-        articlesText = f(articles)
-        ratioArticles = r(keepsake / articles)
-        readAs = detected == item.version ? "v\(detected) (right)" : "v\(detected) (WRONG)"
+        if isPerson {
+            plainPersonReadings.append(plainPersonOnce())
+        } else {
+            plainTrialReadings.append(plainTrialOnce())
+        }
+        var articles: Double?
+        var readAs = "cannot read"
+        if !item.form.hasPrefix("envelope") {
+            let detected: Int
+            if isPerson {
+                articles = measure(iterations: iterations) {
+                    blackHole(try! articlesPerson(unwrapIfString(item.bytes), context: context))
+                }
+                detected = try! articlesPerson(unwrapIfString(item.bytes), context: context).1
+            } else {
+                articles = measure(iterations: iterations) {
+                    blackHole(try! articlesTrial(item.bytes, context: context))
+                }
+                detected = try! articlesTrial(item.bytes, context: context).1
+            }
+            readAs = detected == item.version ? "v\(detected) (right)" : "v\(detected) (WRONG)"
+        }
+        let row = Row(item: item, keepsake: keepsake, encode: encode, articles: articles, readAs: readAs)
+        if sweep == 0 {
+            rows.append(row)
+        } else {
+            let first = rows[index]
+            rows[index] = Row(
+                item: item, keepsake: min(first.keepsake, row.keepsake), encode: min(first.encode, row.encode),
+                articles: first.articles.map { min($0, row.articles ?? $0) }, readAs: readAs)
+        }
     }
-    let row = [
-        item.model, "v\(item.version)", item.form, f(keepsake), f(encode), f(plain), articlesText,
-        r(keepsake / plain), ratioArticles, readAs
-    ]
-    print(zip(row, widths).map { pad($0, $1) }.joined(separator: " "))
 }
 
 // MARK: The front door: Vault.load with its write-back
@@ -206,14 +230,50 @@ for item in cases {
 let frontDoor = InMemoryStore(name: "bench")
 let vault = Vault(store: frontDoor, context: context)
 let storedV0 = Data(#"{"age":"36","name":"Ada"}"#.utf8)
-let reset = measure(iterations: iterations) { try! frontDoor.setData(storedV0, forKey: "person") }
-let loadWithWriteBack = measure(iterations: iterations) {
-    try! frontDoor.setData(storedV0, forKey: "person")
-    let loaded = try! vault.load(Person.chain)
-    guard case .written = loaded?.writeBack else { fatalError("the write-back did not happen") }
-    blackHole(loaded)
+// Two sweeps too, each figure its faster one, the floor measured beside each.
+var reset = Double.infinity
+var loadWithWriteBack = Double.infinity
+var loadCurrent = Double.infinity
+for _ in 0..<2 {
+    reset = min(reset, measure(iterations: iterations) { try! frontDoor.setData(storedV0, forKey: "person") })
+    loadWithWriteBack = min(
+        loadWithWriteBack,
+        measure(iterations: iterations) {
+            try! frontDoor.setData(storedV0, forKey: "person")
+            let loaded = try! vault.load(Person.chain)
+            guard case .written = loaded?.writeBack else { fatalError("the write-back did not happen") }
+            blackHole(loaded)
+        })
+    loadCurrent = min(loadCurrent, measure(iterations: iterations) { blackHole(try! vault.load(Person.chain)) })
+    plainPersonReadings.append(plainPersonOnce())
 }
-let loadCurrent = measure(iterations: iterations) { blackHole(try! vault.load(Person.chain)) }
+
+let plainPerson = plainPersonReadings.min()!
+let plainTrial = plainTrialReadings.min()!
+print(
+    "Keepsake benchmark — \(iterations) records per round, median of 7 rounds, the faster of two sweeps, µs per record"
+)
+print(
+    """
+    plain decode of the latest type (the fastest of \(plainPersonReadings.count) / \(plainTrialReadings.count) readings, \
+    one beside each row): Person \(f(plainPerson)) µs (slowest \(f(plainPersonReadings.max()!))), \
+    TrialInfo \(f(plainTrial)) µs (slowest \(f(plainTrialReadings.max()!)))
+
+    """)
+let header = [
+    "model", "stored", "form", "keepsake", "+encode", "plain", "articles", "vs plain", "vs articles", "articles read as"
+]
+let widths = [10, 7, 14, 9, 8, 7, 9, 9, 12, 16]
+print(zip(header, widths).map { pad($0, $1) }.joined(separator: " "))
+for row in rows {
+    let plain = row.item.model == "Person" ? plainPerson : plainTrial
+    let cells = [
+        row.item.model, "v\(row.item.version)", row.item.form, f(row.keepsake), f(row.encode), f(plain),
+        row.articles.map(f) ?? "-", r(row.keepsake / plain), row.articles.map { r(row.keepsake / $0) } ?? "-",
+        row.readAs
+    ]
+    print(zip(cells, widths).map { pad($0, $1) }.joined(separator: " "))
+}
 print("\nVault.load of one Person record from an in-memory store, µs per call (plain JSONDecoder: \(f(plainPerson)))")
 print(
     "  stored V0, migrated and written back: \(f(loadWithWriteBack - reset))  \(r((loadWithWriteBack - reset) / plainPerson)) plain"

@@ -160,36 +160,29 @@ extension KeyringTests {
             let record = Data(#"{"data":{"alias":"Ada"},"schema":"Person","version":3}"#.utf8)
             try store.setData(record, forKey: "person")
             let answers = Mutex(0)
-            // The first answer is undecodable: a KWallet session with a mismatched key.
-            store.undecodableSecret = { _ in
-                answers.withLock {
-                    $0 += 1
-                    return $0 == 1
+            /// The first `bad` answers from now on are undecodable (a KWallet session with a
+            /// mismatched key each), the later ones read.
+            func mismatch(first bad: Int) {
+                answers.withLock { $0 = 0 }
+                store.undecodableSecret = { _ in
+                    answers.withLock {
+                        $0 += 1
+                        return $0 <= bad
+                    }
                 }
             }
+            mismatch(first: 1)
             #expect(try store.data(forKey: "person") == record)
             #expect(answers.withLock { $0 } == 2, "read once on the first session, once on the new one")
 
             // Two mismatched sessions in a row (about one stale call in 256 on KWallet): a third.
-            answers.withLock { $0 = 0 }
-            store.undecodableSecret = { _ in
-                answers.withLock {
-                    $0 += 1
-                    return $0 <= 2
-                }
-            }
+            mismatch(first: 2)
             #expect(try store.data(forKey: "person") == record)
             #expect(answers.withLock { $0 } == 3, "read on the first session and two new ones")
 
             // Undecodable on every new session too: a typed error naming the store and key once
             // the call has opened its last new session, and the item untouched.
-            answers.withLock { $0 = 0 }
-            store.undecodableSecret = { _ in
-                answers.withLock {
-                    $0 += 1
-                    return true
-                }
-            }
+            mismatch(first: .max)
             let error = try #require(throws: KeepsakeError.self) { try store.data(forKey: "person") }
             #expect(error.code == .io && error.key == "person" && error.store == store.uri)
             #expect(error.message.contains("could not be decrypted"), "\(error.message)")
