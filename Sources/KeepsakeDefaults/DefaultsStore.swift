@@ -527,55 +527,9 @@ struct DefaultsDocument: Sendable {
         }
         let sorted = entries.sorted { $0.key.precedesExactly($1.key) }
         if zip(sorted, sorted.dropFirst()).contains(where: { $0.key.isExactly($1.key) }) {
-            _ = try members(of: bytes, indexed: true)
+            _ = try SuiteIndexer.members(of: bytes, threads: 1, namingDuplicates: true)
         }
         return DefaultsDocument(bytes: bytes, entries: sorted)
-    }
-
-    /// The document's members in file order; with `indexed`, a key seen twice throws
-    /// `duplicate key` at its second occurrence.
-    private static func members(of bytes: Data, indexed: Bool) throws(JSONSyntaxError) -> [(
-        key: String, range: Range<Int>
-    )] {
-        // Data slices keep their parent's indices; ranges are kept in the slice's own.
-        let base = bytes.startIndex
-        return try JSONParser.withParser(bytes) {
-            parser throws(JSONSyntaxError) -> [(key: String, range: Range<Int>)] in
-            var entries: [(key: String, range: Range<Int>)] = []
-            var seen: Set<ExactString> = []
-            guard try parser.peek() == UInt8(ascii: "{") else {
-                throw JSONSyntaxError(offset: parser.offset, reason: "the document is not a JSON object")
-            }
-            try parser.expect(UInt8(ascii: "{"), "'{'")
-            if try parser.peek() == UInt8(ascii: "}") {
-                try parser.expect(UInt8(ascii: "}"), "'}'")
-            } else {
-                while true {
-                    guard try parser.peek() == UInt8(ascii: "\"") else {
-                        throw JSONSyntaxError(offset: parser.offset, reason: "expected a member name")
-                    }
-                    let keyOffset = parser.offset
-                    let key = try parser.parseString()
-                    try parser.expect(UInt8(ascii: ":"), "':'")
-                    let skipped = try parser.skipValue(depth: 1)
-                    let range = (base + skipped.lowerBound)..<(base + skipped.upperBound)
-                    if indexed {
-                        guard seen.insert(ExactString(key)).inserted else {
-                            throw JSONSyntaxError(offset: keyOffset, reason: "duplicate key '\(key)'")
-                        }
-                    }
-                    entries.append((key, range))
-                    if try parser.peek() == UInt8(ascii: ",") {
-                        try parser.expect(UInt8(ascii: ","), "','")
-                        continue
-                    }
-                    try parser.expect(UInt8(ascii: "}"), "',' or '}'")
-                    break
-                }
-            }
-            try parser.expectEnd()
-            return entries
-        }
     }
 
     /// This document with `changes` applied (a value replaces or adds a member, `nil` removes

@@ -25,16 +25,20 @@ enum SuiteIndexer {
 
     /// The document's top-level members in file order.
     ///
+    /// - Parameter namingDuplicates: Whether a key seen twice throws `duplicate key` at its
+    ///   second occurrence (in one pass: the caller asks once it knows there is one).
     /// - Throws: ``JSONSyntaxError`` for a document that is not one JSON object, or whose values
     ///   are not JSON — the error a single pass from the start would throw.
-    static func members(of bytes: Data, threads: Int? = nil) throws(JSONSyntaxError) -> [Entry] {
-        let threads = threads ?? min(ProcessInfo.processInfo.activeProcessorCount, 8)
+    static func members(
+        of bytes: Data, threads: Int? = nil, namingDuplicates: Bool = false
+    ) throws(JSONSyntaxError) -> [Entry] {
+        let threads = namingDuplicates ? 1 : threads ?? min(ProcessInfo.processInfo.activeProcessorCount, 8)
         // Data slices keep their parent's indices; ranges are kept in the slice's own.
         let base = bytes.startIndex
         let starts = threads > 1 && bytes.count >= parallelThreshold ? partStarts(of: bytes, parts: threads) : []
         guard !starts.isEmpty else {
             return try JSONParser.withParser(bytes) { parser throws(JSONSyntaxError) in
-                try run(&parser, base: base, from: nil, until: .max).entries
+                try run(&parser, base: base, from: nil, until: .max, namingDuplicates: namingDuplicates).entries
             }
         }
         // Part 0 opens the object; part k starts at starts[k - 1]; each stops before the first
@@ -95,9 +99,10 @@ enum SuiteIndexer {
     /// first) or from the member name at `from`; until the object ends, or until a member
     /// would start at or past `until`.
     private static func run(
-        _ parser: inout JSONParser, base: Int, from: Int?, until: Int
+        _ parser: inout JSONParser, base: Int, from: Int?, until: Int, namingDuplicates: Bool = false
     ) throws(JSONSyntaxError) -> Run {
         var run = Run()
+        var seen: Set<ExactString> = []
         if let from {
             parser.seek(to: from)
         } else {
@@ -120,7 +125,13 @@ enum SuiteIndexer {
                 run.stop = parser.offset
                 return run
             }
+            let keyOffset = parser.offset
             let key = try parser.parseString()
+            if namingDuplicates {
+                guard seen.insert(ExactString(key)).inserted else {
+                    throw JSONSyntaxError(offset: keyOffset, reason: "duplicate key '\(key)'")
+                }
+            }
             try parser.expect(UInt8(ascii: ":"), "':'")
             let skipped = try parser.skipValue(depth: 1)
             run.entries.append((key, (base + skipped.lowerBound)..<(base + skipped.upperBound)))

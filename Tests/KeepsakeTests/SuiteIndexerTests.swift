@@ -111,6 +111,20 @@ struct SuiteIndexerTests {
         }
     }
 
+    @Test("a key written twice in a large suite is named where it occurs the second time")
+    func duplicateKey() throws {
+        var text = String(decoding: Self.suite(20_000, Self.envelope), as: UTF8.self)
+        let second = try #require(text.range(of: "\"person-0015001\""))
+        text.replaceSubrange(second, with: "\"person-0015000\"")
+        let bytes = Data(text.utf8)
+        let offset = text.utf8.distance(from: text.startIndex, to: second.lowerBound)
+        #expect(try SuiteIndexer.members(of: bytes, threads: 2).count == 20_000, "indexing alone keeps both")
+        let error = Self.error { () throws(JSONSyntaxError) in try DefaultsDocument.parse(bytes).entries }
+        #expect(
+            error?.offset == offset && error?.reason == "duplicate key 'person-0015000'", "\(String(describing: error))"
+        )
+    }
+
     @Test("a document cut short, or with data after it, fails as one pass fails")
     func truncatedAndTrailing() throws {
         let bytes = Self.suite(20_000, Self.envelope)
