@@ -93,8 +93,27 @@ package struct FileSystem: Sendable {
     package func replace(
         _ name: String, in directory: String, writing write: (Int32) throws(SystemFailure) -> Void
     ) throws(SystemFailure) {
+        try publish(try writeTemporary(in: directory, write), as: name, in: directory)
+    }
+
+    /// ``replace(_:in:writing:)`` with the new contents already written into `fd`, an unnamed
+    /// file from ``openUnnamedFile(in:)`` in `directory`: fsync'd, given a temporary name, then
+    /// renamed into place as `replace` does. The descriptor stays the caller's to close. A kill
+    /// before the name is given leaves nothing; after it, a temporary file the owner removes.
+    package func replace(_ name: String, in directory: String, withUnnamed fd: Int32) throws(SystemFailure) {
+        try inject(.fsync, "fsync")
+        try Syscall.fsync(fd)
+        let temporary = directory + "/" + temporaryName()
+        try inject(.link, "linkat")
+        try Syscall.linkUnnamed(fd, to: temporary)
+        try publish(temporary, as: name, in: directory)
+    }
+
+    /// Renames the durable file `temporary` over `name` in `directory`, then fsyncs the
+    /// directory; the previous file is kept under a rollback name until that sync succeeds, and
+    /// put back if it fails. On a failure `temporary` is removed.
+    private func publish(_ temporary: String, as name: String, in directory: String) throws(SystemFailure) {
         let target = directory + "/" + name
-        let temporary = try writeTemporary(in: directory, write)
         // Keep the previous file reachable until the new one is durable.
         var rollback: String? = directory + "/" + temporaryName()
         do throws(SystemFailure) {
@@ -167,7 +186,7 @@ package struct FileSystem: Sendable {
     ///   (see ``removeLeftovers(in:)``).
     package func createExclusively(_ path: String, with data: UnsafeRawBufferPointer) throws(SystemFailure) {
         let parent = FilePath.directory(of: path)
-        if let fd = try openUnnamed(in: parent) {
+        if let fd = try openUnnamedFile(in: parent) {
             do throws(SystemFailure) {
                 try inject(.write, "write")
                 try Syscall.writeAll(fd, data)
@@ -201,16 +220,17 @@ package struct FileSystem: Sendable {
         }
     }
 
-    /// A new unnamed 0600 file in `directory` (`O_TMPFILE`), or `nil` when this system cannot
-    /// make one that ``Syscall/linkUnnamed(_:to:)`` can name (then a named temporary is used).
-    private func openUnnamed(in directory: String) throws(SystemFailure) -> Int32? {
+    /// A new unnamed 0600 file in `directory` (`O_TMPFILE`), open for reading and writing, or
+    /// `nil` when this system cannot make one that ``Syscall/linkUnnamed(_:to:)`` can name
+    /// (then a named temporary is used). Until it is named, a kill leaves nothing behind.
+    package func openUnnamedFile(in directory: String) throws(SystemFailure) -> Int32? {
         #if DEBUG
         guard unnamedFiles else { return nil }
         #endif
         guard Syscall.canLinkUnnamedFiles else { return nil }
         let fd: Int32
         do throws(SystemFailure) {
-            fd = try Syscall.open(directory, O_WRONLY | Syscall.temporaryFileFlag, 0o600)
+            fd = try Syscall.open(directory, O_RDWR | Syscall.temporaryFileFlag, 0o600)
         } catch  where [EOPNOTSUPP, EISDIR, EINVAL].contains(error.errno) {
             return nil  // the file system (or kernel) has no O_TMPFILE
         }

@@ -32,17 +32,26 @@ public final class DefaultsStore: RecordStore, BatchCommittingStore {
     public var capabilities: StoreCapabilities { [] }
     /// How long a change waits for another process holding the lock.
     public let lockTimeout: Duration
+    /// Whether a migration run writes the new suite as it goes (``beginRunStream()``).
+    let streamsRuns: Bool
     /// The last parsed version of the suite, reused while the file is provably unchanged.
-    private let cache = SuiteCache()
+    let cache = SuiteCache()
     /// Whether this instance has looked for a crashed writer's leftovers on a read (once).
     private let leftoversChecked = Mutex(false)
 
     /// A store on the suite file at `path` (created on the first write).
-    public init(path: String, lockTimeout: Duration = .seconds(10)) {
+    public convenience init(path: String, lockTimeout: Duration = .seconds(10)) {
+        self.init(path: path, lockTimeout: lockTimeout, streamsRuns: true)
+    }
+
+    /// A store on the suite file at `path`; `streamsRuns` off makes a migration run hold its
+    /// writes and commit them at the end, as other stores take them (for tests comparing both).
+    init(path: String, lockTimeout: Duration, streamsRuns: Bool) {
         let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         self.path = (absolute as NSString).standardizingPath
         self.uri = "defaults:" + self.path
         self.lockTimeout = lockTimeout
+        self.streamsRuns = streamsRuns
     }
 
     /// The suite `suite` of app `app` at its default place, `$XDG_CONFIG_HOME/<app>/<suite>.json`
@@ -68,10 +77,10 @@ public final class DefaultsStore: RecordStore, BatchCommittingStore {
     }
 
     private var lockPath: String { path + ".lock" }
-    private var directory: String { (path as NSString).deletingLastPathComponent }
-    private var fileName: String { (path as NSString).lastPathComponent }
+    var directory: String { (path as NSString).deletingLastPathComponent }
+    var fileName: String { (path as NSString).lastPathComponent }
     /// Temporary files carry the suite's name, so a write cleans up only this suite's leftovers.
-    private var fileSystem: FileSystem { FileSystem(temporaryPrefix: "." + fileName + ".tmp-") }
+    var fileSystem: FileSystem { FileSystem(temporaryPrefix: "." + fileName + ".tmp-") }
 
     // MARK: RecordStore
 
@@ -128,7 +137,7 @@ public final class DefaultsStore: RecordStore, BatchCommittingStore {
     ///
     /// - Throws: `KeepsakeError.Code.lockTimeout` when another writer held it too long, the
     ///   errors of making the directory or opening the lock file, then what `body` throws.
-    private func holdingLock<T>(_ body: () throws(KeepsakeError) -> T) throws(KeepsakeError) -> T {
+    func holdingLock<T>(_ body: () throws(KeepsakeError) -> T) throws(KeepsakeError) -> T {
         do throws(SystemFailure) {
             try Syscall.makeDirectories(directory)
         } catch {
@@ -264,7 +273,7 @@ public final class DefaultsStore: RecordStore, BatchCommittingStore {
     // MARK: Document
 
     /// Removes temporary files a crashed writer of this suite left. Called under the lock.
-    private func removeLeftovers() {
+    func removeLeftovers() {
         let names: [String]
         do throws(SystemFailure) {
             names = try Syscall.listDirectory(directory)
@@ -295,7 +304,7 @@ public final class DefaultsStore: RecordStore, BatchCommittingStore {
 
     /// The suite as it is on disk now: the cached parse when the file is provably the version
     /// parsed last (see ``SuiteCache``), else the file read and parsed (and cached).
-    private func readDocument() throws(KeepsakeError) -> DefaultsDocument {
+    func readDocument() throws(KeepsakeError) -> DefaultsDocument {
         if let settled = cache.settledDocument(at: path) { return settled }
         removeLeftoversIfUnlocked()
         let readAt = SuiteCache.now()
@@ -558,64 +567,116 @@ struct DefaultsDocument: Sendable {
         applying changes: Changes, chunk: Int = 1 << 18,
         to sink: (UnsafeRawBufferPointer) throws(Failure) -> Void
     ) throws(Failure) where Changes.Index == Int {
-        var out: [UInt8] = []
-        out.reserveCapacity(chunk + 4096)
-        func flush() throws(Failure) {
-            let result = out.withUnsafeBytes { buffer in Result { () throws(Failure) in try sink(buffer) } }
-            out.removeAll(keepingCapacity: true)
-            try result.get()
-        }
-        out.append(UInt8(ascii: "{"))
-        var first = true
-        let firstSeparator: [UInt8] = Array("\n  ".utf8)
-        let separator: [UInt8] = Array(",\n  ".utf8)
-        let colon: [UInt8] = Array(": ".utf8)
-        func member(_ key: String, _ value: UnsafeRawBufferPointer) throws(Failure) {
-            out.append(contentsOf: first ? firstSeparator : separator)
-            first = false
-            CanonicalJSON.appendString(key, to: &out)
-            out.append(contentsOf: colon)
-            out.append(contentsOf: value)
-            if out.count >= chunk { try flush() }
-        }
-        func member(_ key: String, _ value: Data) throws(Failure) {
-            try value.withUnsafeBytes { buffer in Result { () throws(Failure) in try member(key, buffer) } }.get()
-        }
-        // Merge the sorted members with the sorted changed keys.
+        var writer = DocumentWriter(self, chunk: chunk)
         // Each change is read once (a run's batch builds it as it is read).
-        var next = changes.startIndex
-        var change: (key: String, value: Data?)? = next < changes.endIndex ? changes[next] : nil
-        func advance() {
-            next += 1
-            change = next < changes.endIndex ? changes[next] : nil
+        for change in changes {
+            _ = try writer.copyMembers(before: change.key, to: sink)
+            guard let value = change.value else { continue }
+            try value.withUnsafeBytes { buffer in
+                Result { () throws(Failure) in _ = try writer.member(change.key, buffer, to: sink) }
+            }.get()
         }
-        try bytes.withUnsafeBytes { raw in
+        try writer.finish(to: sink)
+    }
+}
+
+/// Writes a ``DefaultsDocument`` with changes applied, as they come: the document's sorted
+/// members merged with changed keys given in sorted order (UTF-8 bytes, each once), a member
+/// per line, each value as given or as it was, byte for byte. The bytes go to a sink in chunks
+/// of about `chunk` bytes; where each new value lands in them is returned, so that a migration
+/// run streaming its writes into the new suite can find them again.
+struct DocumentWriter {
+    let document: DefaultsDocument
+    let chunk: Int
+    private var out: [UInt8] = []
+    private var first = true
+    /// The index of the first of the document's members not yet written or replaced.
+    private(set) var next = 0
+    /// Bytes handed to the sink so far.
+    private(set) var flushed = 0
+
+    init(_ document: DefaultsDocument, chunk: Int = 1 << 18) {
+        self.document = document
+        self.chunk = chunk
+        out.reserveCapacity(chunk + 4096)
+        out.append(UInt8(ascii: "{"))
+    }
+
+    /// Bytes written so far, handed to the sink or not.
+    var count: Int { flushed + out.count }
+
+    /// Writes the document's members that sort before `key` and are not written yet; when the
+    /// document has a member `key`, returns its index and passes over it (it is replaced or
+    /// removed, never written as it was).
+    mutating func copyMembers<Failure: Error>(
+        before key: String, to sink: (UnsafeRawBufferPointer) throws(Failure) -> Void
+    ) throws(Failure) -> Int? {
+        try copyMembers(while: { $0.precedesExactly(key) }, to: sink)
+        let entries = document.entries
+        guard next < entries.count, entries[next].key.isExactly(key) else { return nil }
+        next += 1
+        return next - 1
+    }
+
+    /// Writes the document's members not written yet, from the next, while `more` holds for
+    /// their keys.
+    private mutating func copyMembers<Failure: Error>(
+        while more: (String) -> Bool, to sink: (UnsafeRawBufferPointer) throws(Failure) -> Void
+    ) throws(Failure) {
+        let entries = document.entries
+        guard next < entries.count, more(entries[next].key) else { return }
+        let base = document.bytes.startIndex
+        try document.bytes.withUnsafeBytes { raw in
             Result { () throws(Failure) in
-                let base = bytes.startIndex
-                for entry in entries {
-                    while let pending = change, pending.key.precedesExactly(entry.key) {
-                        if let value = pending.value { try member(pending.key, value) }
-                        advance()
-                    }
-                    if let pending = change, pending.key.isExactly(entry.key) {
-                        if let value = pending.value { try member(entry.key, value) }
-                        advance()
-                        continue
-                    }
-                    try member(
-                        entry.key,
-                        UnsafeRawBufferPointer(
-                            rebasing: raw[(entry.range.lowerBound - base)..<(entry.range.upperBound - base)]))
+                while next < entries.count, more(entries[next].key) {
+                    let range = entries[next].range
+                    _ = try member(
+                        entries[next].key,
+                        UnsafeRawBufferPointer(rebasing: raw[(range.lowerBound - base)..<(range.upperBound - base)]),
+                        to: sink)
+                    next += 1
                 }
             }
         }.get()
-        while let pending = change {
-            if let value = pending.value { try member(pending.key, value) }
-            advance()
-        }
-        out.append(contentsOf: Array((first ? "}\n" : "\n}\n").utf8))
-        try flush()
     }
+
+    /// Writes the member `key`: `value`, and returns where the value's bytes lie in all that is
+    /// written.
+    mutating func member<Failure: Error>(
+        _ key: String, _ value: UnsafeRawBufferPointer, to sink: (UnsafeRawBufferPointer) throws(Failure) -> Void
+    ) throws(Failure) -> Range<Int> {
+        out.append(contentsOf: first ? Self.firstSeparator : Self.separator)
+        first = false
+        CanonicalJSON.appendString(key, to: &out)
+        out.append(contentsOf: Self.colon)
+        let start = count
+        out.append(contentsOf: value)
+        let range = start..<count
+        if out.count >= chunk { try flush(to: sink) }
+        return range
+    }
+
+    /// Writes the members left and the closing brace, and hands everything to the sink.
+    mutating func finish<Failure: Error>(to sink: (UnsafeRawBufferPointer) throws(Failure) -> Void) throws(Failure) {
+        try copyMembers(while: { _ in true }, to: sink)
+        out.append(contentsOf: first ? Self.emptyEnd : Self.end)
+        try flush(to: sink)
+    }
+
+    /// Hands what is buffered to the sink.
+    mutating func flush<Failure: Error>(to sink: (UnsafeRawBufferPointer) throws(Failure) -> Void) throws(Failure) {
+        guard !out.isEmpty else { return }
+        let result = out.withUnsafeBytes { buffer in Result { () throws(Failure) in try sink(buffer) } }
+        flushed += out.count
+        out.removeAll(keepingCapacity: true)
+        try result.get()
+    }
+
+    private static let firstSeparator: [UInt8] = Array("\n  ".utf8)
+    private static let separator: [UInt8] = Array(",\n  ".utf8)
+    private static let colon: [UInt8] = Array(": ".utf8)
+    private static let end: [UInt8] = Array("\n}\n".utf8)
+    private static let emptyEnd: [UInt8] = Array("}\n".utf8)
 }
 
 /// The writes of a batch that apply, in order, as the (key, value) changes a document is

@@ -112,4 +112,59 @@ struct WriteBatchTests {
             second.withUnsafeBufferPointer { b in #expect(a.baseAddress == b.baseAddress) }
         }
     }
+
+    /// A stream that keeps what it is given in memory and stops taking writes after `limit`.
+    final class MemoryStream: RunStream {
+        var bytes = Data("{header}".utf8)
+        var appended: [(key: String, original: Data)] = []
+        let limit: Int
+        init(limit: Int) { self.limit = limit }
+        func append(key: String, value: UnsafeRawBufferPointer, over original: Data) -> Range<Int>? {
+            guard appended.count < limit else { return nil }
+            appended.append((key, original))
+            bytes.append(contentsOf: Array("\"\(key)\": ".utf8))
+            let start = bytes.count
+            bytes.append(contentsOf: value)
+            return start..<bytes.count
+        }
+        func commit() throws(KeepsakeError) -> Bool { false }
+        func streamedBytes() throws(KeepsakeError) -> Data { bytes }
+        func discard() {}
+    }
+
+    @Test(
+        "writes streamed block by block, the stream stopping anywhere, give back each write's bytes once restored",
+        arguments: [0, 1, 5, 9, 13, 100])
+    func streamedBlocks(limit: Int) throws {
+        var reports = RecordReports()
+        var batch = WriteBatch()
+        let stream = MemoryStream(limit: limit)
+        var streaming = true
+        var expected: [(key: String, value: Data, original: Data)] = []
+        // Blocks of unequal sizes, one empty, one write of zero bytes; each block streamed when
+        // it closes, while the stream takes writes.
+        for (block, size) in [5, 0, 1, 7, 3].enumerated() {
+            for index in 0..<size {
+                let key = "k\(block)-\(index)"
+                let value = index == 2 ? Data() : Data("new \(key) \(String(repeating: "x", count: index))".utf8)
+                let original = Data("old \(key)".utf8)
+                batch.append(value, over: original, report: reports.count)
+                reports.append(RecordReport(key: key, state: .outdated))
+                expected.append((key, value, original))
+            }
+            batch.endBlock()
+            if streaming { streaming = batch.stream(into: stream, keyedBy: reports) }
+        }
+        #expect(streaming == (limit >= expected.count))
+        #expect(stream.appended.map(\.key) == expected.prefix(limit).map(\.key))
+        #expect(stream.appended.map(\.original) == expected.prefix(limit).map(\.original))
+        batch.restoreStreamed(try stream.streamedBytes())
+        let writes = batch.writes(keyedBy: reports)
+        #expect(writes.count == expected.count)
+        for (write, want) in zip(writes, expected) {
+            #expect(write.key == want.key)
+            #expect(write.value == want.value, "\(want.key), the stream stopping after \(limit)")
+            #expect(write.expectation == .unchanged(want.original))
+        }
+    }
 }

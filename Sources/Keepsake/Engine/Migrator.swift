@@ -273,12 +273,42 @@ public struct Migrator: Sendable {
         let inBlocks = store.capabilities.contains(.commitsRunInBlocks)
         var failure: KeepsakeError?  // a block's commit that threw: the run stops there
         var committed = false  // whether any batch was sent
+        // On a store that takes a run's writes as they are made (the defaults store: into the new
+        // suite file), each block's writes go to it as the block is handed on: the run holds
+        // where their bytes lie, not the bytes, and the commit has only to put them in place.
+        // Not with a backup, whose failures drop writes from the batch after the fact.
+        var streaming = backup == nil && !inBlocks && store is any RunStreamingStore
+        var stream: (any RunStream)?
+        defer { stream?.discard() }
+        /// Streams the writes gathered so far into the store, while it takes them.
+        func streamGathered() {
+            guard streaming, !batch.isEmpty else { return }
+            if stream == nil { stream = (store as? any RunStreamingStore)?.beginRunStream() }
+            guard let stream else {
+                streaming = false
+                return
+            }
+            streaming = batch.stream(into: stream, keyedBy: reports)
+        }
         /// Backs up and commits the writes gathered so far, and notes how each ended.
         func commitGathered() throws(KeepsakeError) {
             batch.endBlock()
             if let backup, !batch.isEmpty { backUp(&batch, in: backup, &reports) }
             guard !batch.isEmpty else { return }
             committed = true
+            streamGathered()
+            if let taken = stream {
+                stream = nil
+                defer { taken.discard() }
+                if try taken.commit() {
+                    for entry in batch.entries { reports.setState(.migrated, at: entry.report) }
+                    batch.removeAll()
+                    return
+                }
+                // The store changed since the run read it: the writes go as a batch, each
+                // applied only over what it was migrated from.
+                batch.restoreStreamed(try taken.streamedBytes())
+            }
             let results = try commit(batch.writes(keyedBy: reports))
             for (entry, result) in zip(batch.entries, results) {
                 switch result {
@@ -311,6 +341,7 @@ public struct Migrator: Sendable {
             endOfBlock: {
                 guard failure == nil else { return }
                 batch.endBlock()
+                streamGathered()
                 guard inBlocks else { return }
                 do throws(KeepsakeError) {
                     try commitGathered()

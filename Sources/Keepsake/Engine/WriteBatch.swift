@@ -11,9 +11,10 @@ package struct WriteBatch: Sendable {
     struct Entry: Sendable {
         /// The record's bytes as read: the write applies only if the key still holds them.
         let original: Data
-        /// Where the new bytes lie, counted over the blocks one after the other.
-        let start: Int
-        let end: Int
+        /// Where the new bytes lie, counted over the blocks one after the other (for a write
+        /// streamed into the store, where they lie in the stream).
+        var start: Int
+        var end: Int
         /// The position of the record's report (its key is the report's).
         let report: Int
     }
@@ -26,6 +27,9 @@ package struct WriteBatch: Sendable {
     private var length = 0
     /// The block being filled.
     private var arena: [UInt8] = []
+    /// How many of the first entries were streamed into the store (``stream(into:keyedBy:)``):
+    /// their new bytes lie in the stream, before any block's.
+    private var streamed = 0
 
     var isEmpty: Bool { entries.isEmpty }
 
@@ -47,6 +51,44 @@ package struct WriteBatch: Sendable {
         arena.removeAll(keepingCapacity: true)
     }
 
+    /// Hands the writes not streamed yet to `stream`, in order, and drops their blocks: their
+    /// bytes now lie in the stream, and the batch holds only where. Call after ``endBlock()``.
+    ///
+    /// - Returns: `false` when the stream stopped taking writes; the writes it did not take keep
+    ///   their bytes here, and no more go to it.
+    mutating func stream(into stream: any RunStream, keyedBy reports: RecordReports) -> Bool {
+        guard streamed < entries.count else { return true }
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(entries.count - streamed)
+        for position in streamed..<entries.count {
+            let entry = entries[position]
+            let range = value(of: entry).withUnsafeBytes { value in
+                stream.append(key: reports.key(at: entry.report), value: value, over: entry.original)
+            }
+            guard let range else { return false }
+            ranges.append(range)
+        }
+        for (position, range) in zip(streamed..., ranges) {
+            entries[position].start = range.lowerBound
+            entries[position].end = range.upperBound
+        }
+        streamed = entries.count
+        // Every block held only writes streamed now. The next bytes are counted from past the
+        // last streamed write's, so that no block's positions meet the stream's.
+        blocks.removeAll()
+        blockStarts.removeAll()
+        length = ranges.last.map { max(length, $0.upperBound) } ?? length
+        return true
+    }
+
+    /// Puts `bytes`, what the stream held (``RunStream/streamedBytes()``), where the streamed
+    /// writes' new bytes are read from, before the blocks kept here.
+    mutating func restoreStreamed(_ bytes: Data) {
+        guard streamed > 0 else { return }
+        blocks.insert(bytes, at: 0)
+        blockStarts.insert(0, at: 0)
+    }
+
     /// Keeps only the writes for which `keep` is true (in order).
     mutating func filter(_ keep: (Int) -> Bool) {
         var position = 0
@@ -63,6 +105,7 @@ package struct WriteBatch: Sendable {
         blocks.removeAll()
         blockStarts.removeAll()
         length = 0
+        streamed = 0
     }
 
     /// The new bytes of `entry`, sharing its block's buffer.
