@@ -134,6 +134,10 @@ final class DefaultsRunStream: RunStream {
         }
     }
 
+    func original(forKey key: String) -> Data? {
+        document.slice(forKey: key)
+    }
+
     func discard() {
         guard fd >= 0 else { return }
         Syscall.close(fd)

@@ -54,6 +54,7 @@ struct WriteBatchTests {
 
     @Test("a batch over several blocks gives back each write's key, bytes and expectation")
     func batchAcrossBlocks() {
+        #expect(MemoryLayout<WriteBatch.Entry>.stride == 24)
         var reports = RecordReports()
         var batch = WriteBatch()
         var expected: [(key: String, value: Data, original: Data)] = []
@@ -129,6 +130,7 @@ struct WriteBatchTests {
         }
         func commit() throws(KeepsakeError) -> Bool { false }
         func streamedBytes() throws(KeepsakeError) -> Data { bytes }
+        func original(forKey key: String) -> Data? { appended.first { $0.key == key }?.original }
         func discard() {}
     }
 
@@ -158,7 +160,7 @@ struct WriteBatchTests {
         #expect(streaming == (limit >= expected.count))
         #expect(stream.appended.map(\.key) == expected.prefix(limit).map(\.key))
         #expect(stream.appended.map(\.original) == expected.prefix(limit).map(\.original))
-        batch.restoreStreamed(try stream.streamedBytes())
+        batch.restoreStreamed(try stream.streamedBytes(), originals: stream.original(forKey:), keyedBy: reports)
         let writes = batch.writes(keyedBy: reports)
         #expect(writes.count == expected.count)
         for (write, want) in zip(writes, expected) {

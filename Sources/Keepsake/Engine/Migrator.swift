@@ -307,7 +307,7 @@ public struct Migrator: Sendable {
                 }
                 // The store changed since the run read it: the writes go as a batch, each
                 // applied only over what it was migrated from.
-                batch.restoreStreamed(try taken.streamedBytes())
+                batch.restoreStreamed(try taken.streamedBytes(), originals: taken.original(forKey:), keyedBy: reports)
             }
             let results = try commit(batch.writes(keyedBy: reports))
             for (entry, result) in zip(batch.entries, results) {
@@ -367,7 +367,9 @@ public struct Migrator: Sendable {
     /// the writes whose record was backed up; a record whose backup failed keeps its bytes, and
     /// its report says why.
     private func backUp(_ batch: inout WriteBatch, in backup: BackupDirectory, _ reports: inout RecordReports) {
-        let originals = batch.entries.map { (key: reports.key(at: $0.report), bytes: $0.original) }
+        let originals = batch.entries.indices.map { position in
+            (key: reports.key(at: batch.entries[position].report), bytes: batch.original(at: position))
+        }
         let saved = backup.saveAll(originals, store: store.uri)
         for (entry, saved) in zip(batch.entries, saved) {
             switch saved {

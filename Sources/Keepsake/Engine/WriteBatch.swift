@@ -1,16 +1,20 @@
 import Foundation
 
-/// The writes of a ``Migrator`` run, held at a fixed 40 bytes a write until they are committed:
+/// The writes of a ``Migrator`` run, held at a fixed size a write until they are committed:
 /// the new bytes of each block of records in one buffer, and for each write where its bytes lie
-/// in those buffers, the record's bytes as read (a slice of what the store handed over, not a
-/// copy) and its report's position — its key is the report's.
+/// in those buffers and its report's position — its key is the report's — in 24 bytes, and the
+/// record's bytes as read (a slice of what the store handed over, not a copy) in 16 more.
+///
+/// On a store that takes a run's writes as they are made (``RunStreamingStore``), each block's
+/// writes go to it as the block is handed on (``stream(into:keyedBy:)``), and the batch then
+/// holds only where their bytes lie in the stream: neither the new bytes nor the bytes read
+/// (the stream checked each write against them, and gives them back if the writes must be
+/// committed as a batch after all, ``restoreStreamed(_:originals:keyedBy:)``).
 ///
 /// An array of ``StoreWrite`` and each write's report position took 64 bytes a write: for a
 /// million-record suite, 24 MB more at the commit, when the run holds the most.
 package struct WriteBatch: Sendable {
     struct Entry: Sendable {
-        /// The record's bytes as read: the write applies only if the key still holds them.
-        let original: Data
         /// Where the new bytes lie, counted over the blocks one after the other (for a write
         /// streamed into the store, where they lie in the stream).
         var start: Int
@@ -20,6 +24,11 @@ package struct WriteBatch: Sendable {
     }
 
     private(set) var entries: [Entry] = []
+    /// The record's bytes as read, of each write from the first not streamed: the write applies
+    /// only if the key still holds them.
+    private var originals: [Data] = []
+    /// The same, of the streamed writes, once they are to be committed as a batch after all.
+    private var streamedOriginals: [Data] = []
     /// The new bytes of each block of writes, and where each block starts (counted as `start`).
     private var blocks: [Data] = []
     private var blockStarts: [Int] = []
@@ -33,13 +42,22 @@ package struct WriteBatch: Sendable {
 
     var isEmpty: Bool { entries.isEmpty }
 
-    mutating func reserveCapacity(_ count: Int) { entries.reserveCapacity(count) }
+    mutating func reserveCapacity(_ count: Int) {
+        entries.reserveCapacity(count)
+        originals.reserveCapacity(count)
+    }
 
     /// Adds the write of `encoded` over `original`, for the report at `report`.
     mutating func append(_ encoded: Data, over original: Data, report: Int) {
         let start = length + arena.count
         arena.append(contentsOf: encoded)
-        entries.append(Entry(original: original, start: start, end: length + arena.count, report: report))
+        entries.append(Entry(start: start, end: length + arena.count, report: report))
+        originals.append(original)
+    }
+
+    /// The record's bytes as read, of the write at `position`.
+    func original(at position: Int) -> Data {
+        position < streamed ? streamedOriginals[position] : originals[position - streamed]
     }
 
     /// Closes the block being filled: its bytes move into one buffer of their own size.
@@ -63,7 +81,7 @@ package struct WriteBatch: Sendable {
         for position in streamed..<entries.count {
             let entry = entries[position]
             let range = value(of: entry).withUnsafeBytes { value in
-                stream.append(key: reports.key(at: entry.report), value: value, over: entry.original)
+                stream.append(key: reports.key(at: entry.report), value: value, over: originals[position - streamed])
             }
             guard let range else { return false }
             ranges.append(range)
@@ -73,6 +91,7 @@ package struct WriteBatch: Sendable {
             entries[position].end = range.upperBound
         }
         streamed = entries.count
+        originals.removeAll(keepingCapacity: true)
         // Every block held only writes streamed now. The next bytes are counted from past the
         // last streamed write's, so that no block's positions meet the stream's.
         blocks.removeAll()
@@ -81,27 +100,45 @@ package struct WriteBatch: Sendable {
         return true
     }
 
-    /// Puts `bytes`, what the stream held (``RunStream/streamedBytes()``), where the streamed
-    /// writes' new bytes are read from, before the blocks kept here.
-    mutating func restoreStreamed(_ bytes: Data) {
+    /// Takes the streamed writes back, to be committed as a batch: `bytes`, what the stream
+    /// held (``RunStream/streamedBytes()``), becomes where their new bytes are read from, and
+    /// `originals` gives the bytes each was migrated from, by key (``RunStream/original(forKey:)``).
+    mutating func restoreStreamed(
+        _ bytes: Data, originals: (String) -> Data?, keyedBy reports: RecordReports
+    ) {
         guard streamed > 0 else { return }
         blocks.insert(bytes, at: 0)
         blockStarts.insert(0, at: 0)
+        // A key the stream cannot give back (it took no write it had not checked, so none) is
+        // written only over nothing, which the store it was read from does not hold: a conflict,
+        // never a write over what another writer stored.
+        streamedOriginals = entries[..<streamed].map { originals(reports.key(at: $0.report)) ?? Data() }
     }
 
     /// Keeps only the writes for which `keep` is true (in order).
+    /// Only before any write is streamed (a run that backs up does not stream).
     mutating func filter(_ keep: (Int) -> Bool) {
+        let all = entries.indices.map(original(at:))
+        var kept: [Data] = []
+        kept.reserveCapacity(entries.count)
         var position = 0
         entries.removeAll { _ in
             defer { position += 1 }
-            return !keep(position)
+            guard keep(position) else { return true }
+            kept.append(all[position])
+            return false
         }
+        originals = kept
+        streamedOriginals = []
+        streamed = 0
     }
 
     /// Empties the batch, keeping the room its entries took for the next.
     mutating func removeAll() {
         arena.removeAll(keepingCapacity: true)
         entries.removeAll(keepingCapacity: true)
+        originals.removeAll(keepingCapacity: true)
+        streamedOriginals = []
         blocks.removeAll()
         blockStarts.removeAll()
         length = 0
@@ -148,7 +185,7 @@ package struct WriteBatch: Sendable {
             let entry = batch.entries[position]
             var write = StoreWrite(
                 key: reports.key(at: entry.report), value: batch.value(of: entry),
-                expectation: .unchanged(entry.original))
+                expectation: .unchanged(batch.original(at: position)))
             write.valueIsVerified = true
             return write
         }

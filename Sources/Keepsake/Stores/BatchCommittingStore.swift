@@ -40,6 +40,10 @@ package protocol RunStream: AnyObject {
     /// returned lie.
     func streamedBytes() throws(KeepsakeError) -> Data
 
+    /// The bytes the store held under `key` when the run read it: what the write streamed for
+    /// `key` was checked to have been migrated from; `nil` for a key with no such write.
+    func original(forKey key: String) -> Data?
+
     /// Drops the stream and what it holds; nothing is written.
     func discard()
 }
