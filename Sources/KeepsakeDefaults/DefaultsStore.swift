@@ -24,6 +24,12 @@ import Glibc
 /// under that lock too (``exclusiveUpdate(forKey:_:)``): writers of the suite take turns. Values a
 /// change does not touch keep their exact bytes. A document that is not a JSON object is an
 /// error — it is never treated as empty and never overwritten.
+///
+/// A migration run (`Migrator.run`, `migrate run`) does not hold the lock while it migrates:
+/// it writes the new document into an unnamed file beside the suite as it goes, and under the
+/// lock only checks that the suite still holds what it read before renaming that file into
+/// place; when another writer changed the suite meanwhile, each migrated record is written only
+/// over the bytes it was migrated from (see `DefaultsStore+RunStream.swift`).
 public final class DefaultsStore: RecordStore, BatchCommittingStore {
     /// The suite file.
     public let path: String

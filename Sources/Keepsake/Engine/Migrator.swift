@@ -252,7 +252,9 @@ public struct Migrator: Sendable {
 
     /// ``run(backup:progress:)``, its reports held compactly (``RecordReports``): what
     /// `migrate run` uses. The records to write are held in a ``WriteBatch`` (one buffer per
-    /// block of records, 40 bytes a write), not one allocation each.
+    /// block of records, 40 bytes a write), not one allocation each — or, on a store that takes
+    /// them as they are made (``RunStreamingStore``), streamed into it block by block, the batch
+    /// holding only where each write's bytes lie (24 bytes).
     package func runReports(
         backup: BackupDirectory? = nil,
         progress: (@Sendable (MigrationProgress) -> Void)? = nil
