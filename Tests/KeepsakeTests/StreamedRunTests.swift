@@ -57,6 +57,7 @@ struct StreamedRunTests {
         #expect(ranStreamed.map { $0.error?.message } == ranHeld.map { $0.error?.message })
         #expect(try Self.fileBytes(streamed) == Self.fileBytes(held))
         #expect(try Self.names(in: streamedDirectory) == ["suite.json", "suite.json.lock"])
+        #expect(try mode(of: streamed.path) == 0o600)
 
         // Read back as a new instance would: every migrated record is its latest envelope.
         let reread = DefaultsStore(path: streamed.path)
@@ -122,5 +123,43 @@ struct StreamedRunTests {
                 == (0..<MigratorLargeStoreTests.count).filter { MigratorLargeStoreTests.record($0).plan == .outdated }
                 .count - 1)
         #expect(try Self.names(in: directory) == ["suite.json", "suite.json.lock"])
+    }
+    /// A suite an app or a person wrote: members out of order, escaped and non-ASCII keys, odd
+    /// spacing, plain values between records.
+    @Test("a hand-written suite, out of order and oddly spaced, comes out as a held run writes it")
+    func handWritten() throws {
+        var members: [String] = []
+        for index in (0..<(2 * 2_048 + 300)).reversed() {
+            let key = index % 3 == 0 ? "caf\\u00e9-\(index)" : index % 3 == 1 ? "naïve \\\"\(index)\\\"" : "p\(index)"
+            let value =
+                index % 11 == 0
+                ? "[1, 2,\n 3]"
+                : #"{ "version" : 0, "schema":"Person", "data": {"name":"P\#(index)","age":"\#(index % 80)"} }"#
+            members.append("\"\(key)\"  :\t\(value)")
+        }
+        let text = "{\r\n" + members.joined(separator: " ,\n") + "}"
+        var stores: [DefaultsStore] = []
+        var directories: [String] = []
+        defer { for directory in directories { try? FileManager.default.removeItem(atPath: directory) } }
+        for streams in [true, false] {
+            let directory = try temporaryDirectory()
+            directories.append(directory)
+            try Data(text.utf8).write(to: URL(fileURLWithPath: directory + "/suite.json"))
+            stores.append(
+                DefaultsStore(path: directory + "/suite.json", lockTimeout: .seconds(10), streamsRuns: streams))
+        }
+        let streamed = try Migrator(store: stores[0], chains: [Person.chain.erased], context: context).run()
+        let held = try Migrator(store: stores[1], chains: [Person.chain.erased], context: context).run()
+        #expect(streamed.filter { $0.state == .migrated }.count > 3_000)
+        #expect(streamed.map(\.key) == held.map(\.key))
+        #expect(streamed.map(\.state) == held.map(\.state))
+        let written = try Self.fileBytes(stores[0])
+        #expect(written == (try Self.fileBytes(stores[1])))
+        #expect(written != Data(text.utf8))
+        // Every plain value kept its bytes, every record is the latest envelope.
+        let reread = DefaultsStore(path: stores[0].path)
+        #expect(try reread.keys().count == 2 * 2_048 + 300)
+        #expect(try reread.data(forKey: "p2024") == bytes("[1, 2,\n 3]"))
+        #expect(try reread.data(forKey: "p2") == Person.chain.encode(PersonV3(alias: "P2", email: "---")))
     }
 }
