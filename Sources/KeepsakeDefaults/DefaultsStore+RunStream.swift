@@ -121,12 +121,24 @@ final class DefaultsRunStream: RunStream {
         return try store.commit(self)
     }
 
-    func streamedBytes() throws(KeepsakeError) -> Data {
+    func readBack(_ body: (_ chunk: UnsafeRawBufferPointer, _ offset: Int) -> Void) throws(KeepsakeError) {
         let fd = self.fd
         do throws(SystemFailure) {
             try writer.flush { buffer throws(SystemFailure) in try Syscall.writeAll(fd, buffer) }
-            guard lseek(fd, 0, SEEK_SET) == 0 else { throw SystemFailure(call: "lseek", errno: errno) }
-            return try Syscall.readToEnd(fd, size: writer.count, as: Data.self)
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            var offset = 0
+            while offset < writer.count {
+                let count = buffer.withUnsafeMutableBytes { raw in
+                    pread(fd, raw.baseAddress, min(raw.count, writer.count - offset), off_t(offset))
+                }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw SystemFailure(call: "pread", errno: errno)
+                }
+                if count == 0 { break }  // shorter than written: the caller finds its bytes missing
+                buffer.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[..<count]), offset) }
+                offset += count
+            }
         } catch {
             throw error.error(
                 store: store.uri,

@@ -129,7 +129,18 @@ struct WriteBatchTests {
             return start..<bytes.count
         }
         func commit() throws(KeepsakeError) -> Bool { false }
-        func streamedBytes() throws(KeepsakeError) -> Data { bytes }
+        /// Hands the bytes back in chunks of `chunk`, so that writes span chunks.
+        var chunk = 7
+        func readBack(_ body: (_ chunk: UnsafeRawBufferPointer, _ offset: Int) -> Void) throws(KeepsakeError) {
+            bytes.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let end = min(raw.count, offset + chunk)
+                    body(UnsafeRawBufferPointer(rebasing: raw[offset..<end]), offset)
+                    offset = end
+                }
+            }
+        }
         func original(forKey key: String) -> Data? { appended.first { $0.key == key }?.original }
         func discard() {}
     }
@@ -160,7 +171,7 @@ struct WriteBatchTests {
         #expect(streaming == (limit >= expected.count))
         #expect(stream.appended.map(\.key) == expected.prefix(limit).map(\.key))
         #expect(stream.appended.map(\.original) == expected.prefix(limit).map(\.original))
-        batch.restoreStreamed(try stream.streamedBytes(), originals: stream.original(forKey:), keyedBy: reports)
+        try batch.restoreStreamed(from: stream, keyedBy: reports, store: "memory:test")
         let writes = batch.writes(keyedBy: reports)
         #expect(writes.count == expected.count)
         for (write, want) in zip(writes, expected) {
@@ -168,5 +179,28 @@ struct WriteBatchTests {
             #expect(write.value == want.value, "\(want.key), the stream stopping after \(limit)")
             #expect(write.expectation == .unchanged(want.original))
         }
+    }
+    @Test("a stream that reads back short gives a typed error naming the store, and the batch is as it was")
+    func shortReadBack() throws {
+        var reports = RecordReports()
+        var batch = WriteBatch()
+        let stream = MemoryStream(limit: 100)
+        for index in 0..<4 {
+            batch.append(Data("new \(index)".utf8), over: Data("old \(index)".utf8), report: reports.count)
+            reports.append(RecordReport(key: "k\(index)", state: .outdated))
+        }
+        batch.endBlock()
+        let took = batch.stream(into: stream, keyedBy: reports)
+        #expect(took)
+        stream.bytes.removeLast(3)  // the last write's bytes cut short
+        do {
+            try batch.restoreStreamed(from: stream, keyedBy: reports, store: "memory:test")
+            Issue.record("a short read-back was taken")
+        } catch {
+            #expect(error.code == .io && error.store == "memory:test")
+        }
+        stream.bytes.append(contentsOf: Array("w 3".utf8))
+        try batch.restoreStreamed(from: stream, keyedBy: reports, store: "memory:test")
+        #expect(batch.writes(keyedBy: reports).map(\.value) == (0..<4).map { Data("new \($0)".utf8) })
     }
 }

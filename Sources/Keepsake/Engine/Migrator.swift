@@ -309,7 +309,7 @@ public struct Migrator: Sendable {
                 }
                 // The store changed since the run read it: the writes go as a batch, each
                 // applied only over what it was migrated from.
-                batch.restoreStreamed(try taken.streamedBytes(), originals: taken.original(forKey:), keyedBy: reports)
+                try batch.restoreStreamed(from: taken, keyedBy: reports, store: store.uri)
             }
             let results = try commit(batch.writes(keyedBy: reports))
             for (entry, result) in zip(batch.entries, results) {

@@ -102,19 +102,58 @@ package struct WriteBatch: Sendable {
         return true
     }
 
-    /// Takes the streamed writes back, to be committed as a batch: `bytes`, what the stream
-    /// held (``RunStream/streamedBytes()``), becomes where their new bytes are read from, and
-    /// `originals` gives the bytes each was migrated from, by key (``RunStream/original(forKey:)``).
+    /// Takes the streamed writes back from `stream`, to be committed as a batch: their new bytes
+    /// are read back into one buffer of their own size (not the whole stream: only where each
+    /// write's bytes lie), and the bytes each was migrated from are the stream's, by key
+    /// (``RunStream/original(forKey:)``).
+    ///
+    /// - Throws: What reading the stream back throws; the batch is then as it was.
     mutating func restoreStreamed(
-        _ bytes: Data, originals: (String) -> Data?, keyedBy reports: RecordReports
-    ) {
+        from stream: any RunStream, keyedBy reports: RecordReports, store: String
+    ) throws(KeepsakeError) {
         guard streamed > 0 else { return }
-        blocks.insert(bytes, at: 0)
+        let total = entries[..<streamed].reduce(0) { $0 + ($1.end - $1.start) }
+        // Filled in place: built as an array and then made `Data`, the bytes were held twice.
+        var values = Data(capacity: total)
+        var starts: [Int] = []
+        starts.reserveCapacity(streamed)
+        // The streamed writes' ranges come in order and do not overlap: each chunk holds the
+        // rest of one write's bytes, then whole ones, then the start of the next.
+        var position = 0
+        try stream.readBack { chunk, offset in
+            let chunkEnd = offset + chunk.count
+            while position < streamed {
+                let entry = entries[position]
+                if starts.count == position { starts.append(values.count) }
+                let from = max(entry.start, offset)
+                let to = min(entry.end, chunkEnd)
+                if from < to {
+                    values.append(
+                        UnsafeRawBufferPointer(rebasing: chunk[(from - offset)..<(to - offset)])
+                            .assumingMemoryBound(to: UInt8.self))
+                }
+                guard entry.end <= chunkEnd else { return }
+                position += 1
+            }
+        }
+        guard position == streamed, values.count == total else {
+            throw KeepsakeError(
+                .io, store: store,
+                "the migrated records written so far read back short; the suite file was left as it was")
+        }
+        for index in 0..<streamed {
+            let count = entries[index].end - entries[index].start
+            entries[index].start = starts[index]
+            entries[index].end = starts[index] + count
+        }
+        // Before every block kept here: their positions start past the stream's, and these
+        // are fewer than the stream's bytes.
+        blocks.insert(values, at: 0)
         blockStarts.insert(0, at: 0)
         // A key the stream cannot give back (it took no write it had not checked, so none) is
         // written only over nothing, which the store it was read from does not hold: a conflict,
         // never a write over what another writer stored.
-        streamedOriginals = entries[..<streamed].map { originals(reports.key(at: $0.report)) ?? Data() }
+        streamedOriginals = entries[..<streamed].map { stream.original(forKey: reports.key(at: $0.report)) ?? Data() }
     }
 
     /// Keeps only the writes for which `keep` is true (in order).

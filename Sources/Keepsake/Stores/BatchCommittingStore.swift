@@ -20,7 +20,7 @@ package protocol RunStreamingStore: BatchCommittingStore {
 
 /// A run's writes, streamed into a store's new storage as they are made, committed at the end
 /// as one write — or, when the store no longer holds what the run read, not at all: then the run
-/// commits them as a batch, their bytes read back (``streamedBytes()``).
+/// commits them as a batch, their bytes read back (``readBack(_:)``).
 package protocol RunStream: AnyObject {
     /// Writes the next write: its key, its new bytes and the bytes it was migrated from, in the
     /// order the store handed the records over. Returns where the new bytes lie in what the
@@ -36,9 +36,11 @@ package protocol RunStream: AnyObject {
     ///   nothing was written.
     func commit() throws(KeepsakeError) -> Bool
 
-    /// The bytes the stream holds, read back: where the ranges ``append(key:value:over:)``
-    /// returned lie.
-    func streamedBytes() throws(KeepsakeError) -> Data
+    /// Reads back what the stream holds, from its start, handing `body` each chunk in turn and
+    /// the offset it starts at: the ranges ``append(key:value:over:)`` returned lie there.
+    ///
+    /// - Throws: When the stream's bytes cannot be read back; nothing was written.
+    func readBack(_ body: (_ chunk: UnsafeRawBufferPointer, _ offset: Int) -> Void) throws(KeepsakeError)
 
     /// The bytes the store held under `key` when the run read it: what the write streamed for
     /// `key` was checked to have been migrated from; `nil` for a key with no such write.
