@@ -70,14 +70,7 @@ struct WriteBatchTests {
             }
             batch.endBlock()
         }
-        let writes = batch.writes(keyedBy: reports)
-        #expect(writes.count == expected.count)
-        for (write, want) in zip(writes, expected) {
-            #expect(write.key == want.key)
-            #expect(write.value == want.value, "\(want.key)")
-            #expect(write.expectation == .unchanged(want.original))
-            #expect(write.valueIsVerified)
-        }
+        Self.expectWrites(of: batch, keyedBy: reports, expected)
 
         // Keep every other write: the kept ones still give back their own bytes.
         batch.filter { $0 % 2 == 0 }
@@ -111,6 +104,23 @@ struct WriteBatchTests {
         let second = StepLists.steps(from: 0, to: 3)
         first.withUnsafeBufferPointer { a in
             second.withUnsafeBufferPointer { b in #expect(a.baseAddress == b.baseAddress) }
+        }
+    }
+
+    /// Expects `batch`'s writes to be `expected`, in order: each key, value and expectation, and
+    /// each marked verified.
+    static func expectWrites(
+        of batch: WriteBatch, keyedBy reports: RecordReports,
+        _ expected: [(key: String, value: Data, original: Data)], _ context: String = "",
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let writes = batch.writes(keyedBy: reports)
+        #expect(writes.count == expected.count, sourceLocation: sourceLocation)
+        for (write, want) in zip(writes, expected) {
+            #expect(write.key == want.key, sourceLocation: sourceLocation)
+            #expect(write.value == want.value, "\(want.key) \(context)", sourceLocation: sourceLocation)
+            #expect(write.expectation == .unchanged(want.original), sourceLocation: sourceLocation)
+            #expect(write.valueIsVerified, sourceLocation: sourceLocation)
         }
     }
 
@@ -172,13 +182,7 @@ struct WriteBatchTests {
         #expect(stream.appended.map(\.key) == expected.prefix(limit).map(\.key))
         #expect(stream.appended.map(\.original) == expected.prefix(limit).map(\.original))
         try batch.restoreStreamed(from: stream, keyedBy: reports, store: "memory:test")
-        let writes = batch.writes(keyedBy: reports)
-        #expect(writes.count == expected.count)
-        for (write, want) in zip(writes, expected) {
-            #expect(write.key == want.key)
-            #expect(write.value == want.value, "\(want.key), the stream stopping after \(limit)")
-            #expect(write.expectation == .unchanged(want.original))
-        }
+        Self.expectWrites(of: batch, keyedBy: reports, expected, "the stream stopping after \(limit)")
     }
     @Test("a stream that reads back short gives a typed error naming the store, and the batch is as it was")
     func shortReadBack() throws {
