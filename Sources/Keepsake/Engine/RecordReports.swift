@@ -55,6 +55,63 @@ package struct RecordReports: RandomAccessCollection, Sendable {
 
     package mutating func reserveCapacity(_ count: Int) { compact.reserveCapacity(count) }
 
+    /// What a table row shows of the report at `position`, without building the report: the
+    /// compact fields as they are held, or the whole report for one that has an error, a backup
+    /// path or a note (`migrate status` and `run` print a row per record; building each record's
+    /// ``RecordReport`` twice was a fifth of a row's cost).
+    package func row(at position: Int) -> Row {
+        let record = compact[position]
+        if record.full >= 0 { return Row(whole: full[Int(record.full)]) }
+        return Row(
+            key: record.key, schema: record.schema < 0 ? nil : schemas[Int(record.schema)],
+            storedVersion: record.storedVersion == .min ? nil : Int(record.storedVersion),
+            latestVersion: record.latestVersion == .min ? nil : Int(record.latestVersion), state: record.state,
+            form: record.form, stringWrapped: record.stringWrapped, stepList: Int(record.steps), whole: nil)
+    }
+
+    /// The list of steps numbered `stepList` in a ``Row``.
+    package func steps(ofList stepList: Int) -> [Int] { stepLists[stepList] }
+
+    /// One report as a table row reads it (see ``row(at:)``).
+    package struct Row {
+        package let key: String
+        package let schema: String?
+        package let storedVersion: Int?
+        package let latestVersion: Int?
+        package let state: RecordReport.State
+        package let form: RecordForm?
+        package let stringWrapped: Bool
+        /// The number of the report's list of steps among the pass's distinct lists (see
+        /// ``steps(ofList:)``), the same for every report that took the same steps; -1 for none or
+        /// for a whole report (whose ``whole`` has its steps).
+        package let stepList: Int
+        /// The whole report, for one with an error, a backup path or a note.
+        package let whole: RecordReport?
+
+        init(
+            key: String, schema: String?, storedVersion: Int?, latestVersion: Int?, state: RecordReport.State,
+            form: RecordForm?, stringWrapped: Bool, stepList: Int, whole: RecordReport?
+        ) {
+            self.key = key
+            self.schema = schema
+            self.storedVersion = storedVersion
+            self.latestVersion = latestVersion
+            self.state = state
+            self.form = form
+            self.stringWrapped = stringWrapped
+            self.stepList = stepList
+            self.whole = whole
+        }
+
+        init(whole report: RecordReport) {
+            self.init(
+                key: report.key, schema: report.schema, storedVersion: report.storedVersion,
+                latestVersion: report.latestVersion, state: report.state, form: report.form,
+                stringWrapped: report.stringWrapped, stepList: -1, whole: report)
+        }
+    }
+
+
     /// The key of the report at `position`, without building the report.
     package func key(at position: Int) -> String { compact[position].key }
 

@@ -91,32 +91,25 @@ extension Migrate {
                 if !reports.isEmpty {
                     printTable(["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"], count: reports.count) {
                         // Most records of a run take the same steps: each list is spelled once (by
-                        // each thread building rows), and the last one is found again without
-                        // hashing it.
-                        var stepsText: [[Int]: String] = [:]
-                        var lastSteps: (steps: [Int], text: String) = ([], "")
+                        // each thread building rows), found again by its number, not by hashing it.
+                        let notes = StepNotes()
                         return { index, cells in
-                            let report = reports[index]
-                            var note = report.errorText ?? ""
-                            if report.errorText == nil, report.state == .migrated {
-                                if !lastSteps.steps.isEmpty, report.steps == lastSteps.steps {
-                                    note = lastSteps.text
-                                } else if let known = stepsText[report.steps] {
-                                    note = known
-                                } else {
-                                    note = "steps " + report.steps.map { "v\($0)" }.joined(separator: ", ")
-                                    stepsText[report.steps] = note
-                                }
-                                lastSteps = (report.steps, note)
+                            let row = reports.row(at: index)
+                            var note = ""
+                            if let report = row.whole {
+                                note = report.errorText ?? ""
+                                if report.errorText == nil, report.state == .migrated { note = stepsNote(report.steps) }
+                                // What became of a record another writer changed meanwhile, before the rest.
+                                if let changed = report.note { note = note.isEmpty ? changed : changed + "; " + note }
+                            } else if row.state == .migrated {
+                                note = notes.text(ofList: row.stepList, in: reports)
                             }
-                            // What became of a record another writer changed meanwhile, before the rest.
-                            if let changed = report.note { note = note.isEmpty ? changed : changed + "; " + note }
                             // Appended one by one: an array literal would be one more allocation per row.
-                            cells.append(report.key)
-                            cells.append(report.schema ?? "-")
-                            cells.append(report.storedText)
-                            cells.append(report.latestText)
-                            cells.append(report.state.rawValue)
+                            cells.append(row.key)
+                            cells.append(row.schema ?? "-")
+                            cells.append(row.storedText)
+                            cells.append(row.latestText)
+                            cells.append(row.state.rawValue)
                             cells.append(note)
                         }
                     }
@@ -158,6 +151,25 @@ extension Migrate {
             if let place = store.defaultBackupDirectory { return place }
             throw ValidationError("this store has no default backup place; pass --backup-dir DIR")
         }
+    }
+}
+
+/// The NOTE of a migrated record: the versions its steps led to.
+private func stepsNote(_ steps: [Int]) -> String {
+    "steps " + steps.map { "v\($0)" }.joined(separator: ", ")
+}
+
+/// Each list of steps of a run spelled once, by its number among the run's lists (one per
+/// thread that builds rows; a class, so the row function updates it without the checks a
+/// captured variable costs).
+private final class StepNotes {
+    @exclusivity(unchecked) private var texts: [Int: String] = [:]
+
+    func text(ofList list: Int, in reports: RecordReports) -> String {
+        if let known = texts[list] { return known }
+        let text = stepsNote(list < 0 ? [] : reports.steps(ofList: list))
+        texts[list] = text
+        return text
     }
 }
 #endif

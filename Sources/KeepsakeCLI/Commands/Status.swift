@@ -41,14 +41,14 @@ extension Migrate {
                 if !reports.isEmpty {
                     printTable(["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"], count: reports.count) {
                         { index, cells in
-                            let report = reports[index]
+                            let row = reports.row(at: index)
                             // Appended one by one: an array literal would be one more allocation per row.
-                            cells.append(report.key)
-                            cells.append(report.schema ?? "-")
-                            cells.append(report.storedText)
-                            cells.append(report.latestText)
-                            cells.append(report.state.rawValue)
-                            cells.append(report.errorText ?? report.formText)
+                            cells.append(row.key)
+                            cells.append(row.schema ?? "-")
+                            cells.append(row.storedText)
+                            cells.append(row.latestText)
+                            cells.append(row.state.rawValue)
+                            cells.append(row.whole?.errorText ?? row.formText)
                         }
                     }
                 }

@@ -8,16 +8,7 @@ extension RecordReport {
     var latestText: String { versionText(latestVersion) }
 
     /// How the record is laid out, for the NOTE column.
-    var formText: String {
-        guard let form else { return "" }
-        let name: String
-        switch form {
-        case .envelope: name = "envelope"
-        case .inlineVersion: name = "inline version"
-        case .bare: name = "bare"
-        }
-        return stringWrapped ? "\(name), in a JSON string" : name
-    }
+    var formText: String { layoutText(form, stringWrapped: stringWrapped) }
 
     /// The error message without the store (already in the heading) and key (its own column).
     var errorText: String? {
@@ -26,6 +17,26 @@ extension RecordReport {
         if let cause = error.cause { text += " (\(cause))" }
         return text
     }
+}
+
+extension RecordReports.Row {
+    /// `v0`, or `-` when unknown.
+    var storedText: String { versionText(storedVersion) }
+    var latestText: String { versionText(latestVersion) }
+    /// How the record is laid out, for the NOTE column (a compact row has no error).
+    var formText: String { layoutText(form, stringWrapped: stringWrapped) }
+}
+
+/// How a record is laid out: `envelope`, `bare, in a JSON string`, or empty when unknown.
+private func layoutText(_ form: RecordForm?, stringWrapped: Bool) -> String {
+    guard let form else { return "" }
+    let name: String
+    switch form {
+    case .envelope: name = "envelope"
+    case .inlineVersion: name = "inline version"
+    case .bare: name = "bare"
+    }
+    return stringWrapped ? "\(name), in a JSON string" : name
 }
 
 /// `v0`, or `-` for none: the texts of the first versions made once (a table of a million rows
