@@ -40,6 +40,7 @@ final class CanonicalObject {
             return
         }
         members.append(CanonicalMember(key: key, value: value))
+        inWrittenOrder = false
         if index != nil {
             index?[key] = members.count - 1
         } else if members.count > 16 {
@@ -53,6 +54,26 @@ final class CanonicalObject {
     func find(_ key: String) -> Int? {
         if let index { return index[key] }
         return members.firstIndex { $0.key == key }
+    }
+
+    /// Whether ``members`` are known to be in written order (checked, or sorted, by
+    /// ``writtenMembers`` since the last member was added).
+    @exclusivity(unchecked) private var inWrittenOrder = false
+
+    /// The members in the order they are written: sorted by their names' UTF-8 bytes. Found once
+    /// (and the members sorted in place when they were not) however often the tree is written
+    /// or read back: a write-back writes it, then reads it back.
+    var writtenMembers: [CanonicalMember] {
+        if !inWrittenOrder {
+            if members.count > 1
+                && !zip(members, members.dropFirst()).allSatisfy({ $0.key.precedesExactly($1.key) })
+            {
+                members.sort { $0.key.precedesExactly($1.key) }
+                index = nil  // positions moved; `find` scans until a later `set` builds it again
+            }
+            inWrittenOrder = true
+        }
+        return members
     }
 }
 

@@ -72,13 +72,3 @@ extension CanonicalNode {
         return (encoder.node ?? .object(CanonicalObject())).resolved
     }
 }
-
-extension CanonicalObject {
-    /// The members in the order they are written: sorted by their names' UTF-8 bytes.
-    var writtenMembers: [CanonicalMember] {
-        if members.count <= 1 || zip(members, members.dropFirst()).allSatisfy({ $0.key.precedesExactly($1.key) }) {
-            return members
-        }
-        return members.sorted { $0.key.precedesExactly($1.key) }
-    }
-}
