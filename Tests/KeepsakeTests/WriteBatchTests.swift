@@ -22,7 +22,10 @@ struct WriteBatchTests {
         RecordReport(
             key: "e", schema: "Person", latestVersion: 3, state: .unreadable,
             error: KeepsakeError(.corruptRecord, store: "memory:x", key: "e", "bad")),
-        RecordReport(key: "f", schema: "Other", storedVersion: -3, latestVersion: nil, state: .unmanaged)
+        RecordReport(key: "f", schema: "Other", storedVersion: -3, latestVersion: nil, state: .unmanaged),
+        RecordReport(
+            key: "g", schema: "Person", storedVersion: 0, latestVersion: 3, state: .migrated, form: .bare,
+            steps: [1, 2, 3])
     ]
 
     @Test("reports read back as they were appended, at 32 bytes each when compact")
@@ -43,7 +46,19 @@ struct WriteBatchTests {
             #expect(read.stringWrapped == report.stringWrapped)
             #expect(read.steps == report.steps)
             #expect(read.error?.message == report.error?.message)
+            // The row a table prints: the same fields, read in place.
+            let row = reports.row(at: position)
+            #expect(row.key == report.key && row.schema == report.schema)
+            #expect(row.storedVersion == report.storedVersion && row.latestVersion == report.latestVersion)
+            #expect(row.state == report.state && row.form == report.form)
+            #expect(row.stringWrapped == report.stringWrapped)
+            #expect(row.whole?.error?.message == report.error?.message, "\(report.key)")
+            let steps = row.whole?.steps ?? (row.stepList < 0 ? [] : reports.steps(ofList: row.stepList))
+            #expect(steps == report.steps, "\(report.key)")
         }
+        // Reports that took the same steps share one list number.
+        let lists = Self.reports.indices.filter { Self.reports[$0].steps == [1, 2, 3] }.map { reports.row(at: $0) }
+        #expect(lists.count >= 2 && Set(lists.map(\.stepList)).count == 1 && lists[0].stepList >= 0)
         reports.setState(.migrated, at: 0)
         reports.update(4) { $0.state = .outdated }
         #expect(reports[0].state == .migrated && reports[0].steps == [1, 2, 3])

@@ -111,7 +111,6 @@ package struct RecordReports: RandomAccessCollection, Sendable {
         }
     }
 
-
     /// The key of the report at `position`, without building the report.
     package func key(at position: Int) -> String { compact[position].key }
 
