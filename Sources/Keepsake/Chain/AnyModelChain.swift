@@ -20,6 +20,14 @@ public struct AnyModelChain: Sendable {
     @usableFromInline let readShapes: @Sendable () -> [Int: RecordShape]
     @usableFromInline let pipeline:
         @Sendable (ParsedRecord, MigrationContext, _ encodeLatest: Bool) -> ChainEvaluation<any ModelVersion>
+    /// The pipeline as the ``Migrator`` runs it over a store: the record's report, its error
+    /// located in the store (`store`, `key`), and its verified latest envelope. The value itself
+    /// is not kept: boxed as `any ModelVersion` (a record of more than three words is a heap box)
+    /// and copied through the outcome only to be dropped, it cost about 2k instructions a record.
+    @usableFromInline let reportPipeline:
+        @Sendable (ParsedRecord, MigrationContext, _ encodeLatest: Bool, _ key: String, _ store: String) -> (
+            report: RecordReport, latest: Data?
+        )
     @usableFromInline let encodeErased: @Sendable (any ModelVersion) throws(KeepsakeError) -> Data
 
     /// Erases `chain`'s model type; the same as ``ModelChain/erased``.
@@ -37,6 +45,13 @@ public struct AnyModelChain: Sendable {
             return ChainEvaluation(
                 outcome: evaluation.outcome.map { $0 as any ModelVersion }, detected: evaluation.detected,
                 latest: evaluation.latest)
+        }
+        reportPipeline = { parsed, context, encodeLatest, key, store in
+            let evaluation = chain.evaluate(parsed, context: context, encodeLatest: encodeLatest)
+            let report = RecordReport(
+                key: key, schema: chain.name, latestVersion: chain.latestVersion, outcome: evaluation.outcome,
+                locatedIn: store)
+            return (report, evaluation.latest)
         }
         encodeErased = { value throws(KeepsakeError) in
             guard let latest = value as? Latest else {

@@ -199,7 +199,7 @@ public struct Migrator: Sendable {
     ///   unmanaged or cannot be read (the report says why).
     public func preview(key: String) throws(KeepsakeError) -> (report: RecordReport, latest: Data?)? {
         guard let bytes = try store.data(forKey: key) else { return nil }
-        let evaluation = evaluate(key: key, bytes: bytes, encodeLatest: true)
+        let evaluation = evaluate(key: key, bytes: bytes, encodeLatest: true, keepValue: true)
         var report = evaluation.report
         guard let chain = evaluation.chain, let value = evaluation.value else { return (report, nil) }
         if let encoded = evaluation.encoded { return (report, encoded) }
@@ -522,8 +522,9 @@ public struct Migrator: Sendable {
                 error: error.located(store: store.uri, key: nil)))
     }
 
-    /// Routes the record to its chain (by envelope schema, else by key) and runs the pipeline.
-    func evaluate(key: String, bytes: Data, encodeLatest: Bool) -> Evaluation {
+    /// Routes the record to its chain (by envelope schema, else by key) and runs the pipeline;
+    /// with `keepValue`, the evaluation holds the migrated value and its chain as well.
+    func evaluate(key: String, bytes: Data, encodeLatest: Bool, keepValue: Bool = false) -> Evaluation {
         let parsed: ParsedRecord
         do throws(KeepsakeError) {
             parsed = try ParsedRecord.parse(bytes)
@@ -560,6 +561,10 @@ public struct Migrator: Sendable {
             chain = byKey
         } else {
             return Evaluation(report: RecordReport(key: key, state: .unmanaged))
+        }
+        guard keepValue else {
+            let (report, latest) = chain.reportPipeline(parsed, context, encodeLatest, key, store.uri)
+            return Evaluation(report: report, encoded: latest)
         }
         let evaluated = chain.pipeline(parsed, context, encodeLatest)
         let outcome = evaluated.outcome.located(store: store.uri, key: key)

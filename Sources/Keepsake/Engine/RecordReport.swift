@@ -67,6 +67,36 @@ public struct RecordReport: Sendable, Equatable {
         self.note = note
     }
 
+    /// The report of a record of model `schema` read through the pipeline, its error located in
+    /// `store` under `key`: what the ``Migrator`` builds, in code compiled for the model's own
+    /// types (``AnyModelChain``'s report pipeline), so that no record's value is boxed as
+    /// `any ModelVersion` only to be dropped.
+    @inlinable
+    init<Model>(key: String, schema: String, latestVersion: Int, outcome: RecordOutcome<Model>, locatedIn store: String) {
+        let state: State
+        let record: DecodedRecord<Model>
+        switch outcome {
+        case .absent:
+            self.init(key: key, schema: schema, latestVersion: latestVersion, state: .current)
+            return
+        case let .newer(error, stored), let .failed(error, stored):
+            let state: State = if case .newer = outcome { .newer } else { .unreadable }
+            self.init(
+                key: key, schema: schema, storedVersion: stored.version, latestVersion: latestVersion, state: state,
+                form: stored.form, stringWrapped: stored.stringWrapped, error: error.located(store: store, key: key))
+            return
+        case let .current(found):
+            (state, record) = (.current, found)
+        case let .outdated(found):
+            (state, record) = (.outdated, found)
+        case let .newerReadable(found):
+            (state, record) = (.newerReadable, found)
+        }
+        self.init(
+            key: key, schema: schema, storedVersion: record.storedVersion, latestVersion: latestVersion, state: state,
+            form: record.form, stringWrapped: record.stringWrapped, steps: record.steps)
+    }
+
     /// The report of a record of model `schema` read through the pipeline.
     public init<Model>(key: String, schema: String, latestVersion: Int, outcome: RecordOutcome<Model>) {
         let stored = outcome.stored ?? StoredInfo()
