@@ -72,7 +72,8 @@ public struct RecordReport: Sendable, Equatable {
     /// types (``AnyModelChain``'s report pipeline), so that no record's value is boxed as
     /// `any ModelVersion` only to be dropped.
     @inlinable
-    init<Model>(key: String, schema: String, latestVersion: Int, outcome: RecordOutcome<Model>, locatedIn store: String) {
+    init<Model>(key: String, schema: String, latestVersion: Int, outcome: RecordOutcome<Model>, locatedIn store: String)
+    {
         let state: State
         let record: DecodedRecord<Model>
         switch outcome {
