@@ -81,13 +81,20 @@ package struct JSONParser: ~Copyable {
         JSONSyntaxError(offset: offset, reason: reason)
     }
 
+    // The cursor's loops advance a local index and store it once: `offset`, a stored property
+    // of the parser the caller holds `inout`, was loaded and stored on every byte.
+    @inline(__always)
     package mutating func skipWhitespace() {
-        while offset < bytes.count {
-            switch bytes[offset] {
-            case 0x20, 0x0A, 0x0D, 0x09: offset += 1
-            default: return
+        var index = offset
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x0A, 0x0D, 0x09: index += 1
+            default:
+                offset = index
+                return
             }
         }
+        offset = index
     }
 
     /// Moves the parser to `offset` (clamped to the bytes): where a caller that already knows
@@ -97,6 +104,7 @@ package struct JSONParser: ~Copyable {
     }
 
     /// The next non-whitespace byte, not consumed.
+    @inline(__always)
     package mutating func peek() throws(JSONSyntaxError) -> UInt8 {
         skipWhitespace()
         guard offset < bytes.count else { throw fail("unexpected end of input") }
@@ -319,15 +327,15 @@ package struct JSONParser: ~Copyable {
     /// reading what a record that does not parse claims (``VersionClaim``). Either way a string
     /// that does not end, or a `\u` without four hex digits, is an error.
     mutating func readString(strict: Bool) throws(JSONSyntaxError) -> String {
-        offset += 1  // "
-        let start = offset
+        let start = offset + 1  // after the "
         // Fast path: no escapes.
         var high: UInt8 = 0  // every byte or-ed: below 0x80 means ASCII, valid UTF-8 as it is
-        while offset < bytes.count {
-            let byte = bytes[offset]
+        var index = start
+        while index < bytes.count {
+            let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
-                offset += 1
+                let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
+                offset = index + 1
                 if high < 0x80 || !strict { return String(decoding: slice, as: UTF8.self) }
                 guard let text = String(validating: slice, as: UTF8.self) else {
                     throw JSONSyntaxError(offset: start, reason: "invalid UTF-8 in string")
@@ -335,10 +343,14 @@ package struct JSONParser: ~Copyable {
                 return text
             }
             if byte == UInt8(ascii: "\\") { break }
-            if byte < 0x20, strict { throw fail("control character in string") }
+            if byte < 0x20, strict {
+                offset = index
+                throw fail("control character in string")
+            }
             high |= byte
-            offset += 1
+            index += 1
         }
+        offset = index
         // Slow path: unescape into a buffer.
         var buffer = [UInt8](UnsafeRawBufferPointer(rebasing: bytes[start..<offset]))
         while offset < bytes.count {
