@@ -49,6 +49,7 @@ package enum CanonicalJSON {
                 }
             }
             if root.needsFoundation { throw CanonicalEncoderUnsupported() }
+            object.setInWrittenOrder()  // `forEachWritten` gives the members sorted
             let tree = CanonicalNode.object(object)
             var out: [UInt8] = []
             out.reserveCapacity(128)
