@@ -215,6 +215,21 @@ struct HostileInputCLITests {
             #expect(result.stdout.contains(#"rtl\u{202E}gpj.exe"#))
             #expect(!lines.contains { $0.hasPrefix("person") }, "\(command): a key faked a table row")
             if command != "plan" { #expect(result.stdout.contains(#"\u{1B}]0;pwned\u{7}"#), "\(command)") }
+            guard command != "plan", let header = lines.firstIndex(where: { $0.hasPrefix("KEY ") }) else { continue }
+            // However wide the escaped keys and names are, each row's state sits under STATE: the
+            // columns are measured as printed (escaped), without building the rows.
+            let headerLine = lines[header]
+            let stateColumn = headerLine.range(of: "STATE").map {
+                headerLine.distance(from: headerLine.startIndex, to: $0.lowerBound)
+            }
+            #expect(stateColumn != nil, "\(command): no STATE column")
+            let rows = lines[(header + 1)...].prefix(members.count).map { Array($0) }
+            #expect(rows.count == members.count, "\(command)")
+            let states = ["current", "outdated", "migrated", "unmanaged", "unreadable", "newer"]
+            for row in rows {
+                let state = String(row.dropFirst(stateColumn ?? 0).prefix { $0 != " " })
+                #expect(states.contains(state), "\(command): \(String(row)) has \(state) under STATE")
+            }
         }
     }
 

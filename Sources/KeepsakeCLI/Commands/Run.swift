@@ -89,7 +89,10 @@ extension Migrate {
             ) {
                 say("Run on \(migrator.store.uri)")
                 if !reports.isEmpty {
-                    printTable(["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"], count: reports.count) {
+                    printTable(
+                        ["KEY", "MODEL", "FROM", "TO", "STATE", "NOTE"], count: reports.count,
+                        measure: reports.measuringFirstColumns
+                    ) {
                         // Most records of a run take the same steps: each list is spelled once (by
                         // each thread building rows), found again by its number, not by hashing it.
                         let notes = StepNotes()

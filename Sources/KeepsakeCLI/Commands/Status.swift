@@ -39,7 +39,10 @@ extension Migrate {
             try finish(reports, store: migrator.store.uri, json: output.json, extra: extra) {
                 say("Store \(migrator.store.uri)")
                 if !reports.isEmpty {
-                    printTable(["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"], count: reports.count) {
+                    printTable(
+                        ["KEY", "MODEL", "STORED", "LATEST", "STATE", "NOTE"], count: reports.count,
+                        measure: reports.measuringFirstColumns
+                    ) {
                         { index, cells in
                             let row = reports.row(at: index)
                             // Appended one by one: an array literal would be one more allocation per row.

@@ -69,17 +69,35 @@ func printTable(_ header: [String], _ rows: [[String]]) {
 /// printed a window of rows at a time, each thread building its part of the window into a buffer
 /// of its own, written in order (the table of a million records was a quarter of `migrate status`
 /// on one thread).
+///
+/// `measure()`, when given, replaces the first build: it gives a function that widens `widths`
+/// to fit row `i`'s cells (``cellWidth(_:)`` each) without building them. The last column is
+/// never padded, so its width need not be measured.
 func printTable(
-    _ header: [String], count: Int, makeRow: @Sendable () -> (_ index: Int, _ cells: inout [String]) -> Void
+    _ header: [String], count: Int,
+    measure: (@Sendable () -> (_ index: Int, _ widths: inout [Int]) -> Void)? = nil,
+    makeRow: @Sendable () -> (_ index: Int, _ cells: inout [String]) -> Void
 ) {
     // Threads pay off from a few thousand rows.
     let threads = count >= 8_192 ? max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8)) : 1
     // Each part of the rows measured by a thread of its own, then the widths combined.
     var widths = header.map(columns)
     var partWidths = [[Int]](repeating: widths, count: threads)
-    buildRows(0..<count, into: &partWidths, makeRow: makeRow) { cells, local in
-        for (column, cell) in cells.enumerated() where column < local.count {
-            local[column] = max(local[column], plainWidth(cell) ?? columns(escapedForTerminal(cell)))
+    if let measure {
+        partWidths.withUnsafeMutableBufferPointer { buffer in
+            nonisolated(unsafe) let parts = buffer
+            DispatchQueue.concurrentPerform(iterations: threads) { part in
+                let widen = measure()
+                var local = parts[part]
+                for index in TableRows.part(part, of: threads, in: 0..<count) { widen(index, &local) }
+                parts[part] = local
+            }
+        }
+    } else {
+        buildRows(0..<count, into: &partWidths, makeRow: makeRow) { cells, local in
+            for (column, cell) in cells.enumerated() where column < local.count {
+                local[column] = max(local[column], cellWidth(cell))
+            }
         }
     }
     for part in partWidths {
@@ -180,6 +198,11 @@ private func writeToStandardOutput(_ bytes: [UInt8]) {
             done += count
         }
     }
+}
+
+/// How many columns `cell` takes in a table, once escaped for the terminal.
+func cellWidth(_ cell: String) -> Int {
+    plainWidth(cell) ?? columns(escapedForTerminal(cell))
 }
 
 /// How many columns a table cell takes: its characters (its UTF-8 length when it is ASCII).

@@ -27,6 +27,24 @@ extension RecordReports.Row {
     var formText: String { layoutText(form, stringWrapped: stringWrapped) }
 }
 
+extension RecordReports {
+    /// A table's measuring pass over these reports' first five columns (key, model, stored and
+    /// latest version, state), as `status` and `run` print them: each width found from the
+    /// compact report, no row built (see `printTable(_:count:measure:makeRow:)`).
+    var measuringFirstColumns: @Sendable () -> (_ index: Int, _ widths: inout [Int]) -> Void {
+        { [self] in
+            { index, widths in
+                let row = self.row(at: index)
+                widths[0] = Swift.max(widths[0], cellWidth(row.key))
+                widths[1] = Swift.max(widths[1], cellWidth(row.schema ?? "-"))
+                widths[2] = Swift.max(widths[2], cellWidth(row.storedText))
+                widths[3] = Swift.max(widths[3], cellWidth(row.latestText))
+                widths[4] = Swift.max(widths[4], row.state.rawValue.utf8.count)
+            }
+        }
+    }
+}
+
 /// How a record is laid out: `envelope`, `bare, in a JSON string`, or empty when unknown.
 private func layoutText(_ form: RecordForm?, stringWrapped: Bool) -> String {
     guard let form else { return "" }
