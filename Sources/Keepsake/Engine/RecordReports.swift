@@ -87,28 +87,6 @@ package struct RecordReports: RandomAccessCollection, Sendable {
         package let stepList: Int
         /// The whole report, for one with an error, a backup path or a note.
         package let whole: RecordReport?
-
-        init(
-            key: String, schema: String?, storedVersion: Int?, latestVersion: Int?, state: RecordReport.State,
-            form: RecordForm?, stringWrapped: Bool, stepList: Int, whole: RecordReport?
-        ) {
-            self.key = key
-            self.schema = schema
-            self.storedVersion = storedVersion
-            self.latestVersion = latestVersion
-            self.state = state
-            self.form = form
-            self.stringWrapped = stringWrapped
-            self.stepList = stepList
-            self.whole = whole
-        }
-
-        init(whole report: RecordReport) {
-            self.init(
-                key: report.key, schema: report.schema, storedVersion: report.storedVersion,
-                latestVersion: report.latestVersion, state: report.state, form: report.form,
-                stringWrapped: report.stringWrapped, stepList: -1, whole: report)
-        }
     }
 
     /// The key of the report at `position`, without building the report.
@@ -220,5 +198,15 @@ package struct RecordReports: RandomAccessCollection, Sendable {
         guard let version else { return .min }
         guard version > Int(Small.min), let small = Small(exactly: version) else { return nil }
         return small
+    }
+}
+
+extension RecordReports.Row {
+    /// The row of a report held whole (in an extension, so that the memberwise initializer stays).
+    init(whole report: RecordReport) {
+        self.init(
+            key: report.key, schema: report.schema, storedVersion: report.storedVersion,
+            latestVersion: report.latestVersion, state: report.state, form: report.form,
+            stringWrapped: report.stringWrapped, stepList: -1, whole: report)
     }
 }
