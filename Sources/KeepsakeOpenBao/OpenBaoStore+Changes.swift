@@ -9,7 +9,8 @@ extension OpenBaoStore: ObservableStore {
     /// per ``OpenBaoConfiguration/pollInterval``, shared by every watch of this store (a process
     /// watching a hundred keys still sends one request per interval). A key whose version or
     /// deletion changed is a `.key` hint; a listing that fails is retried at the next interval,
-    /// and the first one that succeeds after it is an `.any` hint.
+    /// and the first one that succeeds after it is an `.any` hint, as is the first listing of a
+    /// polling thread (a write made while it was being taken is in it, so it cannot be told).
     ///
     /// - Throws: Never today; the signature leaves room for a server-side watch.
     public func changes() throws(KeepsakeError) -> StoreChanges {
@@ -79,7 +80,10 @@ final class Watcher: Sendable {
                         if let key = EntryName.decode(name) { hints.append(.key(key)) }
                     }
                 }
-                if failing { hints = [.any] }
+                // The first listing is the baseline the next ones are compared with: a write that
+                // landed between a watch's start and this listing is in it and would never be
+                // hinted, so each watch is told that anything may have changed (as after a failure).
+                if failing || known == nil { hints = [.any] }
                 failing = false
                 known = listing
             } catch {
