@@ -77,20 +77,32 @@ struct CanonicalEncoderTests {
     }
 
     @Test(
-        "the encoder's tree reads back as the parser reads the bytes written from it (what a write-back verifies on)",
+        "the encoder's tree, as the proof's decoder sees it, is what the parser reads from the bytes written from it",
         arguments: 0..<4)
-    func treeReadsBackAsParsed(seed: UInt64) throws {
+    func treeReadsAsParsed(seed: UInt64) throws {
         var random = SplitMix(seed: seed + 1_000)
         for index in 0..<100 {
             let value = Mixed.random(&random, depth: 0)
-            let (bytes, tree) = try CanonicalJSON.encodeEnvelopeWithTree(
+            let (bytes, tree, _) = try CanonicalJSON.encodeEnvelopeWithTree(
                 schema: "Mixed", version: index, oldestReader: index % 3 == 0 ? 1 : nil, data: value)
             let node = try #require(tree)
+            let parsed = try JSONParser.parse(bytes)
+            // Written out, so that member order counts too (`==` on objects ignores it).
             var fromTree = Data()
-            try node.readBack().write(to: &fromTree)
+            viewed(.written(node)).write(to: &fromTree)
             var fromBytes = Data()
-            try JSONParser.parse(bytes).write(to: &fromBytes)
+            parsed.write(to: &fromBytes)
             #expect(fromTree == fromBytes)
+            var parsedViewed = Data()
+            viewed(.parsed(parsed)).write(to: &parsedViewed)
+            #expect(parsedViewed == fromBytes)
+            // Decoding goes through `Decodable` alone: the same values from either tree.
+            #expect(
+                try TreeDecoder.decode(JSONValue.self, from: .written(node))
+                    == TreeDecoder.decode(JSONValue.self, from: parsed))
+            #expect(
+                try TreeDecoder.decode(MemberOrder.self, from: .written(node))
+                    == TreeDecoder.decode(MemberOrder.self, from: parsed))
             #expect(node.writesSame(as: node))
             let other = try #require(
                 try CanonicalJSON.encodeEnvelopeWithTree(
@@ -100,15 +112,74 @@ struct CanonicalEncoderTests {
         }
     }
 
-    @Test("a tree nested deeper than the parser reads is refused on read-back, as parsing its bytes is")
-    func deepTreeReadBack() throws {
-        let (bytes, tree) = try CanonicalJSON.encodeEnvelopeWithTree(
-            schema: "Deep", version: 0, oldestReader: nil, data: Nested(depth: 300))
+    @Test("decoding from the encoder's tree fails where decoding the parsed bytes does, with the same cause")
+    func treeDecodingErrors() throws {
+        let start = Date(timeIntervalSinceReferenceDate: 760_000_000.25)
+        let (bytes, tree, _) = try CanonicalJSON.encodeEnvelopeWithTree(
+            schema: "TrialInfo", version: 0, oldestReader: nil,
+            data: TrialInfoV1(
+                startDate: start, deviceId: "device-1", userId: "user-1"), dates: TrialInfoV1.dateEncoding)
+        let node = try #require(tree)
+        let parsed = try JSONParser.parse(bytes)
+        let fromTree = try #require(TreeNode.written(node).asObject?["data"])
+        let fromBytes = try #require(TreeNode.parsed(parsed).asObject?["data"])
+        #expect(
+            try TreeDecoder.decode(TrialInfoV1.self, from: fromTree, dates: TrialInfoV1.dateEncoding)
+                == TrialInfoV1(startDate: start, deviceId: "device-1", userId: "user-1"))
+        func cause<T: Decodable>(_: T.Type, _ decode: () throws -> T) -> KeepsakeError.Cause? {
+            do {
+                _ = try decode()
+                return nil
+            } catch {
+                return (error as? DecodingError)?.keepsakeCause
+            }
+        }
+        // A missing key, a string read as a number, an object read as an array, a date in the
+        // wrong form: each fails at the same path with the same reason from either tree.
+        let missing = cause(PersonV1.self) { try TreeDecoder.decode(PersonV1.self, from: fromTree) }
+        #expect(missing != nil)
+        #expect(missing == cause(PersonV1.self) { try TreeDecoder.decode(PersonV1.self, from: fromBytes) })
+        let wrongKind = cause([String: Int].self) { try TreeDecoder.decode([String: Int].self, from: fromTree) }
+        #expect(wrongKind != nil)
+        #expect(
+            wrongKind == cause([String: Int].self) { try TreeDecoder.decode([String: Int].self, from: fromBytes) })
+        let notArray = cause([String].self) { try TreeDecoder.decode([String].self, from: fromTree) }
+        #expect(notArray != nil)
+        #expect(notArray == cause([String].self) { try TreeDecoder.decode([String].self, from: fromBytes) })
+        let wrongDates = cause(TrialInfoV1.self) {
+            try TreeDecoder.decode(TrialInfoV1.self, from: fromTree, dates: .iso8601)
+        }
+        #expect(wrongDates != nil)
+        #expect(
+            wrongDates
+                == cause(TrialInfoV1.self) {
+                    try TreeDecoder.decode(TrialInfoV1.self, from: fromBytes, dates: .iso8601)
+                })
+    }
+
+    @Test("a value nested deeper than the parser reads is refused by the proof, as parsing its bytes is")
+    func deepTree() throws {
+        // The parser reads the top level as level 1 and refuses level `maxDepth`: an envelope
+        // holding `maxDepth - 1` nested arrays is one level too deep, `maxDepth - 2` fits.
+        let (bytes, tree, nesting) = try CanonicalJSON.encodeEnvelopeWithTree(
+            schema: "Deep", version: 0, oldestReader: nil, data: Nested(depth: JSONParser.maxDepth - 1))
         #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(bytes) }
-        #expect(throws: JSONSyntaxError.self) { try #require(tree).readBack() }
-        let (_, shallow) = try CanonicalJSON.encodeEnvelopeWithTree(
-            schema: "Deep", version: 0, oldestReader: nil, data: Nested(depth: 200))
-        #expect(throws: Never.self) { try #require(shallow).readBack() }
+        #expect(tree != nil)
+        #expect(nesting == JSONParser.maxDepth)
+        let (fits, _, fitting) = try CanonicalJSON.encodeEnvelopeWithTree(
+            schema: "Deep", version: 0, oldestReader: nil, data: Nested(depth: JSONParser.maxDepth - 2))
+        #expect(throws: Never.self) { try JSONParser.parse(fits) }
+        #expect(fitting == JSONParser.maxDepth - 1)
+
+        // Through a chain: the envelope, its data object, then the arrays.
+        let chain = ModelChain<DeepV0>(name: "Deep", defaultKeys: [])
+        let readable = DeepV0(levels: JSONParser.maxDepth - 3)
+        let written = try chain.encode(readable)
+        #expect(try chain.read(written, context: fixtureContext).value == readable)
+        #expect { try chain.encode(DeepV0(levels: JSONParser.maxDepth - 2)) } throws: { error in
+            (error as? KeepsakeError)?.code == .verificationFailed
+                && (error as? KeepsakeError)?.message.contains("would not parse") == true
+        }
     }
 
     @Test("plain values and top-level fragments encode as JSONEncoder does")
@@ -309,10 +380,92 @@ private struct Mixed: Encodable {
 }
 
 /// Arrays nested `depth` deep.
+/// A model whose one field nests `levels` arrays.
+private struct DeepV0: ModelVersion, Equatable {
+    static let version = 0
+    let levels: Int
+
+    init(levels: Int) { self.levels = levels }
+
+    enum CodingKeys: String, CodingKey { case nested }
+
+    init(from decoder: any Decoder) throws {
+        var array = try decoder.container(keyedBy: CodingKeys.self).nestedUnkeyedContainer(forKey: .nested)
+        var levels = 1
+        // Bounded: the chain probes this conformance with a decoder whose arrays never end.
+        while !array.isAtEnd, levels < JSONParser.maxDepth {
+            array = try array.nestedUnkeyedContainer()
+            levels += 1
+        }
+        self.levels = levels
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(Nested(depth: levels), forKey: .nested)
+    }
+}
+
 private struct Nested: Encodable {
     let depth: Int
     func encode(to encoder: any Encoder) throws {
         var container = encoder.unkeyedContainer()
         for _ in 1..<depth { container = container.nestedUnkeyedContainer() }
+    }
+}
+
+/// A tree as `TreeDecoder` sees it, through ``TreeNode``'s accessors alone: what
+/// `treeReadsAsParsed` compares with what the parser reads.
+private func viewed(_ node: TreeNode) -> JSONValue {
+    if node.isNull { return .null }
+    if let flag = node.asBool { return .bool(flag) }
+    if let text = node.asNumber { return .number(text) }
+    if let text = node.asString { return .string(text) }
+    if let elements = node.asArray { return .array((0..<elements.count).map { viewed(elements[$0]) }) }
+    guard let object = node.asObject else { return .string("neither of JSON's kinds") }
+    return .object(
+        JSONObject(
+            members: object.keys.map { key in
+                JSONMember(key: key, value: object[key].map(viewed) ?? .string("a listed key not found"))
+            }))
+}
+
+/// The member names of every object, in the order `allKeys` lists them, and every leaf as
+/// text: what a conformance that walks a container's keys sees.
+private struct MemberOrder: Decodable, Equatable {
+    var seen: [String] = []
+
+    init(from decoder: any Decoder) throws {
+        try walk(decoder)
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    private mutating func walk(_ decoder: any Decoder) throws {
+        if let object = try? decoder.container(keyedBy: AnyKey.self) {
+            for key in object.allKeys {
+                seen.append("key " + key.stringValue)
+                try walk(object.superDecoder(forKey: key))
+            }
+        } else if var array = try? decoder.unkeyedContainer() {
+            seen.append("[\(array.count ?? -1)")
+            while !array.isAtEnd { try walk(array.superDecoder()) }
+        } else {
+            let leaf = try decoder.singleValueContainer()
+            if leaf.decodeNil() {
+                seen.append("null")
+            } else if let flag = try? leaf.decode(Bool.self) {
+                seen.append("\(flag)")
+            } else if let text = try? leaf.decode(String.self) {
+                seen.append("string " + text)
+            } else {
+                seen.append("number \(try leaf.decode(Double.self))")
+            }
+        }
     }
 }

@@ -273,7 +273,7 @@ extension ModelChain {
         return versions[version]
     }
 
-    private func checkKeys(_ fieldKeys: [String], of entry: VersionEntry, keys: StoredKeys) throws(KeepsakeError) {
+    func checkKeys(_ fieldKeys: [String], of entry: VersionEntry, keys: StoredKeys) throws(KeepsakeError) {
         guard !keys.matches(fieldKeys) else { return }
         let present = Set(fieldKeys.map(ExactString.init))
         let missing = keys.required.filter { !present.contains(ExactString($0)) }.sorted()
@@ -309,17 +309,7 @@ extension ModelChain {
     @usableFromInline
     func decodeStored<V: ModelVersion>(_: V.Type, _ detected: DetectedRecord) throws(KeepsakeError) -> V {
         if let decoded = detected.decoded { return try predecoded(V.self, decoded) }
-        guard versions.indices.contains(V.version) else {
-            // Unreachable: the walk stops at the stored version, which detection checked.
-            throw KeepsakeError(.unrecognisedRecord, "\(name) has no version \(V.version)")
-        }
-        let entry = versions[V.version]
-        guard entry.knowsKeys else { return try decodeTrackingKeys(V.self, detected, entry: entry) }
-        do {
-            return try JSONValueDecoder.decode(V.self, from: detected.fields, dates: V.dateEncoding)
-        } catch {
-            throw decodeFailure(error, detected)
-        }
+        return try decodeFields(V.self, .parsed(detected.fields), version: detected.version, form: detected.form)
     }
 
     /// What detection decoded, as `V`. (Apart from ``decodeStored(_:_:)``, which would otherwise
@@ -333,22 +323,40 @@ extension ModelChain {
         return value
     }
 
-    /// `detected` decoded as `V`, a version whose keys are not known ahead: the decode tells
-    /// which keys it read, and a key it did not read is an error. (Apart from
-    /// ``decodeStored(_:_:)`` so that its tuple's type is looked up only here.)
+    /// The fields of a record detected as `version` in `form` (`fields`, a parsed record's or
+    /// the encoder's own tree) decoded as `V`.
+    func decodeFields<V: ModelVersion>(
+        _: V.Type, _ fields: TreeNode, version: Int, form: RecordForm
+    ) throws(KeepsakeError) -> V {
+        guard versions.indices.contains(V.version) else {
+            // Unreachable: the walk stops at the stored version, which detection checked.
+            throw KeepsakeError(.unrecognisedRecord, "\(name) has no version \(V.version)")
+        }
+        let entry = versions[V.version]
+        guard entry.knowsKeys else {
+            return try decodeTrackingKeys(V.self, fields, version: version, form: form, entry: entry)
+        }
+        do {
+            return try TreeDecoder.decode(V.self, from: fields, dates: V.dateEncoding)
+        } catch {
+            throw decodeFailure(error, version: version)
+        }
+    }
+
+    /// `fields` decoded as `V`, a version whose keys are not known ahead: the decode tells
+    /// which keys it read, and a key it did not read is an error.
     private func decodeTrackingKeys<V: ModelVersion>(
-        _: V.Type, _ detected: DetectedRecord, entry: VersionEntry
+        _: V.Type, _ fields: TreeNode, version: Int, form: RecordForm, entry: VersionEntry
     ) throws(KeepsakeError) -> V {
         let value: V
         let read: Set<ExactString>
         do {
-            (value, read) = try JSONValueDecoder.decodeTrackingKeys(
-                V.self, from: detected.fields, dates: V.dateEncoding)
+            (value, read) = try TreeDecoder.decodeTrackingKeys(V.self, from: fields, dates: V.dateEncoding)
         } catch {
-            throw decodeFailure(error, detected)
+            throw decodeFailure(error, version: version)
         }
-        if case let .object(object) = detected.fields {
-            let inline = detected.form == .inlineVersion
+        if let object = fields.asObject {
+            let inline = form == .inlineVersion
             let unknown = object.keys.filter {
                 !read.contains(ExactString($0)) && !(inline && $0.isExactly(StoredEnvelope.versionKey))
             }
@@ -357,14 +365,14 @@ extension ModelChain {
         return value
     }
 
-    private func decodeFailure(_ error: any Error, _ detected: DetectedRecord) -> KeepsakeError {
+    private func decodeFailure(_ error: any Error, version: Int) -> KeepsakeError {
         if let error = error as? DecodingError {
             return KeepsakeError(
-                .corruptRecord, "the record does not decode as \(name) version \(detected.version)",
+                .corruptRecord, "the record does not decode as \(name) version \(version)",
                 cause: error.keepsakeCause, underlying: error)
         }
         return KeepsakeError(
-            .corruptRecord, "the record does not decode as \(name) version \(detected.version)",
+            .corruptRecord, "the record does not decode as \(name) version \(version)",
             cause: .other(String(describing: error)), underlying: error)
     }
 

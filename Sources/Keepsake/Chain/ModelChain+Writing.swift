@@ -22,11 +22,11 @@ extension ModelChain {
     /// The envelope bytes for `value`, proven to read back as `value` before anything writes them.
     ///
     /// The proof, paid once per record written:
-    /// 1. the envelope is read back as a reader would read it — from the encoder's own tree, which
-    ///    is what `JSONParser` reads from these bytes (`CanonicalNode.readBack(depth:)`), or by
-    ///    parsing the bytes when `JSONEncoder` wrote them — and detected as the latest envelope,
-    ///    with the stored keys the latest version declares;
-    /// 2. its data is decoded into `Latest`;
+    /// 1. the envelope is read back as a reader would read it — from the encoder's own tree, seen
+    ///    as `JSONParser` reads the bytes written from it (`TreeNode.written`), or by parsing the
+    ///    bytes when `JSONEncoder` wrote them — and checked to be the latest envelope, with the
+    ///    stored keys the latest version declares (``readBackAsLatest(_:)``);
+    /// 2. its data is decoded into `Latest`, from that tree;
     /// 3. that value is compared with `value`: by `==` when `Latest` is `Equatable` (so a field
     ///    the encoding drops or changes is caught, which a byte comparison alone would miss when
     ///    decoding fills in the same default again), else by encoding it again and comparing what
@@ -35,8 +35,7 @@ extension ModelChain {
     func encodeVerified(_ value: Latest) throws(KeepsakeError) -> Data {
         let encoded = try encodeEnvelope(value)
         do throws(KeepsakeError) {
-            let detected = try readBackAsLatest(encoded)
-            let decoded = try migrate(detected, context: .verification)
+            let decoded = try readBackAsLatest(encoded)
             try checkSame(decoded, as: value, encoded)
         } catch {
             throw proofFailure(error)
@@ -44,25 +43,83 @@ extension ModelChain {
         return encoded.bytes
     }
 
-    /// The encoded envelope read back as a reader would read it — from the encoder's own tree
-    /// when there is one, else by parsing the bytes — and detected as the latest envelope.
+    /// The encoded envelope read back as a reader would read it, checked to be the latest
+    /// envelope, and its data decoded as `Latest`.
+    ///
+    /// From the encoder's own tree when there is one: the checks detection makes of a stored
+    /// envelope (`detect(_:)`), made on the tree — it nests no deeper than the parser reads; it
+    /// is exactly `data`, `schema`, `version` and, when declared, `oldestReader`; the schema is
+    /// this model's, the version the latest; the data is an object of the keys the latest version
+    /// stores, whose own `version`, if it has one, agrees — and the data decoded from the tree.
+    /// `CanonicalEncoderTests` checks that decoding from the tree gives what decoding the parsed
+    /// bytes gives. Else (`JSONEncoder` wrote the bytes) by parsing and detecting the bytes.
     @usableFromInline
-    func readBackAsLatest(_ encoded: EncodedEnvelope) throws(KeepsakeError) -> DetectedRecord {
-        let parsed: ParsedRecord
-        if let tree = encoded.tree {
-            do throws(JSONSyntaxError) {
-                parsed = ParsedRecord(root: try tree.readBack(), stringWrapped: false)
-            } catch {
-                throw KeepsakeError(.corruptRecord, "the encoded bytes would not parse", cause: error.cause)
+    func readBackAsLatest(_ encoded: EncodedEnvelope) throws(KeepsakeError) -> Latest {
+        guard let tree = encoded.tree else {
+            let detected = try detect(ParsedRecord.parse(encoded.bytes))
+            guard detected.version == latestVersion, detected.form == .envelope else {
+                throw KeepsakeError(.verificationFailed, "the encoded record was not read back as the latest envelope")
             }
-        } else {
-            parsed = try ParsedRecord.parse(encoded.bytes)
+            return try migrate(detected, context: .verification)
         }
-        let detected = try detect(parsed)
-        guard detected.version == latestVersion, detected.form == .envelope else {
-            throw KeepsakeError(.verificationFailed, "the encoded record was not read back as the latest envelope")
+        // The parser reads the record's top level as level 1 and refuses level `maxDepth`.
+        guard encoded.nesting < JSONParser.maxDepth else {
+            throw KeepsakeError(
+                .corruptRecord, "the encoded bytes would not parse", cause: JSONParser.tooDeep.cause)
         }
-        return detected
+        let data = try writtenData(of: tree)
+        return try decodeFields(Latest.self, .written(data), version: latestVersion, form: .envelope)
+    }
+
+    /// The data of the envelope the encoder wrote as `tree`, checked as detection checks a
+    /// stored envelope of the latest version.
+    private func writtenData(of tree: CanonicalNode) throws(KeepsakeError) -> CanonicalNode {
+        // Made only when thrown: a `KeepsakeError` built per record costs more than these checks.
+        var notLatest: KeepsakeError {
+            KeepsakeError(.verificationFailed, "the encoded record was not read back as the latest envelope")
+        }
+        guard case let .object(envelope) = tree.resolved else { throw notLatest }
+        var schema: String?
+        var version: String?
+        var oldestReader: String?
+        var data: CanonicalNode?
+        for member in envelope.writtenMembers {
+            // Each of the four names has a length of its own (as `StoredEnvelope.Parts` tells them).
+            let key = member.key
+            switch (key.utf8.count, member.value.resolved) {
+            case (4, _) where key.isExactly(EnvelopeMember.data.rawValue): data = member.value
+            case let (6, .string(text)) where key.isExactly(EnvelopeMember.schema.rawValue): schema = text
+            case let (7, .number(text)) where key.isExactly(EnvelopeMember.version.rawValue): version = text
+            case let (12, .number(text)) where key.isExactly(EnvelopeMember.oldestReader.rawValue):
+                guard let reader = Int(text), (0...latestVersion).contains(reader) else { throw notLatest }
+                oldestReader = text
+            default: throw notLatest
+            }
+        }
+        guard let schema, schema.isExactly(name), let version, Int(version) == latestVersion, let data,
+            (oldestReader != nil) == (envelope.members.count == 4)
+        else { throw notLatest }
+        guard case let .object(fields) = data.resolved else {
+            throw KeepsakeError(
+                .corruptRecord,
+                """
+                the envelope's "\(EnvelopeMember.data.rawValue)" is \(TreeNode.written(data).kindName), \
+                expected an object
+                """)
+        }
+        let members = fields.writtenMembers
+        let entry = try entry(forVersion: latestVersion)
+        if let keys = entry.keys, !keys.matches(members.lazy.map(\.key)) {
+            try checkKeys(members.map(\.key), of: entry, keys: keys)
+        }
+        let versionKey = StoredEnvelope.versionKey
+        for member in members where member.key.utf8.count == versionKey.utf8.count && member.key.isExactly(versionKey) {
+            if case let .number(text) = member.value.resolved, Int(text) != latestVersion {
+                throw KeepsakeError(
+                    .corruptRecord, "the envelope says version \(latestVersion) but its data says version \(text)")
+            }
+        }
+        return data
     }
 
     /// Throws unless `decoded`, read back from `encoded`, is `value`: by `==` when `Latest` is
@@ -128,10 +185,10 @@ extension ModelChain {
     func encodeEnvelope(_ value: Latest) throws(KeepsakeError) -> EncodedEnvelope {
         do {
             let oldestReader = Latest.oldestReader < latestVersion ? Latest.oldestReader : nil
-            let (bytes, tree) = try CanonicalJSON.encodeEnvelopeWithTree(
+            let (bytes, tree, nesting) = try CanonicalJSON.encodeEnvelopeWithTree(
                 schema: name, version: latestVersion, oldestReader: oldestReader, data: value,
                 dates: Latest.dateEncoding)
-            return EncodedEnvelope(bytes: bytes, tree: tree)
+            return EncodedEnvelope(bytes: bytes, tree: tree, nesting: nesting)
         } catch {
             throw KeepsakeError(
                 .encodingFailed, "\(name) version \(latestVersion) could not be encoded",
@@ -141,9 +198,10 @@ extension ModelChain {
 }
 
 /// An envelope as encoded: its bytes, and the encoder's tree they were written from (`nil` when
-/// `JSONEncoder` wrote them).
+/// `JSONEncoder` wrote them) and how deeply that tree nests (`CanonicalNode.write(to:depth:)`).
 @usableFromInline
 struct EncodedEnvelope {
     @usableFromInline let bytes: Data
     let tree: CanonicalNode?
+    let nesting: Int
 }

@@ -383,34 +383,45 @@ extension CanonicalNode {
     /// Writes the value as `JSONEncoder` does with sorted keys: members sorted by their keys'
     /// UTF-8 bytes, strings escaped as its writer escapes them (`\b \f \n \r \t`, other
     /// control characters as `\u00XX`, slashes left alone).
-    func write(to out: inout [UInt8], depth: Int) throws {
+    ///
+    /// - Returns: How deeply the value nests: 0 for a string, number, literal; for an array or
+    ///   object, 1 more than its deepest element or member — what a write-back's proof checks
+    ///   against what a reader parses (`JSONParser.maxDepth`), found as the bytes are written.
+    @discardableResult
+    func write(to out: inout [UInt8], depth: Int) throws -> Int {
         switch self {
         case let .string(text): Self.writeString(text, to: &out)
         case let .number(text): Self.writeBytes(of: text, to: &out)
         case let .bool(flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
         case .null: out.append(contentsOf: "null".utf8)
-        case let .encoder(encoder): try (encoder.node ?? .object(CanonicalObject())).write(to: &out, depth: depth)
+        case let .encoder(encoder):
+            return try (encoder.node ?? .object(CanonicalObject())).write(to: &out, depth: depth)
         case let .array(array):
             guard depth < 512 else { throw Self.tooDeep }
             out.append(UInt8(ascii: "["))
+            var deepest = 0
             for (position, element) in array.elements.enumerated() {
                 if position > 0 { out.append(UInt8(ascii: ",")) }
-                try element.write(to: &out, depth: depth + 1)
+                deepest = Swift.max(deepest, try element.write(to: &out, depth: depth + 1))
             }
             out.append(UInt8(ascii: "]"))
+            return deepest + 1
         case let .object(object):
             guard depth < 512 else { throw Self.tooDeep }
             out.append(UInt8(ascii: "{"))
             var first = true
+            var deepest = 0
             for member in object.writtenMembers {
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false
                 Self.writeString(member.key, to: &out)
                 out.append(UInt8(ascii: ":"))
-                try member.value.write(to: &out, depth: depth + 1)
+                deepest = Swift.max(deepest, try member.value.write(to: &out, depth: depth + 1))
             }
             out.append(UInt8(ascii: "}"))
+            return deepest + 1
         }
+        return 0
     }
 
     private static var tooDeep: EncodingError {

@@ -32,11 +32,11 @@ package enum CanonicalJSON {
 
     /// ``encodeEnvelope(schema:version:oldestReader:data:dates:)``, with the encoder's tree the
     /// bytes were written from — `nil` when `JSONEncoder` wrote them (a value holding a type
-    /// Keepsake's encoder leaves to it). A write-back verifies on the tree
-    /// (`CanonicalNode.readBack(depth:)`) instead of parsing the bytes again.
+    /// Keepsake's encoder leaves to it). A write-back proves the bytes by decoding from the tree
+    /// (`TreeDecoder<CanonicalNode>`) instead of parsing the bytes again.
     static func encodeEnvelopeWithTree<T: Encodable>(
         schema: String, version: Int, oldestReader: Int?, data: T, dates: DateEncoding = .deferredToDate
-    ) throws -> (bytes: Data, tree: CanonicalNode?) {
+    ) throws -> (bytes: Data, tree: CanonicalNode?, nesting: Int) {
         do {
             let root = CanonicalEncoder(dates: dates)
             let object = CanonicalObject()
@@ -53,12 +53,12 @@ package enum CanonicalJSON {
             let tree = CanonicalNode.object(object)
             var out: [UInt8] = []
             out.reserveCapacity(128)
-            try tree.write(to: &out, depth: 0)
-            return (Data(out), tree)
+            let nesting = try tree.write(to: &out, depth: 0)
+            return (Data(out), tree, nesting)
         } catch is CanonicalEncoderUnsupported {
             let bytes = try foundationEncode(
                 Envelope(schema: schema, version: version, oldestReader: oldestReader, data: data), dates: dates)
-            return (bytes, nil)
+            return (bytes, nil, 0)
         }
     }
 

@@ -1,13 +1,15 @@
 import Foundation
 
-/// Decodes `Decodable` types straight from a parsed ``JSONValue`` tree, so that a record is
-/// parsed once (to detect its version) and decoded once (into that version).
+/// Decodes `Decodable` types straight from a tree — a parsed ``JSONValue`` (a stored record,
+/// parsed once to detect its version and decoded once into it) or the encoder's own
+/// `CanonicalNode` (what a write-back's proof reads the envelope it wrote from, instead of
+/// parsing its bytes again), both a ``TreeNode``.
 ///
 /// Dates are read in the form the decoded version declares (``DateEncoding``: by default a
 /// number of seconds since 2001-01-01, Foundation's default, or an ISO 8601 string), exactly.
 /// `Data` is base64, `URL` a string.
-struct JSONValueDecoder: Decoder {
-    let value: JSONValue
+struct TreeDecoder: Decoder {
+    let value: TreeNode
     let codingPath: [any CodingKey]
     /// Records the keys read from this decoder's object (the record's top level only).
     let readKeys: ReadKeys?
@@ -15,19 +17,14 @@ struct JSONValueDecoder: Decoder {
     let dates: DateEncoding
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(_ value: JSONValue, codingPath: [any CodingKey] = [], readKeys: ReadKeys? = nil, dates: DateEncoding) {
+    init(_ value: TreeNode, codingPath: [any CodingKey] = [], readKeys: ReadKeys? = nil, dates: DateEncoding) {
         self.value = value
         self.codingPath = codingPath
         self.readKeys = readKeys
         self.dates = dates
     }
 
-    /// The top-level keys a decode read (asked for, or asked whether present), as exact strings.
-    final class ReadKeys {
-        var keys = Set<ExactString>()
-    }
-
-    static func decode<T: Decodable>(_ type: T.Type, from value: JSONValue, dates: DateEncoding = .deferredToDate)
+    static func decode<T: Decodable>(_ type: T.Type, from value: TreeNode, dates: DateEncoding = .deferredToDate)
         throws -> T
     {
         try decodeAny(type, from: value, path: [], dates: dates)
@@ -36,17 +33,17 @@ struct JSONValueDecoder: Decoder {
     /// Decodes `type` from `value` and returns the top-level keys its `init(from:)` read, so a
     /// caller can tell whether the object held keys the type does not know.
     static func decodeTrackingKeys<T: Decodable>(
-        _ type: T.Type, from value: JSONValue, dates: DateEncoding = .deferredToDate
+        _ type: T.Type, from value: TreeNode, dates: DateEncoding = .deferredToDate
     ) throws
         -> (T, Set<ExactString>)
     {
         let readKeys = ReadKeys()
-        let decoded = try T(from: JSONValueDecoder(value, readKeys: readKeys, dates: dates))
+        let decoded = try T(from: TreeDecoder(value, readKeys: readKeys, dates: dates))
         return (decoded, readKeys.keys)
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard case let .object(object) = value else {
+        guard let object = value.asObject else {
             throw mismatch([String: Any].self, value, codingPath)
         }
         return KeyedDecodingContainer(
@@ -54,7 +51,7 @@ struct JSONValueDecoder: Decoder {
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        guard case let .array(elements) = value else { throw mismatch([Any].self, value, codingPath) }
+        guard let elements = value.asArray else { throw mismatch([Any].self, value, codingPath) }
         return UnkeyedContainer(elements: elements, codingPath: codingPath, dates: dates)
     }
 
@@ -65,18 +62,18 @@ struct JSONValueDecoder: Decoder {
     // MARK: Leaves
 
     static func decodeAny<T: Decodable>(
-        _ type: T.Type, from value: JSONValue, path: [any CodingKey], dates: DateEncoding
+        _ type: T.Type, from value: TreeNode, path: [any CodingKey], dates: DateEncoding
     ) throws -> T {
         if T.self == Date.self { return try decodeDate(value, path, dates) as! T }
         if T.self == Data.self {
-            guard case let .string(text) = value, let data = Data(base64Encoded: text) else {
+            guard let text = value.asString, let data = Data(base64Encoded: text) else {
                 throw mismatch(Data.self, value, path)
             }
             return data as! T
         }
         if T.self == Decimal.self {
             // Written as a JSON number by JSONEncoder; read its literal text exactly.
-            guard case let .number(text) = value, let decimal = Decimal(string: text, locale: nil),
+            guard let text = value.asNumber, let decimal = Decimal(string: text, locale: nil),
                 !decimal.isNaN
             else {
                 throw mismatch(Decimal.self, value, path)
@@ -84,7 +81,7 @@ struct JSONValueDecoder: Decoder {
             return decimal as! T
         }
         if T.self == URL.self {
-            guard case let .string(text) = value else { throw mismatch(URL.self, value, path) }
+            guard let text = value.asString else { throw mismatch(URL.self, value, path) }
             guard let url = URL(string: text) else {
                 let shown = text.isEmpty ? "an empty string" : "the string \"\(text.prefix(80))\""
                 throw DecodingError.dataCorrupted(
@@ -92,16 +89,16 @@ struct JSONValueDecoder: Decoder {
             }
             return url as! T
         }
-        return try T(from: JSONValueDecoder(value, codingPath: path, dates: dates))
+        return try T(from: TreeDecoder(value, codingPath: path, dates: dates))
     }
 
     /// A date in the declared form, read exactly. A value that does not fit the form, or a date
     /// Keepsake could not write back identically (not finite, outside the years 0001–9999, an
     /// impossible calendar date, finer than a `Date` holds) is a `dataCorrupted` error at the
     /// field's coding path.
-    private static func decodeDate(_ value: JSONValue, _ path: [any CodingKey], _ dates: DateEncoding) throws -> Date {
+    private static func decodeDate(_ value: TreeNode, _ path: [any CodingKey], _ dates: DateEncoding) throws -> Date {
         do throws(ISO8601.Failure) {
-            if let date = try dates.date(from: value) { return date }
+            if let date = try dates.date(from: value.leaf) { return date }
         } catch {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: path, debugDescription: "Invalid date: \(error.reason)."))
@@ -110,36 +107,61 @@ struct JSONValueDecoder: Decoder {
     }
 }
 
+/// The top-level keys a decode read (asked for, or asked whether present), as exact strings.
+final class ReadKeys {
+    var keys = Set<ExactString>()
+}
+
+extension TreeDecoder {
+    /// `type` decoded from a parsed value.
+    static func decode<T: Decodable>(_ type: T.Type, from value: JSONValue, dates: DateEncoding = .deferredToDate)
+        throws -> T
+    {
+        try decode(type, from: .parsed(value), dates: dates)
+    }
+
+    /// `type` decoded from a parsed value, with the top-level keys its `init(from:)` read.
+    static func decodeTrackingKeys<T: Decodable>(
+        _ type: T.Type, from value: JSONValue, dates: DateEncoding = .deferredToDate
+    ) throws -> (T, Set<ExactString>) {
+        try decodeTrackingKeys(type, from: .parsed(value), dates: dates)
+    }
+}
+
+/// The decoder of parsed records.
+typealias JSONValueDecoder = TreeDecoder
+
 // The leaves take their coding path as an autoclosure: it is an array built only for an error,
 // not once per field decoded.
-private func mismatch(_ type: Any.Type, _ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) -> DecodingError
+private func mismatch(_ type: Any.Type, _ value: TreeNode, _ path: @autoclosure () -> [any CodingKey])
+    -> DecodingError
 {
     .typeMismatch(type, .init(codingPath: path(), debugDescription: "Expected \(type) but found \(value.kindName)."))
 }
 
-private func decodeBool(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
-    guard case let .bool(flag) = value else { throw mismatch(Bool.self, value, path()) }
+private func decodeBool(_ value: TreeNode, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
+    guard let flag = value.asBool else { throw mismatch(Bool.self, value, path()) }
     return flag
 }
 
-private func decodeString(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> String {
-    guard case let .string(text) = value else { throw mismatch(String.self, value, path()) }
+private func decodeString(_ value: TreeNode, _ path: @autoclosure () -> [any CodingKey]) throws -> String {
+    guard let text = value.asString else { throw mismatch(String.self, value, path()) }
     return text
 }
 
 private func decodeFloat<T: BinaryFloatingPoint & LosslessStringConvertible>(
-    _ type: T.Type, _ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]
+    _ type: T.Type, _ value: TreeNode, _ path: @autoclosure () -> [any CodingKey]
 ) throws -> T {
-    guard case let .number(text) = value, let number = T(text) else { throw mismatch(T.self, value, path()) }
+    guard let text = value.asNumber, let number = T(text) else { throw mismatch(T.self, value, path()) }
     return number
 }
 
 private func decodeInteger<T: FixedWidthInteger>(
-    _ type: T.Type, _ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]
+    _ type: T.Type, _ value: TreeNode, _ path: @autoclosure () -> [any CodingKey]
 ) throws
     -> T
 {
-    guard case let .number(text) = value else { throw mismatch(T.self, value, path()) }
+    guard let text = value.asNumber else { throw mismatch(T.self, value, path()) }
     if let number = T(text) { return number }
     // 1e3 or 2.0: accept when the value is integral and fits.
     if let double = Double(text), double.rounded() == double, let number = T(exactly: double) { return number }
@@ -157,19 +179,19 @@ private struct IndexKey: CodingKey {
 }
 
 private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let object: JSONObject
+    let object: TreeObject
     let codingPath: [any CodingKey]
-    let readKeys: JSONValueDecoder.ReadKeys?
+    let readKeys: ReadKeys?
     let dates: DateEncoding
 
-    var allKeys: [Key] { object.members.compactMap { Key(stringValue: $0.key) } }
+    var allKeys: [Key] { object.keys.compactMap { Key(stringValue: $0) } }
 
     func contains(_ key: Key) -> Bool {
         readKeys?.keys.insert(ExactString(key.stringValue))
         return object[key.stringValue] != nil
     }
 
-    private func value(_ key: Key) throws -> JSONValue {
+    private func value(_ key: Key) throws -> TreeNode {
         readKeys?.keys.insert(ExactString(key.stringValue))
         guard let value = object[key.stringValue] else {
             throw DecodingError.keyNotFound(
@@ -181,8 +203,7 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func decodeNil(forKey key: Key) throws -> Bool {
-        if case .null = try value(key) { return true }
-        return false
+        try value(key).isNull
     }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decodeBool(value(key), codingPath + [key]) }
@@ -227,37 +248,37 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try JSONValueDecoder.decodeAny(type, from: value(key), path: codingPath + [key], dates: dates)
+        try TreeDecoder.decodeAny(type, from: value(key), path: codingPath + [key], dates: dates)
     }
 
     func nestedContainer<NestedKey: CodingKey>(
         keyedBy type: NestedKey.Type, forKey key: Key
     ) throws -> KeyedDecodingContainer<NestedKey> {
-        try JSONValueDecoder(value(key), codingPath: codingPath + [key], dates: dates).container(keyedBy: type)
+        try TreeDecoder(value(key), codingPath: codingPath + [key], dates: dates).container(keyedBy: type)
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        try JSONValueDecoder(value(key), codingPath: codingPath + [key], dates: dates).unkeyedContainer()
+        try TreeDecoder(value(key), codingPath: codingPath + [key], dates: dates).unkeyedContainer()
     }
 
     func superDecoder() throws -> any Decoder {
         readKeys?.keys.insert(ExactString("super"))
-        return JSONValueDecoder(object["super"] ?? .null, codingPath: codingPath, dates: dates)
+        return TreeDecoder(object["super"] ?? .null, codingPath: codingPath, dates: dates)
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
         readKeys?.keys.insert(ExactString(key.stringValue))
-        return JSONValueDecoder(object[key.stringValue] ?? .null, codingPath: codingPath + [key], dates: dates)
+        return TreeDecoder(object[key.stringValue] ?? .null, codingPath: codingPath + [key], dates: dates)
     }
 }
 
 private struct UnkeyedContainer: UnkeyedDecodingContainer {
-    let elements: [JSONValue]
+    let elements: TreeElements
     let codingPath: [any CodingKey]
     let dates: DateEncoding
     var currentIndex = 0
 
-    init(elements: [JSONValue], codingPath: [any CodingKey], dates: DateEncoding) {
+    init(elements: TreeElements, codingPath: [any CodingKey], dates: DateEncoding) {
         self.elements = elements
         self.codingPath = codingPath
         self.dates = dates
@@ -266,7 +287,7 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
     var count: Int? { elements.count }
     var isAtEnd: Bool { currentIndex >= elements.count }
 
-    private mutating func next<T>(_ type: T.Type) throws -> (JSONValue, [any CodingKey]) {
+    private mutating func next<T>(_ type: T.Type) throws -> (TreeNode, [any CodingKey]) {
         guard !isAtEnd else {
             throw DecodingError.valueNotFound(
                 type,
@@ -280,7 +301,7 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
 
     mutating func decodeNil() throws -> Bool {
         guard !isAtEnd else { return false }
-        if case .null = elements[currentIndex] {
+        if elements[currentIndex].isNull {
             currentIndex += 1
             return true
         }
@@ -346,36 +367,33 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         let (v, p) = try next(type)
-        return try JSONValueDecoder.decodeAny(type, from: v, path: p, dates: dates)
+        return try TreeDecoder.decodeAny(type, from: v, path: p, dates: dates)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
         NestedKey
     > {
         let (v, p) = try next([String: Any].self)
-        return try JSONValueDecoder(v, codingPath: p, dates: dates).container(keyedBy: type)
+        return try TreeDecoder(v, codingPath: p, dates: dates).container(keyedBy: type)
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
         let (v, p) = try next([Any].self)
-        return try JSONValueDecoder(v, codingPath: p, dates: dates).unkeyedContainer()
+        return try TreeDecoder(v, codingPath: p, dates: dates).unkeyedContainer()
     }
 
     mutating func superDecoder() throws -> any Decoder {
         let (v, p) = try next(Any.self)
-        return JSONValueDecoder(v, codingPath: p, dates: dates)
+        return TreeDecoder(v, codingPath: p, dates: dates)
     }
 }
 
 private struct SingleContainer: SingleValueDecodingContainer {
-    let value: JSONValue
+    let value: TreeNode
     let codingPath: [any CodingKey]
     let dates: DateEncoding
 
-    func decodeNil() -> Bool {
-        if case .null = value { return true }
-        return false
-    }
+    func decodeNil() -> Bool { value.isNull }
 
     func decode(_ type: Bool.Type) throws -> Bool { try decodeBool(value, codingPath) }
     func decode(_ type: String.Type) throws -> String { try decodeString(value, codingPath) }
@@ -393,6 +411,6 @@ private struct SingleContainer: SingleValueDecodingContainer {
     func decode(_ type: UInt64.Type) throws -> UInt64 { try decodeInteger(type, value, codingPath) }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try JSONValueDecoder.decodeAny(type, from: value, path: codingPath, dates: dates)
+        try TreeDecoder.decodeAny(type, from: value, path: codingPath, dates: dates)
     }
 }
