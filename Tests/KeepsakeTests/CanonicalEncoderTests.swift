@@ -268,7 +268,7 @@ private struct Failing: Encodable {
     init(number: Double, date: Date) { inner = Inner(values: [1, number], when: date) }
 }
 
-private struct SplitMix {
+struct SplitMix {
     var state: UInt64
     init(seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 &+ 1 }
 
@@ -416,7 +416,7 @@ private struct Nested: Encodable {
 
 /// A tree as `TreeDecoder` sees it, through ``TreeNode``'s accessors alone: what
 /// `treeReadsAsParsed` compares with what the parser reads.
-private func viewed(_ node: TreeNode) -> JSONValue {
+func viewed(_ node: TreeNode) -> JSONValue {
     if node.isNull { return .null }
     if let flag = node.asBool { return .bool(flag) }
     if let text = node.asNumber { return .number(text) }

@@ -14,7 +14,7 @@ import Foundation
 ///   ``EnvelopeMember/forEachWritten(oldestReader:_:)`` gives: by `CanonicalJSON.encodeEnvelope`; by `JSONEncoder` through
 ///   `Encodable` (the reference the canonical bytes are checked against); and as a parsed tree
 ///   (``json``) for a record merged into a newer release's (`RecordMerge`).
-/// - **Recognised** by ``StoredEnvelope/schema(of:)``: an object of exactly `schema` (a string),
+/// - **Recognised** by ``StoredEnvelope/Parts/envelopeSchema``: an object of exactly `schema` (a string),
 ///   `version` and `data`, and `oldestReader` when the writer declared it. `ParsedRecord.layout`
 ///   tells it from the other stored forms.
 /// - **Read** by ``StoredEnvelope/version(of:expecting:)`` and ``StoredEnvelope/fields(of:)``,
@@ -90,47 +90,49 @@ extension Envelope where Model == JSONValue {
     /// (`ParsedRecord.Layout.inlineVersion`).
     static var versionKey: String { Member.version.rawValue }
 
-    /// The envelope's members of an object, found in one pass over its members (a record has a
-    /// few): what ``schema(of:)``, ``version(of:expecting:)`` and ``fields(of:)`` read, so that
-    /// a record's envelope is not looked up member by member, once for each of them.
+    /// The envelope's members of an object on a record's tape, found in one pass over its
+    /// members (a record has a few): what ``Parts/envelopeSchema``, ``version(of:expecting:)``
+    /// and ``fields(of:)`` read, so that a record's envelope is not looked up member by member,
+    /// once for each of them. Each is the entry of the member's value.
     struct Parts: Sendable {
-        var schema: JSONValue?
-        var version: JSONValue?
-        var data: JSONValue?
-        var oldestReader: JSONValue?
+        let tape: JSONTape
+        var schema: Int?
+        var version: Int?
+        var data: Int?
+        var oldestReader: Int?
         /// How many members the object has, the envelope's and any others.
         var count: Int
 
-        init(_ object: JSONObject) {
-            count = object.count
-            for member in object.members {
+        /// The envelope's members of the object at entry `object` of `tape`.
+        init(tape: JSONTape, object: Int) {
+            self.tape = tape
+            count = tape.entries[object].count
+            for name in tape.memberNames(of: object) {
                 // Each of the four names has a length of its own: one comparison a member.
-                switch member.key.utf8.count {
-                case 4: if member.key.isExactly(Member.data.rawValue) { data = member.value }
-                case 6: if member.key.isExactly(Member.schema.rawValue) { schema = member.value }
-                case 7: if member.key.isExactly(Member.version.rawValue) { version = member.value }
-                case 12: if member.key.isExactly(Member.oldestReader.rawValue) { oldestReader = member.value }
+                switch tape.storedLength(at: name) {
+                case 4: if tape.string(at: name, isExactly: Member.data.rawValue) { data = name + 1 }
+                case 6: if tape.string(at: name, isExactly: Member.schema.rawValue) { schema = name + 1 }
+                case 7: if tape.string(at: name, isExactly: Member.version.rawValue) { version = name + 1 }
+                case 12: if tape.string(at: name, isExactly: Member.oldestReader.rawValue) { oldestReader = name + 1 }
                 default: break
                 }
             }
         }
 
-        /// The `schema` when the object is laid out as an envelope — exactly `schema` (a
-        /// string), `version` and `data`, and `oldestReader` when the writer declared older
-        /// readers compatible — or `nil`.
-        var envelopeSchema: String? {
-            guard count == 3 || (count == 4 && oldestReader != nil), case let .string(name)? = schema,
+        /// Whether the object is laid out as an envelope: exactly `schema` (a string), `version`
+        /// and `data`, and `oldestReader` when the writer declared older readers compatible.
+        var isEnvelope: Bool {
+            guard count == 3 || (count == 4 && oldestReader != nil), let schema, tape.entries[schema].isString,
                 version != nil, data != nil
-            else { return nil }
-            return name
+            else { return false }
+            return true
         }
-    }
 
-    /// The `schema` of `object` when it is laid out as an envelope (``Parts/envelopeSchema``),
-    /// or `nil`. The other members' values are checked by ``version(of:expecting:)`` and
-    /// ``fields(of:)``.
-    static func schema(of object: JSONObject) -> String? {
-        Parts(object).envelopeSchema
+        /// The `schema` when the object is laid out as an envelope (``isEnvelope``), or `nil`.
+        var envelopeSchema: String? {
+            guard isEnvelope, let schema else { return nil }
+            return tape.string(at: schema)
+        }
     }
 
     /// The version and oldest reader of the envelope whose members are `parts` (recognised by
@@ -144,19 +146,25 @@ extension Envelope where Model == JSONValue {
     static func version(
         of parts: Parts, expecting name: String
     ) throws(KeepsakeError) -> (version: Int, oldestReader: Int?) {
-        guard case let .string(schema)? = parts.schema, schema.isExactly(name) else {
+        let tape = parts.tape
+        guard let schema = parts.schema, tape.entries[schema].isString, tape.string(at: schema, isExactly: name) else {
             let found: String
-            if case let .string(schema)? = parts.schema {
-                found = "'\(schema)'"
+            if let schema = parts.schema, tape.entries[schema].isString {
+                found = "'\(tape.string(at: schema))'"
             } else {
                 found = "none"
             }
             throw KeepsakeError(.schemaMismatch, "the envelope's schema is \(found), expected '\(name)'")
         }
-        let version = try (parts.version ?? .null).recordVersion(
+        guard let versionEntry = parts.version else {
+            // Unreachable: an envelope has a version (`Parts.isEnvelope`).
+            throw KeepsakeError(.corruptRecord, "the envelope has no \"\(Member.version.rawValue)\"")
+        }
+        let version = try TreeNode.tape(tape, versionEntry).recordVersion(
             at: "the envelope's \"\(Member.version.rawValue)\"")
         guard let value = parts.oldestReader else { return (version, nil) }
-        let reader = try value.recordVersion(at: "the envelope's \"\(Member.oldestReader.rawValue)\"")
+        let reader = try TreeNode.tape(tape, value).recordVersion(
+            at: "the envelope's \"\(Member.oldestReader.rawValue)\"")
         guard (0...version).contains(reader) else {
             throw KeepsakeError(
                 .corruptRecord,
@@ -169,24 +177,24 @@ extension Envelope where Model == JSONValue {
     /// an object.
     ///
     /// - Throws: `.corruptRecord` naming what `data` is instead.
-    static func fields(of parts: Parts) throws(KeepsakeError) -> JSONObject {
-        guard case let .object(fields)? = parts.data else {
-            let found = (parts.data ?? .null).kindName
+    static func fields(of parts: Parts) throws(KeepsakeError) -> Int {
+        guard let data = parts.data, parts.tape.entries[data].kind == .object else {
+            let found = parts.data.map(parts.tape.kindName(at:)) ?? "null"
             throw KeepsakeError(
                 .corruptRecord, "the envelope's \"\(Member.data.rawValue)\" is \(found), expected an object")
         }
-        return fields
+        return data
     }
 }
 
-extension JSONValue {
+extension TreeNode {
     /// The value as a record's version number (an envelope's `version` or `oldestReader`, an
     /// inline `version`).
     ///
     /// - Throws: `.corruptRecord` naming `place` (made only then) when the value is not an
     ///   integer.
     func recordVersion(at place: @autoclosure () -> String) throws(KeepsakeError) -> Int {
-        guard case let .number(text) = self, let version = Int(text) else {
+        guard let text = asNumber, let version = Int(text) else {
             throw KeepsakeError(.corruptRecord, "\(place()) is \(kindName), expected an integer")
         }
         return version

@@ -123,7 +123,9 @@ struct DetectedRecord: Sendable {
     @usableFromInline let version: Int
     @usableFromInline let form: RecordForm
     @usableFromInline let stringWrapped: Bool
-    let fields: JSONValue
+    /// The record's fields: the entry of the envelope's `data`, or of the whole record, on its
+    /// tape.
+    let fields: StoredFields
     /// The envelope's `oldestReader`: the oldest version whose readers can read the record.
     @usableFromInline var oldestReader: Int?
     /// The stored version's value, when detection already decoded it (a bare record matched to
@@ -139,6 +141,19 @@ struct DetectedRecord: Sendable {
     }
 }
 
+/// Where a stored record's fields are: an entry of its tape.
+@usableFromInline
+struct StoredFields: Sendable {
+    let tape: JSONTape
+    let entry: Int
+
+    /// The fields, for decoding.
+    var node: TreeNode { .tape(tape, entry) }
+
+    /// The fields as a ``JSONValue`` tree, built (what a merge into a newer record edits).
+    var value: JSONValue { tape.value(at: entry) }
+}
+
 extension ModelChain {
     /// Finds the stored version of `record`, by its stored form (``ParsedRecord/layout(for:)``):
     /// an envelope's version; an inline integer `version`; or, for a bare object, the one
@@ -148,51 +163,52 @@ extension ModelChain {
         switch try record.layout(for: name) {
         case let .envelope(parts):
             return try detectEnvelope(parts, stringWrapped: record.stringWrapped)
-        case let .inlineVersion(object, versionValue):
-            let version = try versionValue.recordVersion(at: "top-level \"\(StoredEnvelope.versionKey)\"")
+        case let .inlineVersion(versionEntry):
+            let version = try TreeNode.tape(record.tape, versionEntry).recordVersion(
+                at: "top-level \"\(StoredEnvelope.versionKey)\"")
             let detected = DetectedRecord(
                 version: version, form: .inlineVersion, stringWrapped: record.stringWrapped,
-                fields: record.root)
+                fields: StoredFields(tape: record.tape, entry: 0))
             guard version <= latestVersion else { return detected }
             let entry = try entry(forVersion: version)
             if let keys = entry.keys {
                 let key = StoredEnvelope.versionKey
                 let readsVersion = keys.required.contains(key) || keys.optional.contains(key)
-                let fieldKeys = readsVersion ? object.keys : object.keys.filter { !$0.isExactly(key) }
+                let objectKeys = record.keys
+                let fieldKeys = readsVersion ? objectKeys : objectKeys.filter { !$0.isExactly(key) }
                 try checkKeys(fieldKeys, of: entry, keys: keys)
             }
             return detected
-        case let .bare(object):
-            return try detectBare(object, record: record)
+        case .bare:
+            return try detectBare(record)
         }
     }
 
     /// A bare record is the version whose key set it matches exactly; a version whose keys are
     /// not known ahead matches when it decodes the record and reads every one of its keys.
-    private func detectBare(_ object: JSONObject, record: ParsedRecord) throws(KeepsakeError) -> DetectedRecord {
+    private func detectBare(_ record: ParsedRecord) throws(KeepsakeError) -> DetectedRecord {
+        let tape = record.tape
         // The first match is held apart, so that the usual record — one version matches — costs
         // no array; versions are matched on the object's own member names, not a copy of them.
         var first: DetectedRecord?
         var others: [DetectedRecord] = []
         for entry in versions where entry.storedWithoutVersion {
             var decodedValue: DetectedRecord.Decoded?
-            if let keys = entry.keys {
+            if let table = entry.keyTable {
                 // Member names are distinct (the parser rejects duplicates), so a count outside
                 // what the version allows rules it out before any name is compared.
-                let count = object.count
-                guard count >= keys.required.count, count <= keys.required.count + keys.optional.count,
-                    keys.matches(object.members.lazy.map(\.key))
-                else { continue }
+                guard tape.names(of: 0, match: table) ?? (entry.keys?.matches(record.keys) == true) else { continue }
             } else {
                 // `try?` is right here: a version that cannot decode the record is simply not a
                 // match; the record's error (unrecognised) is reported below if none matches.
                 guard let decoded = try? entry.decodeTrackingKeys(record.root),
-                    object.members.allSatisfy({ decoded.readKeys.contains(ExactString($0.key)) })
+                    tape.memberNames(of: 0).allSatisfy({ decoded.readKeys.contains(ExactString(tape.string(at: $0))) })
                 else { continue }
                 decodedValue = DetectedRecord.Decoded(decoded.value)
             }
             var match = DetectedRecord(
-                version: entry.version, form: .bare, stringWrapped: record.stringWrapped, fields: record.root)
+                version: entry.version, form: .bare, stringWrapped: record.stringWrapped,
+                fields: StoredFields(tape: record.tape, entry: 0))
             match.decoded = decodedValue
             if first == nil { first = match } else { others.append(match) }
         }
@@ -204,7 +220,7 @@ extension ModelChain {
         }
         let matches = first.map { [$0] + others } ?? []
         let candidates = versions.filter(\.storedWithoutVersion)
-        let keyList = "{" + abridged(object.keys.sorted()) + "}"
+        let keyList = "{" + abridged(record.keys.sorted()) + "}"
         if matches.isEmpty {
             let expected = candidates.map { "v\($0.version) \($0.keys?.description ?? "(keys read by decoding)")" }
                 .joined(separator: ", ")
@@ -228,23 +244,35 @@ extension ModelChain {
         _ parts: StoredEnvelope.Parts, stringWrapped: Bool
     ) throws(KeepsakeError) -> DetectedRecord {
         let (version, oldestReader) = try StoredEnvelope.version(of: parts, expecting: name)
+        let tape = parts.tape
         guard version <= latestVersion else {
             return DetectedRecord(
                 version: version, form: .envelope, stringWrapped: stringWrapped,
-                fields: .object(try StoredEnvelope.fields(of: parts)), oldestReader: oldestReader)
+                fields: StoredFields(tape: tape, entry: try StoredEnvelope.fields(of: parts)),
+                oldestReader: oldestReader)
         }
         let entry = try entry(forVersion: version)
         let fields = try StoredEnvelope.fields(of: parts)
-        if let keys = entry.keys, !keys.matches(fields.members.lazy.map(\.key)) {
-            try checkKeys(fields.keys, of: entry, keys: keys)
+        if let table = entry.keyTable {
+            // The names by their bytes; decoded only when one has escapes, or for the error.
+            let fieldKeys = { tape.memberNames(of: fields).map(tape.string(at:)) }
+            if !(tape.names(of: fields, match: table) ?? (entry.keys?.matches(fieldKeys()) == true)),
+                let keys = entry.keys
+            {
+                try checkKeys(fieldKeys(), of: entry, keys: keys)
+            }
         }
-        if let inner = fields[StoredEnvelope.versionKey], case let .number(text) = inner, Int(text) != version {
-            throw KeepsakeError(
-                .corruptRecord,
-                "the envelope says version \(version) but its data says version \(text)")
+        if let inner = tape.member(StoredEnvelope.versionKey, of: fields), tape.entries[inner].kind == .number {
+            let text = tape.number(at: inner)
+            if Int(text) != version {
+                throw KeepsakeError(
+                    .corruptRecord,
+                    "the envelope says version \(version) but its data says version \(text)")
+            }
         }
         return DetectedRecord(
-            version: version, form: .envelope, stringWrapped: stringWrapped, fields: .object(fields),
+            version: version, form: .envelope, stringWrapped: stringWrapped,
+            fields: StoredFields(tape: tape, entry: fields),
             oldestReader: oldestReader)
     }
 
@@ -309,7 +337,7 @@ extension ModelChain {
     @usableFromInline
     func decodeStored<V: ModelVersion>(_: V.Type, _ detected: DetectedRecord) throws(KeepsakeError) -> V {
         if let decoded = detected.decoded { return try predecoded(V.self, decoded) }
-        return try decodeFields(V.self, .parsed(detected.fields), version: detected.version, form: detected.form)
+        return try decodeFields(V.self, detected.fields.node, version: detected.version, form: detected.form)
     }
 
     /// What detection decoded, as `V`. (Apart from ``decodeStored(_:_:)``, which would otherwise
@@ -415,7 +443,7 @@ extension ModelChain {
             throw KeepsakeError(.unrecognisedRecord, "the \(name) chain has no versions")  // unreachable
         }
         do {
-            return try entry.decode(detected.fields)
+            return try entry.decode(detected.fields.node)
         } catch let error as DecodingError {
             throw KeepsakeError(
                 .corruptRecord,

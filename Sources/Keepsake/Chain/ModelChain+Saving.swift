@@ -71,7 +71,7 @@ extension ModelChain {
             return bytes
         }
         guard let reader = detected.oldestReader, reader <= latestVersion,
-            case let .object(newerFields) = detected.fields
+            case let .object(newerFields) = detected.fields.value
         else { throw newerError(detected.version) }
         return try merge(
             value, into: newerFields, version: detected.version, oldestReader: reader, stored: stored,

@@ -348,9 +348,9 @@ final class VersionEntry: Sendable {
     /// Whether a record stored without a version may be this version.
     let storedWithoutVersion: Bool
     /// Decodes the version from a parsed tree.
-    let decode: @Sendable (JSONValue) throws -> any ModelVersion
+    let decode: @Sendable (TreeNode) throws -> any ModelVersion
     /// Decodes the version from a parsed tree and says which of its top-level keys it read.
-    let decodeTrackingKeys: @Sendable (JSONValue) throws -> (value: any ModelVersion, readKeys: Set<ExactString>)
+    let decodeTrackingKeys: @Sendable (TreeNode) throws -> (value: any ModelVersion, readKeys: Set<ExactString>)
     /// Probes the version's `Decodable` conformance.
     private let probe: @Sendable () -> VersionProbe
     /// Held while ``probe`` runs, so that it runs once.
@@ -370,9 +370,9 @@ final class VersionEntry: Sendable {
         oldestReader = V.oldestReader
         dateEncoding = V.dateEncoding
         storedWithoutVersion = V.storedWithoutVersion
-        decode = { value in try JSONValueDecoder.decode(V.self, from: value, dates: V.dateEncoding) }
+        decode = { value in try TreeDecoder.decode(V.self, from: value, dates: V.dateEncoding) }
         decodeTrackingKeys = { value in
-            let (decoded, readKeys) = try JSONValueDecoder.decodeTrackingKeys(
+            let (decoded, readKeys) = try TreeDecoder.decodeTrackingKeys(
                 V.self, from: value, dates: V.dateEncoding)
             return (decoded, readKeys)
         }
@@ -404,6 +404,8 @@ final class VersionEntry: Sendable {
 
     /// The stored keys, when known (declared, or read off the `Decodable` conformance).
     var keys: StoredKeys? { probed { $0.keys } }
+    /// ``keys`` as bytes, when known.
+    var keyTable: KeyTable? { probed { $0.keyTable } }
     /// Whether ``keys`` is known, without copying it.
     var knowsKeys: Bool { probed { $0.keys != nil } }
     /// Why ``keys`` is unknown.

@@ -6,7 +6,7 @@ import Foundation
 /// The forms, in the order they are tried (docs/FORMAT.md):
 /// 1. a JSON string holding any of the others (UserDefaults-era apps): unwrapped once by
 ///    ``parse(_:)``, ``stringWrapped`` set;
-/// 2. an ``Envelope`` (what Keepsake writes), recognised by ``StoredEnvelope/schema(of:)``;
+/// 2. an ``Envelope`` (what Keepsake writes), recognised by ``StoredEnvelope/Parts/envelopeSchema``;
 /// 3. an object with a top-level `version` (the TrialInfo article's form), under the
 ///    envelope's name for it, ``StoredEnvelope/versionKey``;
 /// 4. a bare object, its version told by its key set.
@@ -15,8 +15,9 @@ import Foundation
 /// versions (`ModelChain.detect`).
 @usableFromInline
 struct ParsedRecord: Sendable {
-    /// The record's top-level value, after unwrapping a JSON string that held JSON.
-    let root: JSONValue
+    /// The record as parsed, after unwrapping a JSON string that held JSON: its top-level value
+    /// is entry 0.
+    let tape: JSONTape
     /// Whether the stored value was a JSON string holding the record (UserDefaults-era apps).
     @usableFromInline let stringWrapped: Bool
     /// The envelope's members when the record is laid out as an envelope, found once, when the
@@ -24,38 +25,41 @@ struct ParsedRecord: Sendable {
     /// detection (``layout(for:)``) read them.
     let envelope: StoredEnvelope.Parts?
 
-    init(root: JSONValue, stringWrapped: Bool) {
-        self.root = root
+    init(tape: JSONTape, stringWrapped: Bool) {
+        self.tape = tape
         self.stringWrapped = stringWrapped
-        if case let .object(object) = root {
-            let parts = StoredEnvelope.Parts(object)
-            envelope = parts.envelopeSchema == nil ? nil : parts
+        if tape.entries[0].kind == .object {
+            let parts = StoredEnvelope.Parts(tape: tape, object: 0)
+            envelope = parts.isEnvelope ? parts : nil
         } else {
             envelope = nil
         }
     }
+
+    /// The record's top-level value.
+    var root: TreeNode { .tape(tape, 0) }
 
     /// Parses stored bytes. A JSON string is unwrapped once and its text parsed as the record.
     ///
     /// - Throws: `.corruptRecord` when the bytes, or the text of the string they hold, are not JSON.
     @usableFromInline
     static func parse(_ bytes: Data) throws(KeepsakeError) -> ParsedRecord {
-        let value: JSONValue
+        let tape: JSONTape
         do throws(JSONSyntaxError) {
-            value = try JSONParser.parse(bytes)
+            tape = try JSONTape.parse(bytes)
         } catch {
             throw KeepsakeError(.corruptRecord, "the stored bytes are not valid JSON", cause: error.cause)
         }
-        if case let .string(text) = value {
+        if tape.entries[0].isString {
             do throws(JSONSyntaxError) {
-                return ParsedRecord(root: try JSONParser.parse(text), stringWrapped: true)
+                return ParsedRecord(tape: try JSONTape.parse(tape.string(at: 0)), stringWrapped: true)
             } catch {
                 throw KeepsakeError(
                     .corruptRecord, "the stored value is a JSON string that does not hold JSON",
                     cause: error.cause)
             }
         }
-        return ParsedRecord(root: value, stringWrapped: false)
+        return ParsedRecord(tape: tape, stringWrapped: false)
     }
 
     /// How a record's top level is laid out: which stored form it has.
@@ -63,10 +67,11 @@ struct ParsedRecord: Sendable {
         /// An ``Envelope``: its members, read by ``StoredEnvelope/version(of:expecting:)`` and
         /// ``StoredEnvelope/fields(of:)``.
         case envelope(StoredEnvelope.Parts)
-        /// The model's fields with a top-level `version`, whose value is not yet checked.
-        case inlineVersion(JSONObject, version: JSONValue)
+        /// The model's fields with a top-level `version` (the entry of its value, not yet
+        /// checked).
+        case inlineVersion(version: Int)
         /// The model's fields alone.
-        case bare(JSONObject)
+        case bare
     }
 
     /// The stored form of the record, told by its top level alone.
@@ -74,15 +79,23 @@ struct ParsedRecord: Sendable {
     /// - Throws: `.unrecognisedRecord` when the record is not a JSON object (`name` is the
     ///   model it was read as, for the message).
     func layout(for name: String) throws(KeepsakeError) -> Layout {
-        guard case let .object(object) = root else {
+        guard tape.entries[0].kind == .object else {
             throw KeepsakeError(
-                .unrecognisedRecord, "expected a JSON object for \(withArticle(name)) record but found \(root.kindName)"
+                .unrecognisedRecord,
+                "expected a JSON object for \(withArticle(name)) record but found \(tape.kindName(at: 0))"
             )
         }
         if let envelope { return .envelope(envelope) }
-        if let version = object[StoredEnvelope.versionKey] { return .inlineVersion(object, version: version) }
-        return .bare(object)
+        // One look-up, a scan: linear in the object's size, however many members it has.
+        if let version = tape.member(StoredEnvelope.versionKey, of: 0) { return .inlineVersion(version: version) }
+        return .bare
     }
+
+    /// The top-level object's member names, in document order.
+    var keys: [String] { tape.memberNames(of: 0).map(tape.string(at:)) }
+
+    /// The number of members of the top-level object.
+    var count: Int { tape.entries[0].count }
 
     /// The envelope's `schema`, when the record is an envelope: how the ``Migrator`` routes a
     /// record to its chain.

@@ -11,6 +11,8 @@ final class VersionProbe: Sendable {
     let shape: RecordShape?
     /// The stored keys, when known (declared, or the shape's top-level fields).
     let keys: StoredKeys?
+    /// ``keys`` as bytes, for matching a stored record's member names.
+    let keyTable: KeyTable?
     /// Why ``keys`` is unknown.
     let keyProblem: ProbeProblem?
     /// Whether the version writes exactly the keys it reads: asked only by validation, so that
@@ -34,6 +36,7 @@ final class VersionProbe: Sendable {
             keys = declared.isInferred ? nil : declared
             keyProblem = declared.isInferred ? problem.unknownKeys(of: V.self) : nil
         }
+        keyTable = keys.map(KeyTable.init)
         let known = keys
         let written = sample
         roundTripProblem = {

@@ -537,3 +537,146 @@ extension JSONParser {
     /// `skipValue`, which bounds its own nesting).
     static let spanDepth = 64
 }
+
+// MARK: - Tape
+
+extension JSONParser {
+    /// Reads one value onto `entries` (``JSONTape``): refuses exactly what ``parseValue(depth:)``
+    /// refuses, with the same errors, building no `String` for a plain string or name.
+    mutating func parseTape(depth: Int, into entries: inout [JSONTape.Entry]) throws(JSONSyntaxError) {
+        let first = try peek()
+        let start = offset
+        let slot = entries.count
+        switch first {
+        case UInt8(ascii: "{"):
+            guard depth + 1 < Self.maxDepth else { throw fail("nesting deeper than \(Self.maxDepth) levels") }
+            offset += 1
+            entries.append(JSONTape.Entry(kind: .object, count: 0, start: start, end: 0, next: 0))
+            var count = 0
+            if try peek() != UInt8(ascii: "}") {
+                // Duplicate names: plain names compared by their bytes with the names before them
+                // on the tape while they are few; past that, or once a name is not plain, a set of
+                // every name, so the check stays linear.
+                var seen: Set<ExactString>?
+                while true {
+                    guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+                    let nameStart = offset
+                    let name = entries.count
+                    try tapeString(into: &entries)
+                    let entry = entries[name]
+                    if seen == nil, entry.kind == .plain, count < JSONObject.indexThreshold {
+                        let length = entry.end - entry.start
+                        var other = slot + 1
+                        for _ in 0..<count {
+                            let earlier = entries[other]
+                            if earlier.kind == .plain, earlier.end - earlier.start == length,
+                                length == 0
+                                    || memcmp(
+                                        bytes.baseAddress! + earlier.start, bytes.baseAddress! + entry.start, length)
+                                        == 0
+                            {
+                                throw JSONSyntaxError(offset: nameStart, reason: "duplicate member name")
+                            }
+                            other = entries[other + 1].next
+                        }
+                    } else {
+                        if seen == nil {
+                            // Every name so far is plain and distinct.
+                            var names = Set<ExactString>(minimumCapacity: 2 * count)
+                            var other = slot + 1
+                            for _ in 0..<count {
+                                let earlier = entries[other]
+                                names.insert(
+                                    ExactString(
+                                        String(
+                                            decoding: UnsafeRawBufferPointer(
+                                                rebasing: bytes[earlier.start..<earlier.end]),
+                                            as: UTF8.self)))
+                                other = entries[other + 1].next
+                            }
+                            seen = names
+                        }
+                        let end = offset
+                        offset = nameStart
+                        let text = try parseString()
+                        offset = end
+                        guard seen!.insert(ExactString(text)).inserted else {
+                            throw JSONSyntaxError(offset: nameStart, reason: "duplicate member name")
+                        }
+                    }
+                    try expect(UInt8(ascii: ":"), "':'")
+                    try parseTape(depth: depth + 1, into: &entries)
+                    count += 1
+                    if try peek() == UInt8(ascii: ",") {
+                        offset += 1
+                        continue
+                    }
+                    try expect(UInt8(ascii: "}"), "',' or '}'")
+                    break
+                }
+            } else {
+                offset += 1
+            }
+            entries[slot].count = count
+            entries[slot].end = offset
+            entries[slot].next = entries.count
+        case UInt8(ascii: "["):
+            guard depth + 1 < Self.maxDepth else { throw fail("nesting deeper than \(Self.maxDepth) levels") }
+            offset += 1
+            entries.append(JSONTape.Entry(kind: .array, count: 0, start: start, end: 0, next: 0))
+            var count = 0
+            if try peek() != UInt8(ascii: "]") {
+                while true {
+                    try parseTape(depth: depth + 1, into: &entries)
+                    count += 1
+                    if try peek() == UInt8(ascii: ",") {
+                        offset += 1
+                        continue
+                    }
+                    try expect(UInt8(ascii: "]"), "',' or ']'")
+                    break
+                }
+            } else {
+                offset += 1
+            }
+            entries[slot].count = count
+            entries[slot].end = offset
+            entries[slot].next = entries.count
+        case UInt8(ascii: "\""):
+            try tapeString(into: &entries)
+        case UInt8(ascii: "t"):
+            try literal("true")
+            entries.append(JSONTape.Entry(kind: .true, count: 0, start: start, end: offset, next: slot + 1))
+        case UInt8(ascii: "f"):
+            try literal("false")
+            entries.append(JSONTape.Entry(kind: .false, count: 0, start: start, end: offset, next: slot + 1))
+        case UInt8(ascii: "n"):
+            try literal("null")
+            entries.append(JSONTape.Entry(kind: .null, count: 0, start: start, end: offset, next: slot + 1))
+        default:
+            let range = try scanNumber()
+            entries.append(
+                JSONTape.Entry(kind: .number, count: 0, start: range.lowerBound, end: range.upperBound, next: slot + 1))
+        }
+    }
+
+    /// Reads the string at `offset` (its opening quote) onto `entries`: a plain one by its bytes
+    /// alone, any other validated as ``parseString()`` validates it.
+    private mutating func tapeString(into entries: inout [JSONTape.Entry]) throws(JSONSyntaxError) {
+        let quote = offset
+        let slot = entries.count
+        if let raw = skipPlainString() {
+            entries.append(
+                JSONTape.Entry(kind: .plain, count: 0, start: raw.lowerBound, end: raw.upperBound, next: slot + 1))
+            return
+        }
+        offset = quote
+        _ = try parseString()
+        let contents = (quote + 1)..<(offset - 1)
+        let escaped = bytes[contents].contains(UInt8(ascii: "\\"))
+        entries.append(
+            JSONTape.Entry(
+                kind: escaped ? .escaped : .unescaped, count: 0, start: contents.lowerBound, end: contents.upperBound,
+                next: slot + 1))
+    }
+}
