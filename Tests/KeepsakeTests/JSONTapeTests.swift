@@ -1,4 +1,5 @@
 import Foundation
+import Migrations
 import Testing
 
 @testable import Keepsake
@@ -43,7 +44,7 @@ struct JSONTapeTests {
             "", "{", #"{"a":1,}"#, "[1,]", "01", "1.", ".5", "+1", "tru", "nul", #"{"a" 1}"#, #"{a:1}"#,
             "\"tab\there\"", #""\x""#, #""\ud800""#, #""\udc00x""#, #"{"a":1,"a":2}"#, "1 2", "[1]]", "NaN",
             #"{"":1,"":2}"#, #"{"a":1,"\u0061":2}"#, #"{"\u0061":1,"a":2}"#, #"{"é":1,"\u00e9":2}"#,
-            #"{"x":{"a":1},"a":{"a":2,"b":3,"a":4}}"#, #"{"a":1 "b":2}"#, #"["a" "b"]"#, #"{"a":}"#,
+            #"{"x":{"a":1},"a":{"a":2,"b":3,"a":4}}"#, #"{"a":1 "b":2}"#, #"["a" "b"]"#, #"{"a":}"#
         ])
     func sameAsTheTree(_ text: String) {
         let bytes = Data(text.utf8)
@@ -54,7 +55,7 @@ struct JSONTapeTests {
     func sameRefusals() {
         for bytes in [
             Data([0x22, 0xC3, 0x28, 0x22]), Data([0x7B, 0x22, 0xFF, 0x22, 0x3A, 0x31, 0x7D]),
-            Data("\"a\u{1}\"".utf8), Data("{\"a\":1}x".utf8),
+            Data("\"a\u{1}\"".utf8), Data("{\"a\":1}x".utf8)
         ] {
             let tape = outcome(tape: bytes)
             #expect(tape.hasPrefix("error at"))
@@ -113,7 +114,9 @@ struct JSONTapeTests {
     func namesMatchKeys() throws {
         let keys = StoredKeys(required: ["name", "é", "a\"b"], optional: ["age", "e\u{301}", ""])
         let table = KeyTable(keys)
-        let names = [#""name""#, #""é""#, #""e\u0301""#, #""a\"b""#, #""age""#, #""""#, #""x""#, #""\u00e9""#, #""nam""#]
+        let names = [
+            #""name""#, #""é""#, #""e\u0301""#, #""a\"b""#, #""age""#, #""""#, #""x""#, #""\u00e9""#, #""nam""#
+        ]
         var random = SplitMix(seed: 7)
         var checked = 0
         for _ in 0..<400 {
@@ -164,6 +167,28 @@ struct JSONTapeTests {
         #expect(record.stringWrapped)
         #expect(record.envelopeSchema == "S")
         #expect(record.keys == ["data", "schema", "version"])
+    }
+
+    @Test("an envelope whose member names have escapes is the same envelope, read the same")
+    func escapedEnvelopeNames() throws {
+        let plain = #"{"data":{"age":"36","name":"Ada"},"schema":"Person","version":0}"#
+        let escaped = #"{"d\u0061ta":{"\u0061ge":"36","name":"Ada"},"sch\u0065ma":"Person","versio\u006e":0}"#
+        let record = try ParsedRecord.parse(Data(escaped.utf8))
+        #expect(record.envelopeSchema == "Person")
+        var values: [PersonV3] = []
+        for text in [plain, escaped] {
+            guard case let .outdated(read) = Person.chain.outcome(of: Data(text.utf8), context: .fixed(now: Date()))
+            else {
+                Issue.record("\(text) was not read as an outdated Person")
+                continue
+            }
+            #expect(read.storedVersion == 0)
+            #expect(read.form == .envelope)
+            values.append(read.value)
+        }
+        #expect(values.count == 2)
+        #expect(values.first == values.last)
+        #expect(values.first?.alias == "Ada")
     }
 
     private func randomValue(_ random: inout SplitMix, depth: Int) -> JSONValue {

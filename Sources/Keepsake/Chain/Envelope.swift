@@ -108,8 +108,10 @@ extension Envelope where Model == JSONValue {
             self.tape = tape
             count = tape.entries[object].count
             for name in tape.memberNames(of: object) {
-                // Each of the four names has a length of its own: one comparison a member.
-                switch tape.storedLength(at: name) {
+                // Each of the four names has a length of its own: one comparison a member. (A
+                // name with escapes is measured decoded: `"d\u0061ta"` is `data`.)
+                let entry = tape.entries[name]
+                switch entry.kind == .escaped ? tape.string(at: name).utf8.count : entry.end - entry.start {
                 case 4: if tape.string(at: name, isExactly: Member.data.rawValue) { data = name + 1 }
                 case 6: if tape.string(at: name, isExactly: Member.schema.rawValue) { schema = name + 1 }
                 case 7: if tape.string(at: name, isExactly: Member.version.rawValue) { version = name + 1 }

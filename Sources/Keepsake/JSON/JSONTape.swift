@@ -120,17 +120,12 @@ final class JSONTape: Sendable {
         let compared = text.utf8.withContiguousStorageIfAvailable { theirs in
             bytes.withUnsafeBytes { mine in
                 theirs.count == entry.end - entry.start
-                    && (theirs.isEmpty || memcmp(mine.baseAddress! + entry.start, theirs.baseAddress!, theirs.count) == 0)
+                    && (theirs.isEmpty
+                        || memcmp(mine.baseAddress! + entry.start, theirs.baseAddress!, theirs.count) == 0)
             }
         }
         if let compared { return compared }
         return bytes[entry.start..<entry.end].elementsEqual(text.utf8)
-    }
-
-    /// The length in bytes of the string at `index` as stored (its value's UTF-8 length unless
-    /// it has escapes).
-    func storedLength(at index: Int) -> Int {
-        entries[index].end - entries[index].start
     }
 
     /// The entries of the names of the object at `index`: each member's value is the entry after
