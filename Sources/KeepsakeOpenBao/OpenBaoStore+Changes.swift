@@ -36,6 +36,9 @@ final class Watcher: Sendable {
 
     private let state = Mutex(State())
     private let logger = Logger(label: "keepsake.openbao")
+    /// Called on a polling thread just before its first listing: where a test holds that listing
+    /// back, to land a write between a watch's start and it (`nil` outside tests).
+    let beforeFirstListing = Mutex<(@Sendable () -> Void)?>(nil)
 
     /// Adds a watch; starts the polling thread (which holds `store` while it runs) when none runs.
     func add(_ continuation: StoreChanges.Continuation, start store: OpenBaoStore) -> Int {
@@ -62,6 +65,7 @@ final class Watcher: Sendable {
     private func poll(_ store: OpenBaoStore) {
         var known: [String: (version: Int, live: Bool)]?
         var failing = false
+        beforeFirstListing.withLock { $0 }?()
         while true {
             let started = ContinuousClock.now
             var hints: [StoreChange] = []
