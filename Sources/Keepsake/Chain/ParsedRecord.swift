@@ -44,22 +44,45 @@ struct ParsedRecord: Sendable {
     /// - Throws: `.corruptRecord` when the bytes, or the text of the string they hold, are not JSON.
     @usableFromInline
     static func parse(_ bytes: Data) throws(KeepsakeError) -> ParsedRecord {
-        let tape: JSONTape
-        do throws(JSONSyntaxError) {
-            tape = try JSONTape.parse(bytes)
-        } catch {
-            throw KeepsakeError(.corruptRecord, "the stored bytes are not valid JSON", cause: error.cause)
-        }
-        if tape.entries[0].isString {
+        let copied = JSONTape.copy(bytes)
+        if startsWithString(copied) {
+            // A record stored as a JSON string (UserDefaults-era apps): the string read once, by
+            // the tree parser (a tape would validate its escapes, then decode them again), and
+            // its text parsed onto the tape.
+            let text: String
             do throws(JSONSyntaxError) {
-                return ParsedRecord(tape: try JSONTape.parse(tape.string(at: 0)), stringWrapped: true)
+                guard case let .string(value) = try JSONParser.parse(copied) else {
+                    throw JSONSyntaxError(offset: 0, reason: "expected a string")  // unreachable: it starts with one
+                }
+                text = value
+            } catch {
+                throw KeepsakeError(.corruptRecord, "the stored bytes are not valid JSON", cause: error.cause)
+            }
+            do throws(JSONSyntaxError) {
+                return ParsedRecord(tape: try JSONTape.parse(text), stringWrapped: true)
             } catch {
                 throw KeepsakeError(
                     .corruptRecord, "the stored value is a JSON string that does not hold JSON",
                     cause: error.cause)
             }
         }
-        return ParsedRecord(tape: tape, stringWrapped: false)
+        do throws(JSONSyntaxError) {
+            return ParsedRecord(tape: try JSONTape.parse(bytes: copied), stringWrapped: false)
+        } catch {
+            throw KeepsakeError(.corruptRecord, "the stored bytes are not valid JSON", cause: error.cause)
+        }
+    }
+
+    /// Whether the first byte of `bytes` after any JSON whitespace is a quote: a JSON string, if
+    /// anything.
+    private static func startsWithString(_ bytes: [UInt8]) -> Bool {
+        for byte in bytes {
+            switch byte {
+            case 0x20, 0x0A, 0x0D, 0x09: continue
+            default: return byte == UInt8(ascii: "\"")
+            }
+        }
+        return false
     }
 
     /// How a record's top level is laid out: which stored form it has.

@@ -59,6 +59,21 @@ package struct JSONParser: ~Copyable {
         }
     }
 
+    /// Parses `bytes` as exactly one JSON value.
+    static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
+        let result: Result<JSONValue, JSONSyntaxError> = bytes.withUnsafeBytes { raw in
+            var parser = JSONParser(raw)
+            do throws(JSONSyntaxError) {
+                let value = try parser.parseValue(depth: 0)
+                try parser.expectEnd()
+                return .success(value)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
     /// Parses a UTF-8 string as exactly one JSON value.
     static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
         var text = text
@@ -400,8 +415,17 @@ package struct JSONParser: ~Copyable {
                 }
             default:
                 if byte < 0x20, strict { throw fail("control character in string") }
-                buffer.append(byte)
-                offset += 1
+                // The run of bytes up to the next quote, escape (or, strict, control character)
+                // is appended at once: a byte at a time, a string-wrapped record's unescaping
+                // cost 4.5k instructions.
+                var end = offset + 1
+                while end < bytes.count {
+                    let next = bytes[end]
+                    if next == UInt8(ascii: "\"") || next == UInt8(ascii: "\\") || (next < 0x20 && strict) { break }
+                    end += 1
+                }
+                buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
+                offset = end
             }
         }
         throw fail("unterminated string")

@@ -51,9 +51,13 @@ final class JSONTape: Sendable {
 
     /// Parses `data` as exactly one JSON value (surrounding whitespace allowed).
     static func parse(_ data: Data) throws(JSONSyntaxError) -> JSONTape {
-        // Copied by one `memcpy` (`[UInt8](data)` copies a byte at a time through `Data`'s
-        // iterator: a thousand instructions for a record of 80 bytes).
-        let bytes = data.withUnsafeBytes { raw in
+        try parse(bytes: copy(data))
+    }
+
+    /// `data`'s bytes, copied by one `memcpy` (`[UInt8](data)` copies a byte at a time through
+    /// `Data`'s iterator: a thousand instructions for a record of 80 bytes).
+    static func copy(_ data: Data) -> [UInt8] {
+        data.withUnsafeBytes { raw in
             [UInt8](unsafeUninitializedCapacity: raw.count) { buffer, count in
                 if let base = raw.baseAddress, let target = buffer.baseAddress, raw.count > 0 {
                     target.initialize(from: base.assumingMemoryBound(to: UInt8.self), count: raw.count)
@@ -61,7 +65,6 @@ final class JSONTape: Sendable {
                 count = raw.count
             }
         }
-        return try parse(bytes: bytes)
     }
 
     /// Parses a UTF-8 string as exactly one JSON value.
@@ -69,7 +72,8 @@ final class JSONTape: Sendable {
         try parse(bytes: Array(text.utf8))
     }
 
-    private static func parse(bytes: [UInt8]) throws(JSONSyntaxError) -> JSONTape {
+    /// Parses `bytes` as exactly one JSON value; the tape keeps them.
+    static func parse(bytes: [UInt8]) throws(JSONSyntaxError) -> JSONTape {
         let result: Result<[Entry], JSONSyntaxError> = bytes.withUnsafeBytes { raw in
             var parser = JSONParser(raw)
             var entries: [Entry] = []
