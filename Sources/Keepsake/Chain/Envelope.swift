@@ -81,8 +81,8 @@ extension Envelope: Encodable where Model: Encodable {
     }
 }
 
-/// An envelope as stored: its data a parsed tree, not yet decoded. Its members are read where
-/// they were parsed, by static functions, rather than copied into a value.
+/// An envelope as stored, not yet decoded: its members are read where they were parsed (on the
+/// record's tape, ``Parts``), by static functions, rather than copied into a value.
 typealias StoredEnvelope = Envelope<JSONValue>
 
 extension Envelope where Model == JSONValue {

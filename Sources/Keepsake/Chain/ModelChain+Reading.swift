@@ -1,7 +1,7 @@
 import Foundation
 
 // The one pipeline from stored bytes to a ``RecordOutcome``: parse once (`ParsedRecord`, which
-// tells the stored forms apart), detect the stored version on the parsed tree, decode once into
+// tells the stored forms apart), detect the stored version on the record's tape, decode once into
 // that version, run the steps, and — only when a write follows — encode and verify the latest
 // envelope (`ModelChain+Writing.swift`).
 

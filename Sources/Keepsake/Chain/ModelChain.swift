@@ -347,9 +347,9 @@ final class VersionEntry: Sendable {
     let dateEncoding: DateEncoding
     /// Whether a record stored without a version may be this version.
     let storedWithoutVersion: Bool
-    /// Decodes the version from a parsed tree.
+    /// Decodes the version from a record's fields.
     let decode: @Sendable (TreeNode) throws -> any ModelVersion
-    /// Decodes the version from a parsed tree and says which of its top-level keys it read.
+    /// Decodes the version from a record's fields and says which of its top-level keys it read.
     let decodeTrackingKeys: @Sendable (TreeNode) throws -> (value: any ModelVersion, readKeys: Set<ExactString>)
     /// Probes the version's `Decodable` conformance.
     private let probe: @Sendable () -> VersionProbe

@@ -1,9 +1,9 @@
 import Foundation
 
-/// Decodes `Decodable` types straight from a tree — a parsed ``JSONValue`` (a stored record,
-/// parsed once to detect its version and decoded once into it) or the encoder's own
+/// Decodes `Decodable` types straight from a tree — a stored record's ``JSONTape`` (parsed once
+/// to detect its version and decoded once into it), a parsed ``JSONValue``, or the encoder's own
 /// `CanonicalNode` (what a write-back's proof reads the envelope it wrote from, instead of
-/// parsing its bytes again), both a ``TreeNode``.
+/// parsing its bytes again), each a ``TreeNode``.
 ///
 /// Dates are read in the form the decoded version declares (``DateEncoding``: by default a
 /// number of seconds since 2001-01-01, Foundation's default, or an ISO 8601 string), exactly.
